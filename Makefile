@@ -1,0 +1,20 @@
+# The two set-up commands are `make run` and `make test`.
+GO ?= go
+
+.PHONY: run test bench lint build
+
+build:
+	$(GO) build -o bin/omnigraph ./cmd/omnigraph
+
+run: build
+	bash scripts/run.sh
+
+test:
+	bash scripts/test.sh
+
+bench:
+	bash scripts/bench.sh
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...

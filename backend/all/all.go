@@ -1,0 +1,7 @@
+// Package all registers every storage backend with backend.Open. Import it
+// for its side effect.
+package all
+
+import (
+	_ "github.com/omnigraph-go/omnigraph/backend/mem" // mem://
+)
