@@ -3,5 +3,6 @@
 package all
 
 import (
-	_ "github.com/omnigraph-go/omnigraph/backend/mem" // mem://
+	_ "github.com/omnigraph-go/omnigraph/backend/local" // file:// and plain paths
+	_ "github.com/omnigraph-go/omnigraph/backend/mem"   // mem://
 )

@@ -1,0 +1,34 @@
+// Package conformance is the shared test suite every backend.StorageAdapter
+// must pass. Each rule written in the StorageAdapter method docs has a named
+// subtest here, so "passes conformance" means "keeps the contract".
+//
+// A backend author proves a store in a few lines of its own test file:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, func(t *testing.T) backend.StorageAdapter {
+//			s, err := mystore.Open(t.Context(), t.TempDir())
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			t.Cleanup(func() { s.Close() })
+//			return s
+//		})
+//	}
+//
+// The Maker is called once per subtest and must return an empty namespace:
+// a new directory, a new in-memory store, or for a shared bucket a unique
+// prefix wrapped with backend.WithPrefix (and a t.Cleanup that deletes it).
+// Subtests are named after the rule they check (PutIfAbsentRace,
+// ListOrderAndPagination, ...), so `go test -run 'TestConformance/Exists'`
+// reruns one rule.
+//
+// Subtests that need a capability the store does not declare in
+// Capabilities() skip with the reason; capabilities a store does declare are
+// held to their full meaning. The races run 16 writers for 50 rounds on every
+// store, including network stores, because a smaller race proves less. On an
+// in-memory or local store the whole suite takes a few seconds.
+//
+// Wrappers (prefixing, counting, fault injection with no faults armed) run the
+// same suite: a wrapper that changes behaviour when nothing is injected is a
+// bug.
+package conformance
