@@ -1,0 +1,1042 @@
+package gq
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/omnigraph-go/omnigraph/graph/pg"
+)
+
+// scope maps variable names to slots; a not { } block opens a child scope.
+type scope struct {
+	parent *scope
+	names  map[string]int
+	slots  []int // slots declared in this scope, in order of first appearance
+}
+
+func (s *scope) lookup(name string) (int, bool) {
+	for sc := s; sc != nil; sc = sc.parent {
+		if slot, ok := sc.names[name]; ok {
+			return slot, true
+		}
+	}
+	return 0, false
+}
+
+// travInfo is a checked traversal.
+type travInfo struct {
+	tc       *TraversalClause
+	from, to int // slots of the written left and right variables
+	ev       int // edge variable slot or -1
+	edge     *pg.EdgeType
+	dir      Direction // relative to from -> to; 0 while unresolved
+	min, max int
+}
+
+// pred is a checked predicate with the slots it reads.
+type pred struct {
+	p    *Predicate
+	deps []int
+	done bool
+}
+
+func (c *checker) newVar(name string, kind VarKind, local bool) int {
+	v := &Var{Slot: len(c.rp.Vars), Name: name, Kind: kind, Local: local}
+	c.rp.Vars = append(c.rp.Vars, v)
+	return v.Slot
+}
+
+func (c *checker) read(rb *ReadBody) *ReadPlan {
+	c.rp = &ReadPlan{}
+	root := &scope{names: map[string]int{}}
+	steps, ok := c.block(rb.Match, root, nil, false)
+	if !ok {
+		return nil
+	}
+	c.rp.Steps = steps
+	c.returnClause(rb, root)
+	c.orderClause(rb, root)
+	if rb.Limit != nil {
+		c.limitClause(rb.Limit)
+	}
+	return c.rp
+}
+
+// block checks and plans the clauses of one match or not { } block. bound
+// lists the slots bound before the block runs (the outer scope's).
+func (c *checker) block(clauses []Clause, sc *scope, bound []int, local bool) ([]Step, bool) {
+	nerr := len(c.errs)
+	declPos := map[int]Pos{}
+	declare := func(name string, pos Pos, kind VarKind) (int, bool) {
+		if _, isParam := c.params[name]; isParam && name != "_" {
+			c.add(errorf(CodeRebind, pos, "$%s is a parameter of this query; a match variable needs another name, as in $%s_node", name, name))
+			return 0, false
+		}
+		if name != "_" {
+			if slot, ok := sc.lookup(name); ok {
+				if c.rp.Vars[slot].Kind != kind {
+					if kind == VarEdge {
+						c.add(errorf(CodeEdgeBinding, pos, "$%s is already a node variable; give the edge its own name, as in $%s_edge", name, name))
+					} else {
+						c.add(errorf(CodeEdgeBinding, pos, "$%s is an edge variable and cannot be a node or a traversal endpoint; use its properties, as in $%s.since", name, name))
+					}
+					return 0, false
+				}
+				if kind == VarEdge {
+					c.add(errorf(CodeEdgeBinding, pos, "edge variable $%s is bound twice; give each bound edge its own name", name))
+					return 0, false
+				}
+				return slot, true
+			}
+		}
+		slot := c.newVar(name, kind, local)
+		declPos[slot] = pos
+		if name != "_" {
+			sc.names[name] = slot
+		}
+		sc.slots = append(sc.slots, slot)
+		return slot, true
+	}
+
+	// 1. Declare variables and their node types from bindings and traversals.
+	type bindInfo struct {
+		slot int
+		bc   *BindingClause
+	}
+	var binds []bindInfo
+	var travs []*travInfo
+	var filters []*FilterClause
+	var nots []*NotClause
+	for _, cl := range clauses {
+		switch cl := cl.(type) {
+		case *BindingClause:
+			if cl.Var == "_" {
+				c.add(errorf(CodeRebind, cl.Pos, "$_ is anonymous and cannot be bound to a type; name the variable, as in $x: %s", cl.Type))
+				continue
+			}
+			slot, ok := declare(cl.Var, cl.Pos, VarNode)
+			if !ok {
+				continue
+			}
+			n := c.lookupNode(cl.Type, cl.TPos)
+			if n == nil {
+				continue
+			}
+			v := c.rp.Vars[slot]
+			if v.Node != nil && v.Node != n {
+				c.add(errorf(CodeRebind, cl.TPos, "$%s is already a %s; a variable has one type, so use a new name for the %s", cl.Var, v.Node.Name, n.Name))
+				continue
+			}
+			v.Node = n
+			binds = append(binds, bindInfo{slot, cl})
+		case *TraversalClause:
+			ti := &travInfo{tc: cl, ev: -1}
+			e, ok := c.cat.Edge(cl.Edge)
+			if !ok {
+				msg := fmt.Sprintf("unknown edge %q; %s", cl.Edge, suggest(cl.Edge, c.edgeNames()))
+				if n, isNode := c.cat.Node(upperFirst(cl.Edge)); isNode {
+					msg = fmt.Sprintf("%s is a node type, not an edge; bind it with $x: %s", n.Name, n.Name)
+				}
+				c.add(errorf(CodeUnknownEdge, cl.EdgePos, "%s", msg))
+				continue
+			}
+			ti.edge = e
+			var ok1, ok2 bool
+			ti.from, ok1 = declare(cl.From, cl.FromPos, VarNode)
+			ti.to, ok2 = declare(cl.To, cl.ToPos, VarNode)
+			if !ok1 || !ok2 {
+				continue
+			}
+			if cl.EdgeVar != "" {
+				if cl.EdgeVar == "_" {
+					c.add(errorf(CodeEdgeBinding, cl.Pos, "an edge binding needs a name, as in $a $e:%s $b; drop the binding if you do not use it", cl.Edge))
+					continue
+				}
+				slot, ok := declare(cl.EdgeVar, cl.Pos, VarEdge)
+				if !ok {
+					continue
+				}
+				c.rp.Vars[slot].Edge = e
+				ti.ev = slot
+			}
+			ti.min, ti.max = 1, 1
+			if cl.HasHops {
+				if !c.checkHops(cl, e) {
+					continue
+				}
+				ti.min, ti.max = cl.Min, cl.Max
+				if ti.ev >= 0 && !(cl.Min == 1 && cl.Max == 1) {
+					c.add(errorf(CodeEdgeBinding, cl.HopPos, "an edge binding follows exactly one edge; drop {%d,%d} or drop $%s:", cl.Min, cl.Max, cl.EdgeVar))
+					continue
+				}
+			}
+			if cl.Undirected {
+				if e.From != e.To {
+					c.add(errorf(CodeUndirected, cl.EdgePos, "<%s> is undirected, but %s goes %s -> %s; only edges between one node type can be undirected, so write $a %s $b", cl.Edge, e.Name, e.From, e.To, cl.Edge))
+					continue
+				}
+			}
+			travs = append(travs, ti)
+		case *FilterClause:
+			filters = append(filters, cl)
+		case *NotClause:
+			nots = append(nots, cl)
+		}
+	}
+	if len(c.errs) > nerr {
+		return nil, false
+	}
+
+	// 2. Infer directions and endpoint types (fixpoint, then defaults).
+	typeOf := func(slot int) *pg.NodeType { return c.rp.Vars[slot].Node }
+	resolved := make([]bool, len(travs))
+	resolve := func(i int, force bool) bool {
+		ti := travs[i]
+		e := ti.edge
+		from, _ := c.cat.Node(e.From)
+		to, _ := c.cat.Node(e.To)
+		a, b := typeOf(ti.from), typeOf(ti.to)
+		if a == nil && b == nil && !force {
+			return false
+		}
+		var dir Direction
+		switch {
+		case ti.tc.Undirected:
+			dir = Both
+		case a != nil && a.Name == e.From && (b == nil || b.Name == e.To):
+			dir = Out
+		case a != nil && a.Name == e.To && (b == nil || b.Name == e.From):
+			dir = In
+		case a == nil && b != nil && b.Name == e.To:
+			dir = Out
+		case a == nil && b != nil && b.Name == e.From:
+			dir = In
+		case a == nil && b == nil:
+			dir = Out
+		}
+		if ti.tc.Undirected && ((a != nil && a.Name != e.From) || (b != nil && b.Name != e.From)) {
+			dir = 0
+		}
+		if dir == 0 {
+			c.add(errorf(CodeEndpoint, ti.tc.EdgePos, "%s connects %s -> %s, but $%s is %s and $%s is %s; bind the endpoints to %s and %s",
+				e.Name, e.From, e.To, ti.tc.From, typeName(a), ti.tc.To, typeName(b), e.From, e.To))
+			resolved[i] = true
+			return true
+		}
+		if ti.max > 1 && e.From != e.To {
+			c.add(errorf(CodeHops, ti.tc.HopPos, "%s connects %s -> %s, so it cannot be followed more than once in a row; use {1,1} or an edge between one node type", e.Name, e.From, e.To))
+		}
+		ti.dir = dir
+		if dir == In {
+			c.rp.Vars[ti.from].Node, c.rp.Vars[ti.to].Node = to, from
+		} else {
+			c.rp.Vars[ti.from].Node, c.rp.Vars[ti.to].Node = from, to
+		}
+		resolved[i] = true
+		return true
+	}
+	for {
+		progress := false
+		for i := range travs {
+			if !resolved[i] && resolve(i, false) {
+				progress = true
+			}
+		}
+		if progress {
+			continue
+		}
+		forced := false
+		for i := range travs {
+			if !resolved[i] {
+				resolve(i, true)
+				forced = true
+				break
+			}
+		}
+		if !forced {
+			break
+		}
+	}
+	for _, slot := range sc.slots {
+		v := c.rp.Vars[slot]
+		if v.Kind == VarNode && v.Node == nil {
+			c.add(errorf(CodeUnbound, declPos[slot], "the type of $%s is unknown; bind it, as in $%s: %s", v.Name, v.Name, firstOr(c.nodeNames(), "Person")))
+		}
+	}
+	if len(c.errs) > nerr {
+		return nil, false
+	}
+
+	// 3. Predicates: inline values, then filters.
+	var preds []*pred
+	for _, bi := range binds {
+		n := c.rp.Vars[bi.slot].Node
+		seen := map[string]bool{}
+		for _, pv := range bi.bc.Props {
+			prop, ok := n.Property(pv.Name)
+			if !ok {
+				c.add(errorf(CodeUnknownProperty, pv.Pos, "%s has no property %q; %s", n.Name, pv.Name, suggest(pv.Name, propNames(n.Properties))))
+				continue
+			}
+			if seen[pv.Name] {
+				c.add(errorf(CodeDuplicateAssign, pv.Pos, "%s is given twice; keep one value", pv.Name))
+				continue
+			}
+			seen[pv.Name] = true
+			if prop.Type.Kind == pg.KindBlob {
+				c.add(errorf(CodeBlob, pv.Pos, "%s.%s is a Blob and cannot be matched on; match on another property", n.Name, pv.Name))
+				continue
+			}
+			what := fmt.Sprintf("%s.%s", n.Name, pv.Name)
+			rt, ok := c.rightType(OpEq, prop.Type, pv.Pos, what)
+			if !ok {
+				continue
+			}
+			if pv.Value.Kind == ExprNull {
+				c.add(errorf(CodeNull, pv.Value.Pos, "a match value cannot be null (NULL never matches); give a value, as in %s: %s", pv.Name, example(prop.Type)))
+				continue
+			}
+			right, ok := c.valueOperand(pv.Value, rt, false, what, false)
+			if !ok {
+				continue
+			}
+			left := Operand{Kind: OperandProp, Var: bi.slot, Prop: prop, Type: prop.Type, Nullable: prop.Nullable}
+			preds = append(preds, &pred{p: &Predicate{Pos: pv.Pos, Left: left, Op: OpEq, Right: right}, deps: []int{bi.slot}})
+		}
+	}
+	for _, fc := range filters {
+		if p := c.filter(fc, sc); p != nil {
+			preds = append(preds, p)
+		}
+	}
+	if len(c.errs) > nerr {
+		return nil, false
+	}
+
+	// 4. Plan: greedy, following edges from bound variables.
+	isBound := map[int]bool{}
+	for _, s := range bound {
+		isBound[s] = true
+	}
+	var steps []Step
+	emitFilters := func() {
+		for _, p := range preds {
+			if p.done {
+				continue
+			}
+			ready := true
+			for _, d := range p.deps {
+				if !isBound[d] {
+					ready = false
+				}
+			}
+			if ready {
+				p.done = true
+				steps = append(steps, &FilterStep{Pred: p.p})
+			}
+		}
+	}
+	emitFilters()
+	tdone := make([]bool, len(travs))
+	for {
+		progressed := false
+		for i, ti := range travs {
+			if tdone[i] || !(isBound[ti.from] || isBound[ti.to]) {
+				continue
+			}
+			st := &ExpandStep{From: ti.from, To: ti.to, EdgeVar: ti.ev, Edge: ti.edge, Dir: ti.dir, MinHops: ti.min, MaxHops: ti.max}
+			if !isBound[ti.from] {
+				st.From, st.To = ti.to, ti.from
+				switch ti.dir {
+				case Out:
+					st.Dir = In
+				case In:
+					st.Dir = Out
+				}
+			}
+			st.ToBound = isBound[st.To]
+			st.ToNode = c.rp.Vars[st.To].Node
+			steps = append(steps, st)
+			isBound[st.To] = true
+			if ti.ev >= 0 {
+				isBound[ti.ev] = true
+			}
+			tdone[i] = true
+			progressed = true
+			emitFilters()
+			break
+		}
+		if progressed {
+			continue
+		}
+		slot := c.pickScan(sc, isBound, preds)
+		if slot < 0 {
+			break
+		}
+		steps = append(steps, c.scanStep(slot, preds))
+		isBound[slot] = true
+		emitFilters()
+	}
+	for _, p := range preds {
+		if !p.done { // cannot happen: every variable is bound by now
+			c.add(errorf(CodeUnbound, p.p.Pos, "this filter reads a variable that is never bound"))
+		}
+	}
+
+	// 5. Anti-joins, each planned with everything in this block bound.
+	for _, nc := range nots {
+		child := &scope{parent: sc, names: map[string]int{}}
+		var allBound []int
+		for s := range isBound {
+			allBound = append(allBound, s)
+		}
+		slices.Sort(allBound)
+		sub, ok := c.block(nc.Clauses, child, allBound, true)
+		if !ok {
+			continue
+		}
+		outer := usedOuter(sub, isBound)
+		if len(outer) == 0 {
+			c.add(errorf(CodeNegation, nc.Pos, "not { ... } must use a variable bound outside it, as in not { $p worksAt $_ }; otherwise it does not depend on the row"))
+			continue
+		}
+		steps = append(steps, &AntiJoinStep{Steps: sub, Outer: outer})
+	}
+	return steps, len(c.errs) == nerr
+}
+
+func firstOr(ss []string, def string) string {
+	if len(ss) > 0 {
+		return ss[0]
+	}
+	return def
+}
+
+func typeName(n *pg.NodeType) string {
+	if n == nil {
+		return "unbound"
+	}
+	return "a " + n.Name
+}
+
+func (c *checker) checkHops(cl *TraversalClause, e *pg.EdgeType) bool {
+	switch {
+	case !cl.HasMax:
+		c.add(errorf(CodeHops, cl.HopPos, "unbounded traversal %s{%d,} is not allowed; give a maximum, as in %s{%d,%d}", cl.Edge, cl.Min, cl.Edge, max(cl.Min, 1), max(cl.Min, 1)+2))
+	case cl.Min < 1:
+		c.add(errorf(CodeHops, cl.HopPos, "the minimum hop count is 1; write %s{1,%d}", cl.Edge, max(cl.Max, 1)))
+	case cl.Max < cl.Min:
+		c.add(errorf(CodeHops, cl.HopPos, "the maximum (%d) is below the minimum (%d); write %s{%d,%d}", cl.Max, cl.Min, cl.Edge, cl.Max, cl.Min))
+	case cl.Max > MaxHops:
+		c.add(errorf(CodeHops, cl.HopPos, "at most %d hops are allowed; write %s{%d,%d}", MaxHops, cl.Edge, cl.Min, MaxHops))
+	default:
+		return true
+	}
+	return false
+}
+
+// pickScan chooses the next unbound node variable of sc to scan: one whose
+// key is pinned first, then one with pushed-down predicates, then the first
+// declared. It returns -1 when every variable is bound.
+func (c *checker) pickScan(sc *scope, isBound map[int]bool, preds []*pred) int {
+	best, bestScore := -1, -1
+	for _, slot := range sc.slots {
+		v := c.rp.Vars[slot]
+		if isBound[slot] || v.Kind != VarNode {
+			continue
+		}
+		score := 0
+		pushed := pushable(slot, preds)
+		if len(pushed) > 0 {
+			score = 1
+		}
+		if keyOperands(v.Node, pushed) != nil {
+			score = 2
+		}
+		if score > bestScore {
+			best, bestScore = slot, score
+		}
+	}
+	return best
+}
+
+func isConst(o Operand) bool {
+	return o.Kind == OperandLiteral || o.Kind == OperandParam || o.Kind == OperandNow
+}
+
+func pushable(slot int, preds []*pred) []*pred {
+	var out []*pred
+	for _, p := range preds {
+		if p.done || len(p.deps) != 1 || p.deps[0] != slot {
+			continue
+		}
+		if p.p.Left.Kind == OperandProp && isConst(p.p.Right) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func keyOperands(n *pg.NodeType, pushed []*pred) []Operand {
+	if len(n.Key) == 0 {
+		return nil
+	}
+	out := make([]Operand, len(n.Key))
+	for i, k := range n.Key {
+		found := false
+		for _, p := range pushed {
+			if p.p.Op == OpEq && p.p.Left.Prop.Name == k {
+				out[i] = p.p.Right
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil
+		}
+	}
+	return out
+}
+
+func (c *checker) scanStep(slot int, preds []*pred) *ScanStep {
+	v := c.rp.Vars[slot]
+	st := &ScanStep{Var: slot, Node: v.Node}
+	pushed := pushable(slot, preds)
+	st.Key = keyOperands(v.Node, pushed)
+	for _, p := range pushed {
+		p.done = true
+		st.Where = append(st.Where, p.p)
+	}
+	return st
+}
+
+// usedOuter lists the outer slots a subplan reads.
+func usedOuter(steps []Step, outer map[int]bool) []int {
+	set := map[int]bool{}
+	var walkOp func(o Operand)
+	walkOp = func(o Operand) {
+		if (o.Kind == OperandProp || o.Kind == OperandVar) && outer[o.Var] {
+			set[o.Var] = true
+		}
+	}
+	var walk func([]Step)
+	walk = func(ss []Step) {
+		for _, s := range ss {
+			switch s := s.(type) {
+			case *ExpandStep:
+				for _, x := range []int{s.From, s.To} {
+					if outer[x] {
+						set[x] = true
+					}
+				}
+			case *FilterStep:
+				walkOp(s.Pred.Left)
+				walkOp(s.Pred.Right)
+			case *AntiJoinStep:
+				for _, x := range s.Outer {
+					if outer[x] {
+						set[x] = true
+					}
+				}
+			case *ScanStep:
+				for _, p := range s.Where {
+					walkOp(p.Right)
+				}
+			}
+		}
+	}
+	walk(steps)
+	out := make([]int, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// operand resolves a variable, property or parameter expression in a read.
+// Literals are returned with ok and Kind 0 so the caller can coerce them.
+func (c *checker) operand(e *Expr, sc *scope, forRead bool) (Operand, bool) {
+	switch e.Kind {
+	case ExprProp:
+		slot, ok := sc.lookup(e.Var)
+		if !ok {
+			if _, isParam := c.params[e.Var]; isParam {
+				c.add(errorf(CodeUnbound, e.Pos, "$%s is a parameter and has no properties; compare a match variable's property with it", e.Var))
+				return Operand{}, false
+			}
+			c.add(errorf(CodeUnbound, e.Pos, "$%s is not bound in match; bind it first, as in $%s: %s", e.Var, e.Var, firstOr(c.nodeNames(), "Person")))
+			return Operand{}, false
+		}
+		v := c.rp.Vars[slot]
+		var prop *pg.Property
+		var owner string
+		var props []*pg.Property
+		if v.Kind == VarNode {
+			owner, props = v.Node.Name, v.Node.Properties
+			prop, ok = v.Node.Property(e.Prop)
+		} else {
+			owner, props = v.Edge.Name, v.Edge.Properties
+			prop, ok = v.Edge.Property(e.Prop)
+		}
+		if !ok {
+			hint := suggest(e.Prop, propNames(props))
+			if e.Prop == "id" || e.Prop == "src" || e.Prop == "dst" {
+				hint = "physical id columns are not queryable; use a declared property (" + hint + ")"
+			}
+			c.add(errorf(CodeUnknownProperty, e.Pos, "%s has no property %q ($%s is a %s); %s", owner, e.Prop, e.Var, owner, hint))
+			return Operand{}, false
+		}
+		if prop.Type.Kind == pg.KindBlob && forRead {
+			c.add(errorf(CodeBlob, e.Pos, "%s.%s is a Blob; Blob bytes are read with the blob API, not in queries; use another property", owner, e.Prop))
+			return Operand{}, false
+		}
+		return Operand{Kind: OperandProp, Var: slot, Prop: prop, Type: prop.Type, Nullable: prop.Nullable}, true
+	case ExprVar:
+		if slot, ok := sc.lookup(e.Var); ok {
+			return Operand{Kind: OperandVar, Var: slot, Type: pg.Type{Kind: pg.KindString}}, true
+		}
+		if p, ok := c.params[e.Var]; ok {
+			return Operand{Kind: OperandParam, Param: e.Var, Type: p.Type, Nullable: p.Nullable}, true
+		}
+		c.add(errorf(CodeUnbound, e.Pos, "$%s is neither bound in match nor a declared parameter; bind it in match or declare it in the parameter list", e.Var))
+		return Operand{}, false
+	case ExprNow:
+		return Operand{Kind: OperandNow, Type: pg.Type{Kind: pg.KindDateTime}}, true
+	case ExprIdent:
+		c.add(errorf(CodeUnbound, e.Pos, "%q is a bare name; refer to a property through its variable, as in $p.%s", e.Text, e.Text))
+		return Operand{}, false
+	case ExprAggregate:
+		c.add(errorf(CodeAggregateMix, e.Pos, "%s() is an aggregate and only allowed in return and order", e.Text))
+		return Operand{}, false
+	}
+	return Operand{}, true // a literal: the caller coerces it
+}
+
+func describeOperand(c *checker, o Operand, e *Expr) string {
+	switch o.Kind {
+	case OperandProp:
+		return "$" + e.Var + "." + e.Prop
+	case OperandVar, OperandParam:
+		return "$" + e.Var
+	case OperandNow:
+		return "now()"
+	}
+	return "the value"
+}
+
+// filter checks `left op right` in a match block.
+func (c *checker) filter(fc *FilterClause, sc *scope) *pred {
+	l, okL := c.operand(fc.Left, sc, true)
+	r, okR := c.operand(fc.Right, sc, true)
+	if !okL || !okR {
+		return nil
+	}
+	left, right := fc.Left, fc.Right
+	op := fc.Op
+	// Keep a property (or typed operand) on the left when the other side is a constant.
+	if l.Kind == 0 && r.Kind == 0 {
+		c.add(errorf(CodeTypeMismatch, fc.Pos, "this filter compares two literals; compare a property with a value, as in $p.age >= 30"))
+		return nil
+	}
+	if l.Kind == 0 || (isConst(l) && r.Kind == OperandProp) {
+		if op == OpContains || op == OpStartsWith {
+			if l.Kind == 0 {
+				c.add(errorf(CodeTypeMismatch, fc.Pos, "%s needs the property on the left, as in $p.name %s \"x\"", op, op))
+				return nil
+			}
+		} else {
+			l, r = r, l
+			left, right = right, left
+			op = flip(op)
+		}
+	}
+	lname := describeOperand(c, l, left)
+	if l.Kind == OperandVar || r.Kind == OperandVar {
+		if l.Kind != OperandVar || r.Kind != OperandVar || (op != OpEq && op != OpNe) {
+			c.add(errorf(CodeTypeMismatch, fc.OpPos, "a whole variable can only be compared with another variable using = or !=, as in $a != $b; compare a property instead, as in $%s.name", firstVarName(left, right)))
+			return nil
+		}
+		lv, rv := c.rp.Vars[l.Var], c.rp.Vars[r.Var]
+		if lv.Kind != rv.Kind || lv.Node != rv.Node || lv.Edge != rv.Edge {
+			c.add(errorf(CodeTypeMismatch, fc.OpPos, "$%s and $%s have different types and are never equal; compare variables of one type", left.Var, right.Var))
+			return nil
+		}
+		return &pred{p: &Predicate{Pos: fc.Pos, Left: l, Op: op, Right: r}, deps: uniq(l.Var, r.Var)}
+	}
+	rt, ok := c.rightType(op, l.Type, fc.OpPos, lname)
+	if !ok {
+		return nil
+	}
+	if r.Kind == 0 {
+		if right.Kind == ExprNull {
+			c.add(errorf(CodeNull, right.Pos, "comparing with null never matches (NULL matches nothing); compare with a value"))
+			return nil
+		}
+		v, err := coerceLiteral(right, rt, false, lname)
+		if err != nil {
+			c.add(err)
+			return nil
+		}
+		r = Operand{Kind: OperandLiteral, Value: v, Type: rt}
+	} else {
+		if r.Kind == OperandProp && r.Type.Kind == pg.KindBlob {
+			c.add(errorf(CodeBlob, right.Pos, "a Blob cannot be compared; use another property"))
+			return nil
+		}
+		if !sameClass(r.Type, rt) {
+			hint := "compare with a " + rt.String() + " value, as in " + example(rt)
+			if r.Kind == OperandParam {
+				hint = "declare " + paramDecl(right.Var, rt)
+			}
+			c.add(errorf(CodeTypeMismatch, fc.OpPos, "%s is %s but %s is %s; %s", lname, l.Type, describeOperand(c, r, right), r.Type, hint))
+			return nil
+		}
+		if l.Kind == OperandParam && r.Kind != OperandProp && l.Type.Kind == pg.KindList {
+			// `$list contains $x` is fine; nothing more to check.
+			_ = l
+		}
+	}
+	var deps []int
+	for _, o := range []Operand{l, r} {
+		if o.Kind == OperandProp || o.Kind == OperandVar {
+			deps = append(deps, o.Var)
+		}
+	}
+	return &pred{p: &Predicate{Pos: fc.Pos, Left: l, Op: op, Right: r}, deps: uniq(deps...)}
+}
+
+func firstVarName(a, b *Expr) string {
+	if a.Kind == ExprVar {
+		return a.Var
+	}
+	return b.Var
+}
+
+func uniq(xs ...int) []int {
+	out := []int{}
+	for _, x := range xs {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// sameOperand reports whether two operands read the same thing.
+func sameOperand(a, b Operand) bool {
+	if a.Kind != b.Kind {
+		return false
+	}
+	switch a.Kind {
+	case OperandProp:
+		return a.Var == b.Var && a.Prop == b.Prop
+	case OperandVar:
+		return a.Var == b.Var
+	case OperandParam:
+		return a.Param == b.Param
+	}
+	return false
+}
+
+func (c *checker) returnClause(rb *ReadBody, sc *scope) {
+	names := map[string]Pos{}
+	hasAgg := false
+	for _, it := range rb.Return {
+		if it.Expr.Kind == ExprAggregate {
+			hasAgg = true
+		}
+	}
+	for _, it := range rb.Return {
+		col := c.column(it.Expr, sc)
+		if col == nil {
+			continue
+		}
+		if it.Alias != "" {
+			col.Name = it.Alias
+		}
+		if prev, dup := names[col.Name]; dup {
+			c.add(errorf(CodeColumn, it.Pos, "column %q is already returned at %s; name this one with `as`, as in %s as %s_2", col.Name, prev, exprText(it.Expr), col.Name))
+			continue
+		}
+		names[col.Name] = it.Pos
+		if hasAgg && col.Kind != ColumnAggregate {
+			if col.Kind == ColumnValue {
+				c.add(errorf(CodeAggregateMix, it.Pos, "with an aggregate in return, the other items are the grouping keys and must be properties or variables; drop %s", exprText(it.Expr)))
+				continue
+			}
+			col.Group = true
+		}
+		c.rp.Columns = append(c.rp.Columns, col)
+	}
+	c.rp.Grouped = hasAgg
+}
+
+func exprText(e *Expr) string {
+	switch e.Kind {
+	case ExprVar:
+		return "$" + e.Var
+	case ExprProp:
+		return "$" + e.Var + "." + e.Prop
+	case ExprAggregate:
+		return e.Text + "(" + exprText(e.Arg) + ")"
+	case ExprString:
+		return strconv.Quote(e.Text)
+	case ExprNow:
+		return "now()"
+	case ExprIdent, ExprInt, ExprFloat:
+		return e.Text
+	case ExprBool:
+		return strconv.FormatBool(e.Bool)
+	}
+	return "the value"
+}
+
+// column checks one return expression.
+func (c *checker) column(e *Expr, sc *scope) *Column {
+	switch e.Kind {
+	case ExprAggregate:
+		return c.aggregate(e, sc)
+	case ExprIdent:
+		c.add(errorf(CodeUnbound, e.Pos, "%q is a bare name; return a property through its variable, as in $p.%s", e.Text, e.Text))
+		return nil
+	case ExprNull:
+		c.add(errorf(CodeNull, e.Pos, "returning null has no type; return a property or a value"))
+		return nil
+	}
+	o, ok := c.operand(e, sc, true)
+	if !ok {
+		return nil
+	}
+	switch o.Kind {
+	case OperandProp:
+		return &Column{Name: e.Prop, Kind: ColumnProp, Expr: o, Type: o.Type, Nullable: o.Nullable}
+	case OperandVar:
+		v := c.rp.Vars[o.Var]
+		if v.Kind == VarEdge {
+			c.add(errorf(CodeEdgeBinding, e.Pos, "edge variable $%s cannot be returned whole; return its properties, as in $%s.%s", e.Var, e.Var, firstOr(propNames(v.Edge.Properties), "prop")))
+			return nil
+		}
+		return &Column{Name: e.Var, Kind: ColumnNode, Expr: o, Type: o.Type}
+	case OperandParam:
+		return &Column{Name: e.Var, Kind: ColumnValue, Expr: o, Type: o.Type, Nullable: o.Nullable}
+	case OperandNow:
+		return &Column{Name: "now", Kind: ColumnValue, Expr: o, Type: o.Type}
+	}
+	t, ok := literalType(e)
+	if !ok {
+		c.add(errorf(CodeTypeMismatch, e.Pos, "cannot tell the type of this literal; return a non-empty list of one kind, or a scalar"))
+		return nil
+	}
+	v, err := coerceLiteral(e, t, false, "the returned literal")
+	if err != nil {
+		c.add(err)
+		return nil
+	}
+	return &Column{Name: "literal", Kind: ColumnValue, Expr: Operand{Kind: OperandLiteral, Value: v, Type: t}, Type: t}
+}
+
+func (c *checker) aggregate(e *Expr, sc *scope) *Column {
+	fn := AggFunc(e.Text)
+	arg := e.Arg
+	if arg.Kind == ExprAggregate {
+		c.add(errorf(CodeAggregateMix, arg.Pos, "aggregates cannot be nested; aggregate a property, as in %s($p.age)", fn))
+		return nil
+	}
+	if arg.Kind != ExprVar && arg.Kind != ExprProp {
+		c.add(errorf(CodeAggregateArg, arg.Pos, "%s() takes a variable or a property, as in %s($p) or %s($p.age)", fn, fn, fn))
+		return nil
+	}
+	o, ok := c.operand(arg, sc, true)
+	if !ok {
+		return nil
+	}
+	if o.Kind == OperandParam {
+		c.add(errorf(CodeAggregateArg, arg.Pos, "%s() takes a match variable or its property, not the parameter $%s", fn, arg.Var))
+		return nil
+	}
+	col := &Column{Name: string(fn), Kind: ColumnAggregate, Agg: fn, Expr: o, Nullable: true}
+	t := o.Type
+	switch fn {
+	case AggCount:
+		col.Type, col.Nullable = pg.Type{Kind: pg.KindI64}, false
+		return col
+	case AggSum, AggAvg:
+		if o.Kind != OperandProp || !t.Kind.Numeric() {
+			c.add(errorf(CodeAggregateArg, arg.Pos, "%s() needs a numeric property but %s is %s; use count(%s), or %s a number property", fn, exprText(arg), aggArgType(o), exprText(arg), fn))
+			return nil
+		}
+		switch {
+		case fn == AggAvg || t.Kind.Float():
+			col.Type = pg.Type{Kind: pg.KindF64}
+		case t.Kind == pg.KindU32 || t.Kind == pg.KindU64:
+			col.Type = pg.Type{Kind: pg.KindU64}
+		default:
+			col.Type = pg.Type{Kind: pg.KindI64}
+		}
+	case AggMin, AggMax:
+		if o.Kind != OperandProp || !(t.Kind.Numeric() || t.Kind == pg.KindString || t.Kind == pg.KindEnum || t.Kind == pg.KindDate || t.Kind == pg.KindDateTime) {
+			c.add(errorf(CodeAggregateArg, arg.Pos, "%s() needs a number, string or date property but %s is %s; use count(%s) instead", fn, exprText(arg), aggArgType(o), exprText(arg)))
+			return nil
+		}
+		col.Type = t
+	}
+	return col
+}
+
+func aggArgType(o Operand) string {
+	if o.Kind == OperandVar {
+		return "a whole variable"
+	}
+	return o.Type.String()
+}
+
+func (c *checker) orderClause(rb *ReadBody, sc *scope) {
+	rp := c.rp
+	if rp.Columns == nil && len(c.errs) > 0 {
+		return
+	}
+	aliases := map[string]int{}
+	for i, col := range rp.Columns {
+		aliases[col.Name] = i
+	}
+	for _, it := range rb.Order {
+		key, ok := c.sortKey(it, sc, aliases)
+		if ok {
+			rp.Order = append(rp.Order, key)
+		}
+	}
+	// Tie-breakers make the order total.
+	if rp.Grouped {
+		for i, col := range rp.Columns {
+			if col.Group && !hasKey(rp.Order, SortKey{Kind: SortColumn, Column: i}) {
+				rp.Order = append(rp.Order, SortKey{Kind: SortColumn, Column: i})
+			}
+		}
+		return
+	}
+	for _, v := range rp.Vars {
+		if !v.Local {
+			rp.Order = append(rp.Order, SortKey{Kind: SortID, Var: v.Slot})
+		}
+	}
+}
+
+func hasKey(keys []SortKey, k SortKey) bool {
+	for _, x := range keys {
+		if x.Kind == k.Kind && x.Column == k.Column {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *checker) sortKey(it *OrderItem, sc *scope, aliases map[string]int) (SortKey, bool) {
+	rp := c.rp
+	e := it.Expr
+	if e.Kind == ExprIdent {
+		i, ok := aliases[e.Text]
+		if !ok {
+			names := make([]string, 0, len(rp.Columns))
+			for _, col := range rp.Columns {
+				names = append(names, col.Name)
+			}
+			c.add(errorf(CodeColumn, e.Pos, "order by %q: no such returned column; %s", e.Text, suggest(e.Text, names)))
+			return SortKey{}, false
+		}
+		return c.columnKey(i, it)
+	}
+	var target Operand
+	var agg AggFunc
+	if e.Kind == ExprAggregate {
+		agg = AggFunc(e.Text)
+		if e.Arg.Kind != ExprVar && e.Arg.Kind != ExprProp {
+			c.add(errorf(CodeAggregateArg, e.Arg.Pos, "%s() takes a variable or a property", e.Text))
+			return SortKey{}, false
+		}
+		o, ok := c.operand(e.Arg, sc, true)
+		if !ok {
+			return SortKey{}, false
+		}
+		target = o
+	} else if e.Kind == ExprProp || e.Kind == ExprVar {
+		o, ok := c.operand(e, sc, true)
+		if !ok {
+			return SortKey{}, false
+		}
+		target = o
+	} else {
+		c.add(errorf(CodeColumn, e.Pos, "order by a property ($p.age), a variable or a returned column name"))
+		return SortKey{}, false
+	}
+	for i, col := range rp.Columns {
+		if col.Agg == agg && sameOperand(col.Expr, target) {
+			return c.columnKey(i, it)
+		}
+	}
+	if rp.Grouped || agg != "" {
+		c.add(errorf(CodeAggregateMix, e.Pos, "with aggregates, order by a returned column; add %s to return (with `as name`) and order by that name", exprText(e)))
+		return SortKey{}, false
+	}
+	switch target.Kind {
+	case OperandProp:
+		if !orderable(target.Type) {
+			c.add(errorf(CodeTypeMismatch, e.Pos, "%s is %s and has no order; order by a number, string, bool or date property", exprText(e), target.Type))
+			return SortKey{}, false
+		}
+		return SortKey{Kind: SortProp, Var: target.Var, Prop: target.Prop, Desc: it.Desc}, true
+	case OperandVar:
+		return SortKey{Kind: SortID, Var: target.Var, Desc: it.Desc}, true
+	}
+	c.add(errorf(CodeColumn, e.Pos, "ordering by the parameter $%s does not change the order; order by a property", e.Var))
+	return SortKey{}, false
+}
+
+func orderable(t pg.Type) bool {
+	switch t.Kind {
+	case pg.KindList, pg.KindVector, pg.KindBlob:
+		return false
+	}
+	return true
+}
+
+func (c *checker) columnKey(i int, it *OrderItem) (SortKey, bool) {
+	col := c.rp.Columns[i]
+	if !orderable(col.Type) {
+		c.add(errorf(CodeTypeMismatch, it.Pos, "column %q is %s and has no order; order by a scalar column", col.Name, col.Type))
+		return SortKey{}, false
+	}
+	return SortKey{Kind: SortColumn, Column: i, Desc: it.Desc}, true
+}
+
+func (c *checker) limitClause(e *Expr) {
+	switch e.Kind {
+	case ExprInt:
+		v, err := strconv.ParseInt(e.Text, 10, 64)
+		if err != nil || v < 0 {
+			c.add(errorf(CodeLimit, e.Pos, "limit %s is out of range; use a non-negative integer, as in limit 10", e.Text))
+			return
+		}
+		c.rp.Limit = &Operand{Kind: OperandLiteral, Value: v, Type: pg.Type{Kind: pg.KindI64}}
+	case ExprVar:
+		p, ok := c.params[e.Var]
+		if !ok {
+			c.add(errorf(CodeUnbound, e.Pos, "$%s is not a declared parameter; declare it, as in ($%s: I64), or write limit 10", e.Var, e.Var))
+			return
+		}
+		if !p.Type.Kind.Integer() || p.Nullable {
+			c.add(errorf(CodeLimit, e.Pos, "limit takes an integer but $%s is %s; declare $%s: I64", e.Var, paramTypeString(p), e.Var))
+			return
+		}
+		c.rp.Limit = &Operand{Kind: OperandParam, Param: e.Var, Type: p.Type}
+	}
+}
+
+func paramTypeString(p *Param) string {
+	s := p.Type.String()
+	if p.Nullable {
+		s += "?"
+	}
+	return s
+}
