@@ -70,8 +70,8 @@ func (e *ValueError) Unwrap() error { return ErrInvalidValue }
 
 // Pos is a 1-based source position.
 type Pos struct {
-	Line int
-	Col  int
+	Line int `json:"line"`
+	Col  int `json:"col"`
 }
 
 // Kind is the base kind of a property type.
@@ -114,6 +114,9 @@ var kindNames = [...]string{
 	KindEnum:     "enum",
 }
 
+// MarshalText renders the kind by its .pg spelling, so JSON shows "I32".
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
 // String returns the .pg spelling of the kind ("List" and "enum" for the
 // composite kinds).
 func (k Kind) String() string {
@@ -135,10 +138,10 @@ func (k Kind) Numeric() bool { return k.Integer() || k.Float() }
 
 // Type is a property type without its nullability (see Property.Nullable).
 type Type struct {
-	Kind   Kind
-	Dim    int      // KindVector: number of elements, >= 1
-	Elem   *Type    // KindList: element type, always a base scalar
-	Values []string // KindEnum: allowed values, sorted, no duplicates
+	Kind   Kind     `json:"kind"`
+	Dim    int      `json:"dim,omitempty"`    // KindVector: number of elements, >= 1
+	Elem   *Type    `json:"elem,omitempty"`   // KindList: element type, always a base scalar
+	Values []string `json:"values,omitempty"` // KindEnum: allowed values, sorted, no duplicates
 }
 
 // String returns the canonical .pg spelling: "I32", "Vector(8)",
@@ -164,8 +167,8 @@ func (t Type) Equal(u Type) bool { return t.String() == u.String() }
 // Range is a numeric bound from @range. A nil bound is open. Bounds are
 // inclusive.
 type Range struct {
-	Min *float64
-	Max *float64
+	Min *float64 `json:"min"`
+	Max *float64 `json:"max"`
 }
 
 // String renders the range as written in .pg: "1..10", "0..", "..5".
@@ -184,7 +187,7 @@ func (r Range) String() string {
 // Check is a regular expression from @check. Values of the property must
 // match it (RE2 syntax, unanchored unless the pattern anchors itself).
 type Check struct {
-	Pattern string
+	Pattern string `json:"pattern"`
 	re      *regexp.Regexp
 }
 
@@ -194,8 +197,8 @@ func (c *Check) Match(s string) bool { return c.re.MatchString(s) }
 // Card is an edge multiplicity, counted per source node. Max -1 means
 // unbounded. The default is 0..* (Min 0, Max -1).
 type Card struct {
-	Min int
-	Max int
+	Min int `json:"min"`
+	Max int `json:"max"`
 }
 
 // String renders "min..max" or "min..*".
@@ -218,22 +221,31 @@ const (
 	ArgStar                      // *
 )
 
+// MarshalText renders the argument kind as a word.
+func (k ArgKind) MarshalText() ([]byte, error) {
+	names := map[ArgKind]string{ArgString: "string", ArgNumber: "number", ArgIdent: "ident", ArgRange: "range", ArgStar: "star"}
+	if n, ok := names[k]; ok {
+		return []byte(n), nil
+	}
+	return []byte("unknown"), nil
+}
+
 // Arg is one annotation argument: positional when Key is empty, otherwise
 // key="value".
 type Arg struct {
-	Key   string
-	Kind  ArgKind
-	Value string
-	Pos   Pos
+	Key   string  `json:"key,omitempty"`
+	Kind  ArgKind `json:"kind"`
+	Value string  `json:"value"`
+	Pos   Pos     `json:"pos"`
 }
 
 // Annotation is an @name or @name(args) as written. Unknown annotations are
 // kept verbatim in the catalog; known ones are also decoded into fields
 // (Property.Embed, NodeType.Key, ...).
 type Annotation struct {
-	Name string // without the "@"
-	Args []Arg
-	Pos  Pos
+	Name string `json:"name"` // without the "@"
+	Args []Arg  `json:"args,omitempty"`
+	Pos  Pos    `json:"pos"`
 }
 
 // String renders the annotation in canonical .pg form.
@@ -286,80 +298,80 @@ func (as Annotations) Text(name string) string {
 // Embed is a decoded @embed("source"[, model="provider/model"]): the Vector
 // property holds embeddings of the String property Source.
 type Embed struct {
-	Source string
-	Model  string
+	Source string `json:"source"`
+	Model  string `json:"model,omitempty"`
 }
 
 // Property is one declared (or inherited) property of an interface, node or
 // edge type.
 type Property struct {
-	Name     string
-	Type     Type
-	Nullable bool   // written T?; otherwise the property is required
-	Owner    string // name of the interface, node or edge type that holds it
+	Name     string `json:"name"`
+	Type     Type   `json:"type"`
+	Nullable bool   `json:"nullable"` // written T?; otherwise the property is required
+	Owner    string `json:"owner"`    // name of the interface, node or edge type that holds it
 	// Inherited names the interface the property came from, "" when the type
 	// declares it itself.
-	Inherited string
+	Inherited string `json:"inherited,omitempty"`
 
-	Key    bool   // part of the owner's @key
-	Unique bool   // in a single-property @unique (or the key is just this property)
-	Index  bool   // in some @index group, or part of the key (keys imply an index)
-	Range  *Range // from @range; numeric kinds only
-	Check  *Check // from @check; String only
-	Embed  *Embed // from @embed; Vector only
+	Key    bool   `json:"key,omitempty"`    // part of the owner's @key
+	Unique bool   `json:"unique,omitempty"` // in a single-property @unique (or the key is just this property)
+	Index  bool   `json:"index,omitempty"`  // in some @index group, or part of the key (keys imply an index)
+	Range  *Range `json:"range,omitempty"`  // from @range; numeric kinds only
+	Check  *Check `json:"check,omitempty"`  // from @check; String only
+	Embed  *Embed `json:"embed,omitempty"`  // from @embed; Vector only
 
-	Annotations Annotations // as written on the property, constraints included
-	Pos         Pos
+	Annotations Annotations `json:"annotations,omitempty"` // as written on the property, constraints included
+	Pos         Pos         `json:"pos"`
 }
 
 // Interface is a reusable set of properties.
 type Interface struct {
-	Name        string
-	Properties  []*Property
-	Annotations Annotations
-	Pos         Pos
+	Name        string      `json:"name"`
+	Properties  []*Property `json:"properties"`
+	Annotations Annotations `json:"annotations,omitempty"`
+	Pos         Pos         `json:"pos"`
 }
 
 // NodeType is a node type: one table with an "id" column and one column per
 // property.
 type NodeType struct {
-	Name       string
-	Implements []string // interface names, as written
+	Name       string   `json:"name"`
+	Implements []string `json:"implements,omitempty"` // interface names, as written
 	// Properties in column order: inherited interface properties first (in
 	// implements order), then the node's own, in declaration order.
-	Properties []*Property
+	Properties []*Property `json:"properties"`
 	// Key is the @key property list in key order; nil for an unkeyed node
 	// (whose ids are ULIDs). KeyName() gives the single-key name.
-	Key []string
+	Key []string `json:"key,omitempty"`
 	// Unique holds every @unique group (single-property ones included).
-	Unique [][]string
+	Unique [][]string `json:"unique,omitempty"`
 	// Index holds every @index group.
-	Index       [][]string
-	Annotations Annotations // type-level annotations
-	Pos         Pos
+	Index       [][]string  `json:"index,omitempty"`
+	Annotations Annotations `json:"annotations,omitempty"` // type-level annotations
+	Pos         Pos         `json:"pos"`
 }
 
 // EdgeType is an edge type: one table with "id", "src", "dst" columns and one
 // column per property. src holds From node ids, dst holds To node ids.
 type EdgeType struct {
-	Name        string
-	From        string
-	To          string
-	Card        Card
-	Properties  []*Property
-	Unique      [][]string
-	Index       [][]string
-	Annotations Annotations // type-level annotations (@card excluded)
-	Pos         Pos
+	Name        string      `json:"name"`
+	From        string      `json:"from"`
+	To          string      `json:"to"`
+	Card        Card        `json:"card"`
+	Properties  []*Property `json:"properties"`
+	Unique      [][]string  `json:"unique,omitempty"`
+	Index       [][]string  `json:"index,omitempty"`
+	Annotations Annotations `json:"annotations,omitempty"` // type-level annotations (@card excluded)
+	Pos         Pos         `json:"pos"`
 }
 
 // Catalog is a compiled schema. It is immutable once returned by Compile.
 type Catalog struct {
-	Source     string // the .pg text as given
-	Identity   string // sha256 hex of Canonical(); whitespace and comments do not change it
-	Interfaces []*Interface
-	Nodes      []*NodeType // sorted by name
-	Edges      []*EdgeType // sorted by name
+	Source     string       `json:"source"`   // the .pg text as given
+	Identity   string       `json:"identity"` // sha256 hex of Canonical(); whitespace and comments do not change it
+	Interfaces []*Interface `json:"interfaces"`
+	Nodes      []*NodeType  `json:"nodes"` // sorted by name
+	Edges      []*EdgeType  `json:"edges"` // sorted by name
 
 	ifaces    map[string]*Interface
 	nodes     map[string]*NodeType

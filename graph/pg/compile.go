@@ -3,6 +3,7 @@ package pg
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -25,6 +26,17 @@ func Compile(src string) (*Catalog, error) {
 	}
 	c.Source = src
 	return c, nil
+}
+
+// CompileFile is Compile with the file name set in the returned *Error, so
+// messages read "path/to/file.pg:3:14: ...".
+func CompileFile(name, src string) (*Catalog, error) {
+	c, err := Compile(src)
+	var pe *Error
+	if errors.As(err, &pe) {
+		pe.File = name
+	}
+	return c, err
 }
 
 // Resolve turns a parsed file into a Catalog, checking names, types,

@@ -194,6 +194,9 @@ func TestErrorFormat(t *testing.T) {
 	if got := err.Error(); !strings.HasPrefix(got, "examples/x.pg:2:9: ") {
 		t.Fatalf("Error() with File = %q", got)
 	}
+	if _, err := CompileFile("dir/s.pg", "node a {}"); err == nil || !strings.HasPrefix(err.Error(), "dir/s.pg:1:6: ") {
+		t.Fatalf("CompileFile error = %v", err)
+	}
 	noHint := &Error{Line: 1, Col: 2, Msg: "m"}
 	if got := noHint.Error(); got != "schema.pg:1:2: m" {
 		t.Fatalf("Error() without hint = %q", got)

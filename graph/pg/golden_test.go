@@ -1,6 +1,7 @@
 package pg
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -176,5 +177,18 @@ func TestDocExamples(t *testing.T) {
 	}
 	if n < 2 {
 		t.Fatalf("found %d schema examples in docs/schema.md", n)
+	}
+}
+
+func TestCatalogJSON(t *testing.T) {
+	c := mustCompile(t, "node A { k: I32 @key\n tags: [String]? @description(\"t\")\n e: String @check(\"^x\") }\nedge E: A -> A @card(0..1)")
+	raw, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"kind":"I32"`, `"kind":"List","elem":{"kind":"String"}`, `"key":["k"]`, `"card":{"min":0,"max":1}`, `"check":{"pattern":"^x"}`, `"args":[{"kind":"string","value":"t"`, `"identity":"` + c.Identity + `"`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("catalog JSON lacks %s:\n%s", want, raw)
+		}
 	}
 }
