@@ -3,3 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go test -run '^$' -bench . -benchtime 1x ./... 
+# Read path vs DuckDB over the same Parquet files (separate module: cgo DuckDB).
+# 2-hop traversal and a filtered aggregate on 100k nodes / 1M edges, generated
+# into a temp dir; reports omnigraph-ms, duckdb-ms and the ratio x-duckdb.
+(cd bench/query && GOFLAGS=-mod=mod go test -run '^$' -bench . -benchtime 3x .)

@@ -1,0 +1,694 @@
+// Package s3 is the StorageAdapter for Amazon S3 and S3-compatible stores,
+// on aws-sdk-go-v2. URLs: s3://bucket/prefix.
+//
+// Environment contract (read at Open):
+//   - credentials: the SDK's default chain (AWS_ACCESS_KEY_ID,
+//     AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, profiles, web identity, IMDS...);
+//   - endpoint: AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else AWS's own;
+//     a custom endpoint uses path-style addressing;
+//   - region: AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1;
+//   - plain http only when the endpoint says http:// or AWS_ALLOW_HTTP is
+//     true; AWS_ALLOW_HTTP=false with an http:// endpoint is refused;
+//   - OBJECT_STORE_CLIENT_MAX_RETRIES, if set, must be 0.
+//
+// Conditional writes: PutIfAbsent sends If-None-Match: * (on
+// CompleteMultipartUpload for objects above the multipart threshold),
+// PutIfMatch sends If-Match with the ETag verbatim. 412 is Precondition.
+// 409 ConditionalRequestConflict (another conditional write on the key was in
+// flight) is Unknown: it says nothing about which writer won.
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/backend/internal/cloud"
+)
+
+// DefaultMultipartThreshold is the object size above which writes use a
+// multipart upload (the condition then rides on CompleteMultipartUpload).
+const DefaultMultipartThreshold = 16 << 20
+
+// partSize is the size of each uploaded part (S3's minimum is 5 MiB).
+const partSize = 8 << 20
+
+// Config is everything New needs; ConfigFromEnv fills it from the
+// environment contract.
+type Config struct {
+	Bucket string
+	// Endpoint overrides AWS's endpoint (an S3-compatible store or emulator);
+	// it must carry a scheme. Empty means AWS.
+	Endpoint string
+	Region   string
+	// HTTPClient replaces the SDK's HTTP client (tests insert fault proxies).
+	HTTPClient *http.Client
+	// RequestTimeout bounds each request; zero means 60 s.
+	RequestTimeout time.Duration
+	// MultipartThreshold: writes larger than this use multipart upload.
+	// Zero means DefaultMultipartThreshold.
+	MultipartThreshold int64
+	// KeyAndChildCoexist declares that "k" and "k/child" may both exist.
+	// True on AWS S3; false by default because file-backed S3-compatible
+	// stores (versitygw posix, MinIO) refuse it.
+	KeyAndChildCoexist bool
+}
+
+// URL parameters accepted by s3:// URLs.
+const paramCoexist = "key_child_coexist"
+
+func init() {
+	backend.Register("s3", func(ctx context.Context, u *url.URL) (backend.StorageAdapter, error) {
+		if err := backend.CheckParams(u, paramCoexist); err != nil {
+			return nil, err
+		}
+		bucket, prefix, err := backend.SplitBucketPrefix(u)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := ConfigFromEnv(bucket)
+		if err != nil {
+			return nil, err
+		}
+		if v := u.Query().Get(paramCoexist); v != "" {
+			if !cloud.Truthy(v) && !cloud.Falsy(v) {
+				return nil, backend.NewError("open", "", backend.KindConfiguration,
+					fmt.Errorf("parameter %s=%q: use true or false", paramCoexist, v))
+			}
+			cfg.KeyAndChildCoexist = cloud.Truthy(v)
+		}
+		s, err := New(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return backend.WithPrefix(s, prefix), nil
+	})
+}
+
+// ConfigFromEnv applies the environment contract (see the package doc).
+func ConfigFromEnv(bucket string) (Config, error) {
+	if err := cloud.CheckEnv(); err != nil {
+		return Config{}, err
+	}
+	cfg := Config{Bucket: bucket}
+	cfg.Region = firstEnv("AWS_REGION", "AWS_DEFAULT_REGION")
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	endpoint := firstEnv("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+	if endpoint == "" {
+		return cfg, nil
+	}
+	allow, allowSet := os.LookupEnv("AWS_ALLOW_HTTP")
+	switch {
+	case strings.HasPrefix(endpoint, "https://"):
+	case strings.HasPrefix(endpoint, "http://"):
+		if allowSet && cloud.Falsy(allow) {
+			return Config{}, backend.NewError("open", "", backend.KindConfiguration,
+				fmt.Errorf("the S3 endpoint is plain http but AWS_ALLOW_HTTP=%s; use an https:// endpoint or allow http", allow))
+		}
+	case strings.Contains(endpoint, "://"):
+		return Config{}, backend.NewError("open", "", backend.KindConfiguration,
+			fmt.Errorf("the S3 endpoint must start with https:// or http://"))
+	default:
+		// No scheme: https, unless http is explicitly allowed.
+		if cloud.Truthy(allow) {
+			endpoint = "http://" + endpoint
+		} else {
+			endpoint = "https://" + endpoint
+		}
+	}
+	if _, err := url.Parse(endpoint); err != nil {
+		return Config{}, backend.NewError("open", "", backend.KindConfiguration, fmt.Errorf("the S3 endpoint is not a valid URL"))
+	}
+	cfg.Endpoint = endpoint
+	return cfg, nil
+}
+
+func firstEnv(names ...string) string {
+	for _, n := range names {
+		if v := strings.TrimSpace(os.Getenv(n)); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+var _ backend.StorageAdapter = (*Store)(nil)
+
+// Store is an S3 bucket as a StorageAdapter (keys relative to the bucket).
+type Store struct {
+	client    *s3.Client
+	bucket    string
+	cfg       Config
+	reads     cloud.Policy
+	threshold int64
+}
+
+// New builds a Store. It makes no request: a missing bucket shows up as a
+// Configuration error on first use.
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	if err := cloud.CheckEnv(); err != nil {
+		return nil, err
+	}
+	if cfg.Bucket == "" {
+		return nil, backend.NewError("open", "", backend.KindConfiguration, errors.New("s3: bucket name is empty"))
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	opts := []func(*config.LoadOptions) error{
+		config.WithRegion(cfg.Region),
+		// The adapter is the only retry layer: the SDK makes one attempt.
+		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, backend.NewError("open", "", backend.KindConfiguration, &cloud.Cause{Msg: "loading AWS configuration failed", Err: err})
+	}
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		o.RetryMaxAttempts = 1
+		o.Retryer = aws.NopRetryer{}
+		// Stores that omit response checksums are normal; do not log it.
+		o.DisableLogOutputChecksumValidationSkipped = true
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+			o.UsePathStyle = true
+		}
+	})
+	th := cfg.MultipartThreshold
+	if th <= 0 {
+		th = DefaultMultipartThreshold
+	}
+	return &Store{client: client, bucket: cfg.Bucket, cfg: cfg, reads: cloud.DefaultPolicy(cfg.RequestTimeout), threshold: th}, nil
+}
+
+// Client exposes the SDK client (tests use it to create buckets).
+func (s *Store) Client() *s3.Client { return s.client }
+
+// mode says how a request may be retried and how an ambiguous failure reads.
+type mode int
+
+const (
+	read        mode = iota // repeatable; every transient failure is retried
+	write                   // unconditional Put/Delete: retried only when the failure proves no effect
+	conditional             // PutIfAbsent/PutIfMatch: exactly one attempt
+)
+
+// do runs one logical request under the retry rules of m and classifies
+// the final error.
+func (s *Store) do(ctx context.Context, op, key string, m mode, fn func(ctx context.Context) error) error {
+	var err error
+	if m == conditional {
+		err = cloud.Once(ctx, s.cfg.RequestTimeout, fn)
+	} else {
+		err = s.reads.Do(ctx, fn, func(err error) cloud.Verdict {
+			_, v := classify(err, m)
+			return v
+		})
+	}
+	if err == nil {
+		return nil
+	}
+	kind, _ := classify(err, m)
+	return backend.NewError(op, key, kind, &cloud.Cause{Msg: describe(err), Err: err})
+}
+
+// throttleCodes are the S3 error codes that mean "slow down".
+var throttleCodes = map[string]bool{
+	"SlowDown": true, "Throttling": true, "ThrottlingException": true,
+	"RequestLimitExceeded": true, "TooManyRequests": true, "RequestThrottled": true,
+}
+
+// configCodes mean the bucket, credentials or settings are wrong.
+var configCodes = map[string]bool{
+	"NoSuchBucket": true, "AccessDenied": true, "InvalidAccessKeyId": true,
+	"SignatureDoesNotMatch": true, "InvalidBucketName": true, "AllAccessDisabled": true,
+	"AuthorizationHeaderMalformed": true, "ExpiredToken": true, "InvalidToken": true,
+	"PermanentRedirect": true, "XAdminUserNotFound": true, "NotImplemented": true,
+}
+
+// apiParts returns the HTTP status and S3 error code carried by err
+// (zero and "" when absent).
+func apiParts(err error) (status int, code string) {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		code = ae.ErrorCode()
+	}
+	return status, code
+}
+
+// classify maps an S3 failure to a kind and a retry verdict, from the typed
+// error code and the HTTP status only.
+func classify(err error, m mode) (backend.Kind, cloud.Verdict) {
+	status, code := apiParts(err)
+	if status == 0 && code == "" {
+		kind := cloud.TransportKind(err, m != read)
+		switch {
+		case cloud.NotSent(err) && m != conditional:
+			return kind, cloud.RetryClient
+		case kind == backend.KindTransient && m == read:
+			return kind, cloud.RetryClient
+		}
+		return kind, cloud.Stop
+	}
+	var nsk *types.NoSuchKey
+	var nf *types.NotFound
+	throttle := throttleCodes[code] || status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+	switch {
+	case configCodes[code] || status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return backend.KindConfiguration, cloud.Stop
+	case errors.As(err, &nsk) || errors.As(err, &nf) || code == "NoSuchKey" || code == "NotFound" || status == http.StatusNotFound:
+		return backend.KindNotFound, cloud.Stop
+	case code == "PreconditionFailed" || status == http.StatusPreconditionFailed || status == http.StatusNotModified:
+		return backend.KindPrecondition, cloud.Stop
+	case code == "ConditionalRequestConflict":
+		// A concurrent conditional write on the same key was in flight: it
+		// does not say who won, so it is neither a loss nor retryable.
+		return backend.KindUnknown, cloud.Stop
+	case throttle:
+		switch m {
+		case read:
+			return backend.KindTransient, cloud.RetryThrottle
+		case write:
+			// An explicit throttle (429 or an S3 throttle code) is a refusal
+			// before any effect; a bare 503 may come from a proxy after the
+			// write landed, so it is not proof.
+			if throttleCodes[code] || status == http.StatusTooManyRequests {
+				return backend.KindTransient, cloud.RetryThrottle
+			}
+			return backend.KindUnknown, cloud.Stop
+		}
+		return backend.KindUnknown, cloud.Stop
+	case code == "RequestTimeout" || status == http.StatusRequestTimeout || status >= 500:
+		if m == read {
+			return backend.KindTransient, cloud.RetryClient
+		}
+		return backend.KindUnknown, cloud.Stop
+	case status == http.StatusConflict:
+		// Other conflicts (a file-backed store refusing "k" beside "k/x").
+		return backend.KindPermanent, cloud.Stop
+	case status >= 400:
+		return backend.KindPermanent, cloud.Stop
+	}
+	return backend.KindUnknown, cloud.Stop
+}
+
+func describe(err error) string {
+	status, code := apiParts(err)
+	if status == 0 && code == "" {
+		return cloud.TransportMsg(err)
+	}
+	msg := fmt.Sprintf("s3 HTTP %d", status)
+	if code != "" {
+		msg += " " + code
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorMessage() != "" {
+		msg += ": " + ae.ErrorMessage()
+	}
+	return msg
+}
+
+func attrsOf(key string, size int64, etag *string, mod *time.Time) backend.Attrs {
+	a := backend.Attrs{Key: key, Size: size, Version: aws.ToString(etag)}
+	if mod != nil {
+		a.ModTime = *mod
+	}
+	return a
+}
+
+// Get implements backend.StorageAdapter.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, backend.Attrs, error) {
+	if err := backend.ValidateKey(key); err != nil {
+		return nil, backend.Attrs{}, err
+	}
+	var data []byte
+	var a backend.Attrs
+	err := s.do(ctx, "get", key, read, func(ctx context.Context) error {
+		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+		if err != nil {
+			return err
+		}
+		defer out.Body.Close()
+		data, err = io.ReadAll(out.Body)
+		if err != nil {
+			return err
+		}
+		a = attrsOf(key, int64(len(data)), out.ETag, out.LastModified)
+		return nil
+	})
+	if err != nil {
+		return nil, backend.Attrs{}, err
+	}
+	if a.Version == "" {
+		return nil, backend.Attrs{}, backend.NewError("get", key, backend.KindPermanent, errors.New("the store returned no ETag"))
+	}
+	return data, a, nil
+}
+
+// GetRange implements backend.StorageAdapter.
+func (s *Store) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	if err := backend.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if offset < 0 {
+		offset = 0
+	}
+	if length == 0 {
+		// An empty range is still an answer about existence.
+		if _, err := s.Stat(ctx, key); err != nil {
+			return nil, err
+		}
+		return []byte{}, nil
+	}
+	rng := fmt.Sprintf("bytes=%d-", offset)
+	if length > 0 {
+		rng = fmt.Sprintf("bytes=%d-%d", offset, offset+length-1)
+	}
+	var data []byte
+	err := s.do(ctx, "get_range", key, read, func(ctx context.Context) error {
+		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key, Range: &rng})
+		if err != nil {
+			return err
+		}
+		defer out.Body.Close()
+		data, err = io.ReadAll(out.Body)
+		return err
+	})
+	if err != nil {
+		if status, _ := apiParts(err); status == http.StatusRequestedRangeNotSatisfiable {
+			// The range starts at or past the end (or the object is empty):
+			// confirm the object exists, then answer empty.
+			if _, serr := s.Stat(ctx, key); serr != nil {
+				return nil, serr
+			}
+			return []byte{}, nil
+		}
+		return nil, err
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+// Stat implements backend.StorageAdapter.
+func (s *Store) Stat(ctx context.Context, key string) (backend.Attrs, error) {
+	if err := backend.ValidateKey(key); err != nil {
+		return backend.Attrs{}, err
+	}
+	var a backend.Attrs
+	err := s.do(ctx, "stat", key, read, func(ctx context.Context) error {
+		out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+		if err != nil {
+			return err
+		}
+		a = attrsOf(key, aws.ToInt64(out.ContentLength), out.ETag, out.LastModified)
+		return nil
+	})
+	if err == nil && a.Version == "" {
+		return backend.Attrs{}, backend.NewError("stat", key, backend.KindPermanent, errors.New("the store returned no ETag"))
+	}
+	return a, err
+}
+
+// condition is the precondition of one write.
+type condition struct {
+	ifNoneMatch bool
+	ifMatch     string
+}
+
+func (s *Store) write(ctx context.Context, op, key string, data []byte, c condition) (backend.Attrs, error) {
+	if err := backend.ValidateKey(key); err != nil {
+		return backend.Attrs{}, err
+	}
+	m := write
+	if c.ifNoneMatch || c.ifMatch != "" {
+		m = conditional
+	}
+	if int64(len(data)) > s.threshold {
+		return s.multipart(ctx, op, key, data, c, m)
+	}
+	var etag *string
+	err := s.do(ctx, op, key, m, func(ctx context.Context) error {
+		in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))}
+		if c.ifNoneMatch {
+			in.IfNoneMatch = aws.String("*")
+		}
+		if c.ifMatch != "" {
+			in.IfMatch = aws.String(c.ifMatch)
+		}
+		out, err := s.client.PutObject(ctx, in)
+		if err != nil {
+			return err
+		}
+		etag = out.ETag
+		return nil
+	})
+	if err != nil {
+		return backend.Attrs{}, err
+	}
+	return s.written(ctx, op, key, int64(len(data)), etag)
+}
+
+// written builds a write's attributes. A store that omits the ETag gets
+// one HEAD; if it is still missing, the write is reported as done but the
+// adapter cannot offer a version, which is Permanent.
+func (s *Store) written(ctx context.Context, op, key string, size int64, etag *string) (backend.Attrs, error) {
+	if aws.ToString(etag) != "" {
+		return backend.Attrs{Key: key, Size: size, Version: *etag, ModTime: time.Now()}, nil
+	}
+	a, err := s.Stat(ctx, key)
+	if err != nil {
+		return backend.Attrs{}, backend.NewError(op, key, backend.KindUnknown, fmt.Errorf("write answered without an ETag and the read-back failed: %w", err))
+	}
+	return a, nil
+}
+
+// multipart uploads data in parts; the condition (if any) rides on
+// CompleteMultipartUpload, which is the only request that makes the object
+// visible, so it is sent exactly once.
+func (s *Store) multipart(ctx context.Context, op, key string, data []byte, c condition, m mode) (backend.Attrs, error) {
+	var uploadID *string
+	err := s.do(ctx, op, key, read, func(ctx context.Context) error {
+		out, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &key})
+		if err != nil {
+			return err
+		}
+		uploadID = out.UploadId
+		return nil
+	})
+	if err != nil {
+		return backend.Attrs{}, err
+	}
+	abort := func() {
+		// Best effort: a leftover upload costs storage, not correctness.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_, _ = s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: &key, UploadId: uploadID})
+	}
+	var parts []types.CompletedPart
+	for i, off := int32(1), 0; off < len(data); i, off = i+1, off+partSize {
+		end := min(off+partSize, len(data))
+		chunk := data[off:end]
+		num := i
+		// Parts go to a fresh upload id, so repeating one is safe.
+		err := s.do(ctx, op, key, read, func(ctx context.Context) error {
+			out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
+				Bucket: &s.bucket, Key: &key, UploadId: uploadID, PartNumber: aws.Int32(num),
+				Body: bytes.NewReader(chunk), ContentLength: aws.Int64(int64(len(chunk))),
+			})
+			if err != nil {
+				return err
+			}
+			parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
+			return nil
+		})
+		if err != nil {
+			abort()
+			return backend.Attrs{}, err
+		}
+	}
+	var etag *string
+	err = s.do(ctx, op, key, m, func(ctx context.Context) error {
+		in := &s3.CompleteMultipartUploadInput{
+			Bucket: &s.bucket, Key: &key, UploadId: uploadID,
+			MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
+		}
+		if c.ifNoneMatch {
+			in.IfNoneMatch = aws.String("*")
+		}
+		if c.ifMatch != "" {
+			in.IfMatch = aws.String(c.ifMatch)
+		}
+		out, err := s.client.CompleteMultipartUpload(ctx, in)
+		if err != nil {
+			return err
+		}
+		etag = out.ETag
+		return nil
+	})
+	if err != nil {
+		if k := backend.KindOf(err); k == backend.KindPrecondition || k == backend.KindNotFound {
+			abort()
+		}
+		return backend.Attrs{}, err
+	}
+	return s.written(ctx, op, key, int64(len(data)), etag)
+}
+
+// Put implements backend.StorageAdapter.
+func (s *Store) Put(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	return s.write(ctx, "put", key, data, condition{})
+}
+
+// PutIfAbsent implements backend.StorageAdapter with If-None-Match: *.
+func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	return s.write(ctx, "put_if_absent", key, data, condition{ifNoneMatch: true})
+}
+
+// PutIfMatch implements backend.StorageAdapter with If-Match: <etag>.
+// S3 answers 404 when the key is missing, which stays NotFound.
+func (s *Store) PutIfMatch(ctx context.Context, key string, data []byte, version string) (backend.Attrs, error) {
+	if version == "" {
+		// An empty token matches nothing; it must never become an
+		// unconditional write. Missing keys still answer NotFound.
+		if _, err := s.Stat(ctx, key); err != nil {
+			return backend.Attrs{}, err
+		}
+		return backend.Attrs{}, backend.NewError("put_if_match", key, backend.KindPrecondition, errors.New("empty version token"))
+	}
+	return s.write(ctx, "put_if_match", key, data, condition{ifMatch: version})
+}
+
+// List implements backend.StorageAdapter.
+func (s *Store) List(ctx context.Context, prefix string, opts backend.ListOptions) (backend.ListPage, error) {
+	if err := backend.ValidatePrefix(prefix); err != nil {
+		return backend.ListPage{}, err
+	}
+	max := opts.MaxKeys
+	if max <= 0 || max > backend.DefaultPageSize {
+		max = backend.DefaultPageSize
+	}
+	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, MaxKeys: aws.Int32(int32(max))}
+	if prefix != "" {
+		in.Prefix = aws.String(prefix)
+	}
+	if opts.StartAfter != "" {
+		in.StartAfter = aws.String(opts.StartAfter)
+	}
+	var page backend.ListPage
+	err := s.do(ctx, "list", prefix, read, func(ctx context.Context) error {
+		out, err := s.client.ListObjectsV2(ctx, in)
+		if err != nil {
+			return err
+		}
+		page = backend.ListPage{Truncated: aws.ToBool(out.IsTruncated)}
+		for _, o := range out.Contents {
+			page.Objects = append(page.Objects, attrsOf(aws.ToString(o.Key), aws.ToInt64(o.Size), o.ETag, o.LastModified))
+		}
+		return nil
+	})
+	return page, err
+}
+
+// Exists implements backend.StorageAdapter: a HEAD, then a one-key listing
+// of key + "/".
+func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
+	if err := backend.ValidateKey(key); err != nil {
+		return false, err
+	}
+	_, err := s.Stat(ctx, key)
+	if err == nil {
+		return true, nil
+	}
+	if !backend.IsNotFound(err) {
+		return false, err
+	}
+	page, err := s.List(ctx, key+"/", backend.ListOptions{MaxKeys: 1})
+	if err != nil {
+		return false, err
+	}
+	return len(page.Objects) > 0, nil
+}
+
+// Delete implements backend.StorageAdapter (S3 answers 204 for a missing key).
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := backend.ValidateKey(key); err != nil {
+		return err
+	}
+	err := s.do(ctx, "delete", key, write, func(ctx context.Context) error {
+		_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key})
+		return err
+	})
+	if backend.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// DeletePrefix implements backend.StorageAdapter.
+func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
+	if err := backend.ValidatePrefix(prefix); err != nil {
+		return err
+	}
+	return cloud.DeletePrefix(ctx, s, prefix)
+}
+
+// Capabilities implements backend.StorageAdapter.
+func (s *Store) Capabilities() backend.Capabilities {
+	return backend.Capabilities{
+		ConditionalCreate:  true,
+		ConditionalUpdate:  true,
+		KeyAndChildCoexist: s.cfg.KeyAndChildCoexist,
+		// ETags are content hashes: rewriting identical bytes keeps the token.
+		VersionPerWrite: false,
+	}
+}
+
+// Close implements backend.StorageAdapter.
+func (s *Store) Close() error { return nil }
+
+// CreateBucket creates the store's bucket if it does not exist (tests and
+// first-time setup on emulators).
+func (s *Store) CreateBucket(ctx context.Context) error {
+	err := s.do(ctx, "create_bucket", "", write, func(ctx context.Context) error {
+		_, err := s.client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &s.bucket})
+		return err
+	})
+	if err == nil {
+		return nil
+	}
+	var owned *types.BucketAlreadyOwnedByYou
+	var exists *types.BucketAlreadyExists
+	if errors.As(err, &owned) || errors.As(err, &exists) {
+		return nil
+	}
+	if _, code := apiParts(err); code == "BucketAlreadyOwnedByYou" || code == "BucketAlreadyExists" {
+		return nil
+	}
+	return err
+}

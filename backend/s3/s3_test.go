@@ -1,0 +1,121 @@
+package s3_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/backend/s3"
+	"github.com/omnigraph-go/omnigraph/conformance"
+	"github.com/omnigraph-go/omnigraph/internal/testenv"
+)
+
+func TestConformanceS3(t *testing.T) {
+	testenv.S3Bucket(t) // skip (or fail in CI) before any subtest when unconfigured
+	conformance.Run(t, func(t *testing.T) backend.StorageAdapter {
+		return testenv.Open(t, testenv.S3(t))
+	})
+}
+
+// TestLostAnswerInjectedS3: under the fault injector, a PutIfAbsent whose
+// answer is lost after it took effect on versitygw is Unknown, sent once,
+// and leaves one object version.
+func TestLostAnswerInjectedS3(t *testing.T) {
+	testenv.LostAnswerInjected(t, testenv.Open(t, testenv.S3(t)))
+}
+
+// TestWireS3 runs the on-the-wire retry and lost-answer rules through a
+// misbehaving proxy in front of versitygw.
+func TestWireS3(t *testing.T) {
+	testenv.RunWire(t, testenv.Wire{
+		Open: func(t *testing.T) (backend.StorageAdapter, *testenv.Proxy) {
+			bucket := testenv.S3Bucket(t)
+			cfg, err := s3.ConfigFromEnv(bucket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := testenv.NewProxy(t, cfg.Endpoint)
+			cfg.Endpoint = p.URL
+			st, err := s3.New(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prefix := testenv.Prefix(t) + "/"
+			t.Cleanup(func() { _ = st.DeletePrefix(context.Background(), prefix) })
+			return backend.WithPrefix(st, prefix), p
+		},
+		IsWrite: testenv.IsMethod(http.MethodPut),
+		IsRead:  testenv.IsMethod(http.MethodGet),
+		Throttle: testenv.Rule{Status: http.StatusServiceUnavailable, Header: http.Header{"Content-Type": {"application/xml"}},
+			Body: `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`},
+	})
+}
+
+// TestMultipartConditionalS3: above the multipart threshold, the condition
+// rides on CompleteMultipartUpload: a second create loses and leaves the
+// first bytes; a stale If-Match loses too.
+func TestMultipartConditionalS3(t *testing.T) {
+	bucket := testenv.S3Bucket(t)
+	cfg, err := s3.ConfigFromEnv(bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MultipartThreshold = 5 << 20
+	st, err := s3.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := testenv.Prefix(t) + "/"
+	t.Cleanup(func() { _ = st.DeletePrefix(context.Background(), prefix) })
+	ctx := t.Context()
+	big := func(b byte) []byte { return []byte(strings.Repeat(string(b), 9<<20)) }
+	a, err := st.PutIfAbsent(ctx, prefix+"big", big('a'))
+	if err != nil {
+		t.Fatalf("multipart PutIfAbsent: %v", err)
+	}
+	if !strings.Contains(a.Version, "-") {
+		t.Fatalf("version %q is not a multipart ETag: the multipart path did not run", a.Version)
+	}
+	if _, err := st.PutIfAbsent(ctx, prefix+"big", big('b')); !errors.Is(err, backend.ErrPrecondition) {
+		t.Fatalf("second multipart PutIfAbsent = %v, want Precondition", err)
+	}
+	b, err := st.PutIfMatch(ctx, prefix+"big", big('c'), a.Version)
+	if err != nil {
+		t.Fatalf("multipart PutIfMatch with the current ETag: %v", err)
+	}
+	if _, err := st.PutIfMatch(ctx, prefix+"big", big('d'), a.Version); !errors.Is(err, backend.ErrPrecondition) {
+		t.Fatalf("multipart PutIfMatch with a stale ETag = %v, want Precondition", err)
+	}
+	got, attrs, err := st.Get(ctx, prefix+"big")
+	if err != nil || got[0] != 'c' || attrs.Version != b.Version {
+		t.Fatalf("Get after multipart writes: %q..., %+v, %v", got[:1], attrs, err)
+	}
+}
+
+// TestErrorsCarryNoSecretsS3: a signature failure (wrong secret) is a
+// Configuration error whose text holds neither key.
+func TestErrorsCarryNoSecretsS3(t *testing.T) {
+	bucket := testenv.S3Bucket(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDSECRETIDENTIFIER")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "very-secret-value-123")
+	cfg, err := s3.ConfigFromEnv(bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s3.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.Put(t.Context(), "x", []byte("x"))
+	if backend.KindOf(err) != backend.KindConfiguration {
+		t.Fatalf("bad credentials: %v (kind %s), want Configuration", err, backend.KindOf(err))
+	}
+	for _, secret := range []string{"AKIDSECRETIDENTIFIER", "very-secret-value-123"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Fatalf("error text carries a credential: %v", err)
+		}
+	}
+}

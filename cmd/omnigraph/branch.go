@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+// branchSubcommands are the subcommands of "omnigraph branch". Other command
+// files (merge) add theirs with registerBranchSub in an init function.
+var branchSubcommands []func(*app) *cobra.Command
+
+func registerBranchSub(build func(*app) *cobra.Command) {
+	branchSubcommands = append(branchSubcommands, build)
+}
+
+func init() {
+	register(func(a *app) *cobra.Command {
+		c := &cobra.Command{
+			Use:   "branch",
+			Short: "Create, list and delete graph branches",
+			Args:  cobra.NoArgs,
+			RunE: func(c *cobra.Command, args []string) error {
+				return usagef("branch needs a subcommand: create, list or delete (see 'omnigraph branch --help')")
+			},
+		}
+		for _, build := range branchSubcommands {
+			c.AddCommand(build(a))
+		}
+		return c
+	})
+	registerBranchSub(branchCreateCmd)
+	registerBranchSub(branchListCmd)
+	registerBranchSub(branchDeleteCmd)
+}
+
+func branchCreateCmd(a *app) *cobra.Command {
+	var t graphTarget
+	var from string
+	c := &cobra.Command{
+		Use:   "create NAME [--from B]",
+		Short: "Create a branch from the head of another (default main)",
+		Long: "Create branch NAME from the head of --from (default main). The branch shares\n" +
+			"its parent's tables until it first writes them. Names may contain '/', but a\n" +
+			"live name cannot be a path prefix of another live name (review vs review/x).",
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			g, done, err := t.openGraph(c.Context(), true)
+			if err != nil {
+				return err
+			}
+			defer done()
+			snap, err := g.CreateBranch(c.Context(), args[0], from)
+			if err != nil {
+				return err
+			}
+			out := map[string]any{"branch": args[0], "from": from, "commit": snap.CommitID(), "incarnation": snap.Entry().Incarnation}
+			if t.json {
+				return writeJSON(a.stdout, out)
+			}
+			fmt.Fprintf(a.stdout, "created branch %s from %s at commit %s\n", args[0], from, snap.CommitID())
+			return nil
+		},
+	}
+	c.Flags().StringVar(&from, "from", "main", "branch to fork from")
+	t.addStore(c)
+	t.addJSON(c)
+	t.addActor(c)
+	return c
+}
+
+func branchListCmd(a *app) *cobra.Command {
+	var t graphTarget
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List the live branches",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			g, done, err := t.openGraph(c.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			bs, err := g.Branches(c.Context())
+			if err != nil {
+				return err
+			}
+			if t.json {
+				return writeJSON(a.stdout, map[string]any{"branches": bs})
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "BRANCH\tVERSION")
+			for _, b := range bs {
+				fmt.Fprintf(tw, "%s\t%d\n", b.Name, b.Version)
+			}
+			return tw.Flush()
+		},
+	}
+	t.addStore(c)
+	t.addJSON(c)
+	return c
+}
+
+func branchDeleteCmd(a *app) *cobra.Command {
+	var t graphTarget
+	c := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a branch (refused while branches forked from it are live)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			g, done, err := t.openGraph(c.Context(), true)
+			if err != nil {
+				return err
+			}
+			defer done()
+			if err := g.DeleteBranch(c.Context(), args[0]); err != nil {
+				return err
+			}
+			if t.json {
+				return writeJSON(a.stdout, map[string]any{"branch": args[0], "deleted": true})
+			}
+			fmt.Fprintf(a.stdout, "deleted branch %s\n", args[0])
+			return nil
+		},
+	}
+	t.addStore(c)
+	t.addJSON(c)
+	t.addActor(c)
+	return c
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/omnigraph-go/omnigraph/graph"
+)
+
+// commitSubcommands are the subcommands of "omnigraph commit"; other command
+// files (commit changes) add theirs with registerCommitSub in an init.
+var commitSubcommands []func(*app) *cobra.Command
+
+func registerCommitSub(build func(*app) *cobra.Command) {
+	commitSubcommands = append(commitSubcommands, build)
+}
+
+func init() {
+	register(func(a *app) *cobra.Command {
+		c := &cobra.Command{
+			Use:   "commit",
+			Short: "Inspect the commit history",
+			Args:  cobra.NoArgs,
+			RunE: func(c *cobra.Command, args []string) error {
+				return usagef("commit needs a subcommand: list or show (see 'omnigraph commit --help')")
+			},
+		}
+		for _, build := range commitSubcommands {
+			c.AddCommand(build(a))
+		}
+		return c
+	})
+	registerCommitSub(commitListCmd)
+	registerCommitSub(commitShowCmd)
+}
+
+func commitListCmd(a *app) *cobra.Command {
+	var t graphTarget
+	var branch string
+	var limit int
+	c := &cobra.Command{
+		Use:   "list [--branch B]",
+		Short: "List the commits reachable from a branch head, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if limit < 0 {
+				return usagef("--limit must be 0 (all) or more")
+			}
+			g, done, err := t.openGraph(c.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			cs, err := g.Commits(c.Context(), branch, limit)
+			if err != nil {
+				return err
+			}
+			if t.json {
+				return writeJSON(a.stdout, map[string]any{"branch": branch, "commits": cs})
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "COMMIT\tBRANCH\tVERSION\tACTOR\tTIME\tPARENTS")
+			for _, ci := range cs {
+				printCommitRow(tw, ci)
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().StringVar(&branch, "branch", "main", "branch whose history to list")
+	c.Flags().IntVar(&limit, "limit", 0, "list at most this many commits (0: all)")
+	t.addStore(c)
+	t.addJSON(c)
+	return c
+}
+
+func printCommitRow(tw *tabwriter.Writer, ci graph.CommitInfo) {
+	parents := strings.Join(ci.Parents, ",")
+	if parents == "" {
+		parents = "-"
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", ci.ID, ci.Branch, ci.ManifestVersion, ci.Actor, ci.Time.Format(time.RFC3339Nano), parents)
+}
+
+func commitShowCmd(a *app) *cobra.Command {
+	var t graphTarget
+	c := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one commit",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			g, done, err := t.openGraph(c.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			ci, err := g.Commit(c.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if t.json {
+				return writeJSON(a.stdout, ci)
+			}
+			fmt.Fprintf(a.stdout, "commit   %s\nbranch   %s (manifest version %d)\nactor    %s\ntime     %s\nparents  %s\n",
+				ci.ID, ci.Branch, ci.ManifestVersion, ci.Actor, ci.Time.Format(time.RFC3339Nano), strings.Join(ci.Parents, " "))
+			return nil
+		},
+	}
+	t.addStore(c)
+	t.addJSON(c)
+	return c
+}

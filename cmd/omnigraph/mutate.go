@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/omnigraph-go/omnigraph/graph"
+)
+
+func init() {
+	register(func(a *app) *cobra.Command {
+		var t graphTarget
+		var file, expr, params, branch, ifCommit string
+		c := &cobra.Command{
+			Use:   "mutate (--query FILE.gq [NAME] | -e 'GQ') [--params JSON] [--branch B] [--if-commit ID] --store URL",
+			Short: "Run a .gq mutation (insert / update / delete) as one commit",
+			Long: "Run a .gq mutation as ONE commit: every statement sees the earlier ones'\n" +
+				"inserts and updates, and either everything lands or nothing does. A query\n" +
+				"either inserts/updates or deletes (never both). -e takes a whole query, or\n" +
+				"just statements (insert Person { ... }). --params is a JSON object.\n" +
+				"--if-commit ID writes only while the branch head is still commit ID; when it\n" +
+				"is not, nothing is written and the exit code is 4.",
+			Args: cobra.MaximumNArgs(2),
+			RunE: func(c *cobra.Command, args []string) error {
+				ctx := c.Context()
+				if (file == "") == (expr == "") {
+					return usagef("give the mutation once: --query FILE.gq [NAME] or -e 'insert Person { ... }'")
+				}
+				if t.store == "" && len(args) > 0 {
+					t.store, args = args[len(args)-1], args[:len(args)-1]
+				}
+				if len(args) > 1 {
+					return usagef("too many arguments: give a query NAME at most")
+				}
+				name := ""
+				if len(args) == 1 {
+					name = args[0]
+				}
+				src := expr
+				if file != "" {
+					b, err := os.ReadFile(file)
+					if err != nil {
+						return usagef("read the query file: %v", err)
+					}
+					src = string(b)
+				} else if !startsWithKeyword(src) {
+					src = "mutation cli() {\n" + src + "\n}"
+				}
+				p, err := mutateParams(params)
+				if err != nil {
+					return err
+				}
+				g, done, err := t.openGraph(ctx, true)
+				if err != nil {
+					return err
+				}
+				defer done()
+				res, err := g.MutateQuery(ctx, src, name, graph.MutateOptions{Branch: branch, Params: p, IfCommit: ifCommit})
+				if errors.Is(err, graph.ErrPreconditionFailed) {
+					return exitCodeError{code: exitConflict, err: err}
+				}
+				if err != nil {
+					return err
+				}
+				for _, w := range res.Warnings {
+					fmt.Fprintln(a.stderr, "warning:", w)
+				}
+				if t.json {
+					return writeJSON(a.stdout, res)
+				}
+				if res.Commit == nil {
+					fmt.Fprintln(a.stdout, "nothing matched; no commit")
+					return nil
+				}
+				fmt.Fprintf(a.stdout, "%d nodes and %d edges affected; commit %s on branch %s\n",
+					res.AffectedNodes, res.AffectedEdges, res.Commit.ID, res.Commit.Branch)
+				return nil
+			},
+		}
+		t.addStore(c)
+		t.addJSON(c)
+		t.addActor(c)
+		c.Flags().StringVar(&file, "query", "", "a .gq file holding the mutation")
+		c.Flags().StringVarP(&expr, "expr", "e", "", "the mutation text")
+		c.Flags().StringVar(&params, "params", "", "parameters as a JSON object")
+		c.Flags().StringVar(&branch, "branch", "", "branch to write (default main)")
+		c.Flags().StringVar(&ifCommit, "if-commit", "", "write only if the branch head is this commit (exit 4 otherwise)")
+		return c
+	})
+}
+
+func startsWithKeyword(src string) bool {
+	s := strings.TrimSpace(src)
+	for strings.HasPrefix(s, "//") { // skip leading line comments
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = strings.TrimSpace(s[i+1:])
+		} else {
+			return false
+		}
+	}
+	return strings.HasPrefix(s, "query ") || strings.HasPrefix(s, "mutation ")
+}
+
+// mutateParams decodes --params: a JSON object; numbers keep every digit.
+func mutateParams(s string) (map[string]any, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return nil, usagef(`--params must be a JSON object, as in --params '{"h":"alice"}'`)
+	}
+	if dec.More() {
+		return nil, usagef("--params must be one JSON object")
+	}
+	return m, nil
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/omnigraph-go/omnigraph/graph"
+)
+
+// queryFormats are the --format values of omnigraph query.
+var queryFormats = []string{"table", "kv", "csv", "jsonl", "json"}
+
+func init() {
+	register(func(a *app) *cobra.Command {
+		var t graphTarget
+		var file, expr, params, paramsFile, branch, snapshot, format string
+		c := &cobra.Command{
+			Use:   "query (--query FILE.gq [NAME] | -e 'GQ') [--params JSON | --params-file F] [--branch B | --snapshot COMMIT] [--format F] --store URL",
+			Short: "Run a read query on one snapshot of a branch (or of a past commit)",
+			Long: "Run a .gq read query. The whole query reads one snapshot: the head of --branch\n" +
+				"(default main) when the query starts, or the commit named by --snapshot.\n" +
+				"Parameters are a JSON object (--params '{\"h\":\"alice\"}' or --params-file).\n" +
+				"Formats: table (default), kv (one block per row), csv, jsonl (one object per\n" +
+				"row), json ({query_name, row_count, columns, rows, graph_commit_id}).",
+			Args: cobra.MaximumNArgs(1),
+			RunE: func(c *cobra.Command, args []string) error {
+				ctx := c.Context()
+				if (file == "") == (expr == "") {
+					return usagef("give the query once: --query FILE.gq [NAME] or -e 'query q() { ... }'")
+				}
+				name := ""
+				if len(args) == 1 {
+					if file == "" {
+						return usagef("a query NAME goes with --query FILE.gq; -e takes the query text only")
+					}
+					name = args[0]
+				}
+				if params != "" && paramsFile != "" {
+					return usagef("give parameters once: --params JSON or --params-file FILE")
+				}
+				if branch != "" && snapshot != "" {
+					return usagef("read either a branch (--branch) or a commit (--snapshot), not both")
+				}
+				if !queryHasFormat(queryFormats, format) {
+					return usagef("--format %q: use one of %s", format, strings.Join(queryFormats, ", "))
+				}
+				src := expr
+				if file != "" {
+					b, err := os.ReadFile(file)
+					if err != nil {
+						return usagef("read the query file: %v", err)
+					}
+					src = string(b)
+				}
+				p, err := queryParams(params, paramsFile)
+				if err != nil {
+					return err
+				}
+				g, done, err := t.openGraph(ctx, false)
+				if err != nil {
+					return err
+				}
+				defer done()
+				var snap *graph.Snapshot
+				if snapshot != "" {
+					snap, err = g.SnapshotAt(ctx, snapshot)
+				} else {
+					snap, err = g.Snapshot(ctx, branch)
+				}
+				if err != nil {
+					return err
+				}
+				res, err := snap.Query(ctx, src, name, p)
+				if err != nil {
+					return err
+				}
+				return writeQueryResult(a.stdout, res, format)
+			},
+		}
+		c.Flags().StringVar(&file, "query", "", "the .gq file holding the query (pick one of several with NAME)")
+		c.Flags().StringVarP(&expr, "expr", "e", "", "the query text itself")
+		c.Flags().StringVar(&params, "params", "", "query parameters as a JSON object")
+		c.Flags().StringVar(&paramsFile, "params-file", "", "a file holding the parameters as a JSON object")
+		c.Flags().StringVar(&branch, "branch", "", "branch to read (default main)")
+		c.Flags().StringVar(&snapshot, "snapshot", "", "commit id to read instead of a branch head (time travel)")
+		c.Flags().StringVar(&format, "format", "table", "output format: "+strings.Join(queryFormats, ", "))
+		t.addStore(c)
+		return c
+	})
+}
+
+func queryHasFormat(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// parseParams decodes the parameters object; numbers stay exact
+// (json.Number) so 64-bit integers survive.
+func queryParams(inline, file string) (map[string]any, error) {
+	raw := []byte(inline)
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, usagef("read the parameters file: %v", err)
+		}
+		raw = b
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var p map[string]any
+	if err := dec.Decode(&p); err != nil {
+		return nil, usagef("parameters must be a JSON object, as in {\"h\": \"alice\"}: %v", err)
+	}
+	if dec.More() {
+		return nil, usagef("parameters must be one JSON object; found more after it")
+	}
+	return p, nil
+}
+
+// cellText renders a value for the text formats.
+func queryCell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return x
+	case json.RawMessage:
+		return string(x)
+	case []any, map[string]any:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return fmt.Sprint(x)
+		}
+		return string(b)
+	}
+	return fmt.Sprint(v)
+}
+
+func writeQueryResult(w io.Writer, res *graph.QueryResult, format string) error {
+	cols := res.ColumnNames()
+	cell := func(i, j int) string { return queryCell(res.JSONValue(i, j)) }
+	switch format {
+	case "json":
+		return writeJSON(w, res)
+	case "jsonl":
+		for i := range res.Rows {
+			if _, err := fmt.Fprintf(w, "%s\n", res.JSONRow(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "csv":
+		cw := csv.NewWriter(w)
+		if err := cw.Write(cols); err != nil {
+			return err
+		}
+		for i := range res.Rows {
+			rec := make([]string, len(cols))
+			for j := range cols {
+				if res.Rows[i][j] != nil {
+					rec[j] = cell(i, j)
+				}
+			}
+			if err := cw.Write(rec); err != nil {
+				return err
+			}
+		}
+		cw.Flush()
+		return cw.Error()
+	case "kv":
+		width := 0
+		for _, c := range cols {
+			width = max(width, len(c))
+		}
+		for i := range res.Rows {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			for j, c := range cols {
+				fmt.Fprintf(w, "%-*s  %s\n", width, c, cell(i, j))
+			}
+		}
+		_, err := fmt.Fprintf(w, "(%d %s, commit %s)\n", len(res.Rows), queryPlural(len(res.Rows), "row", "rows"), res.CommitID)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	for i := range res.Rows {
+		cells := make([]string, len(cols))
+		for j := range cols {
+			cells[j] = strings.ReplaceAll(cell(i, j), "\t", " ")
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "(%d %s, commit %s)\n", len(res.Rows), queryPlural(len(res.Rows), "row", "rows"), res.CommitID)
+	return err
+}
+
+func queryPlural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

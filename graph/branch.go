@@ -1,0 +1,238 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/graph/manifest"
+)
+
+// BranchInfo describes one live graph branch.
+type BranchInfo struct {
+	Name        string `json:"name"`
+	Incarnation uint64 `json:"incarnation"`
+	Version     uint64 `json:"version"`
+}
+
+// CreateBranch creates branch name from the head of from (default main). It
+// is logically atomic: the branch exists exactly when its genesis manifest
+// version does, and that is one PutIfAbsent, so a name never half-exists.
+// main, internal names ("__..."), names already live, and names that are a
+// path ancestor or descendant of a live name are refused. Tables are not
+// copied: each is forked on the branch's first write to it.
+//
+// Cost on a handle that knows from's head: a freshness probe of from and
+// the name check (two Lists, in parallel) and the create: three requests,
+// two round trips. Cold: one more GET.
+func (g *Graph) CreateBranch(ctx context.Context, name, from string) (*Snapshot, error) {
+	if err := checkUserBranch(name, "create"); err != nil {
+		return nil, err
+	}
+	return g.createBranch(ctx, name, from)
+}
+
+// createBranch is CreateBranch without the user-name rules, for internal
+// branches such as manifest.SchemaApplyLockBranch (main stays refused by
+// the name check: it always exists).
+func (g *Graph) createBranch(ctx context.Context, name, from string) (*Snapshot, error) {
+	if g.readOnly {
+		return nil, ErrReadOnly
+	}
+	if from == "" {
+		from = manifest.MainBranch
+	}
+	if err := manifest.ValidateBranchName(name); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidBranch, err)
+	}
+	if err := manifest.ValidateBranchName(from); err != nil {
+		return nil, fmt.Errorf("%w: --from: %v", ErrInvalidBranch, err)
+	}
+	h, err := g.gates.acquire(ctx, false, []string{name}, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer h.release()
+	var (
+		wg          sync.WaitGroup
+		src         *manifest.Entry
+		self        manifest.Ref
+		srcE, selfE error
+	)
+	wg.Add(2)
+	go func() { defer wg.Done(); src, srcE = g.head(ctx, from) }()
+	go func() { defer wg.Done(); self, selfE = g.man.CheckNewName(ctx, name) }()
+	wg.Wait()
+	if srcE != nil {
+		return nil, fmt.Errorf("branch create --from %s: %w", from, srcE)
+	}
+	if selfE != nil {
+		return nil, selfE
+	}
+	e := &manifest.Entry{
+		Stamp:          manifest.StampCurrent,
+		Kind:           manifest.KindFork,
+		GraphID:        src.GraphID,
+		Branch:         name,
+		Incarnation:    self.Incarnation + 1,
+		BranchID:       newID(),
+		Version:        1,
+		SchemaIdentity: src.SchemaIdentity,
+		Tables:         append([]manifest.TablePin(nil), src.Tables...),
+		Head:           src.Head,
+		Fork: &manifest.ForkPoint{
+			Branch:      src.Branch,
+			Incarnation: src.Incarnation,
+			Version:     src.Version,
+			Head:        src.Head,
+		},
+	}
+	if err := g.man.Publish(ctx, e); err != nil {
+		switch {
+		case errors.Is(err, manifest.ErrHeadMoved):
+			return nil, fmt.Errorf("%w: %q was created concurrently", manifest.ErrBranchExists, name)
+		case errors.Is(err, backend.ErrUnknown):
+			return nil, fmt.Errorf("creating branch %q: the storage answer was lost, so it may or may not exist; check with 'omnigraph branch list': %w", name, err)
+		}
+		return nil, err
+	}
+	g.remember(e, "")
+	return &Snapshot{g: g, entry: e}, nil
+}
+
+// checkUserBranch refuses names users may not create or delete.
+func checkUserBranch(name, op string) error {
+	if err := manifest.ValidateBranchName(name); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidBranch, err)
+	}
+	switch {
+	case name == manifest.MainBranch:
+		return fmt.Errorf("%w: cannot %s %q: it always exists; pick another name", ErrInvalidBranch, op, name)
+	case manifest.IsInternalBranch(name):
+		return fmt.Errorf("%w: %q is an internal name (names starting with \"__\" are reserved)", ErrInvalidBranch, name)
+	}
+	return nil
+}
+
+// Branches lists the live public branches (internal ones such as
+// __schema_apply_lock__ are hidden), sorted by name. The cost follows the
+// number of branches, not their history.
+func (g *Graph) Branches(ctx context.Context) ([]BranchInfo, error) {
+	refs, err := g.man.Branches(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]BranchInfo, 0, len(refs))
+	for _, r := range refs {
+		if manifest.IsInternalBranch(r.Branch) {
+			continue
+		}
+		out = append(out, BranchInfo{Name: r.Branch, Incarnation: r.Incarnation, Version: r.Version})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// DeleteBranch deletes a branch: one PutIfAbsent of a tombstone at its next
+// version key, after which it is gone from every read, and a stale writer of
+// it can never publish. It refuses main, the handle's current branch, and a
+// branch that other live branches were forked from. The branch's table
+// forks are reclaimed best-effort afterwards (cleanup is the backstop).
+func (g *Graph) DeleteBranch(ctx context.Context, name string) error {
+	if err := checkUserBranch(name, "delete"); err != nil {
+		return err
+	}
+	return g.deleteBranch(ctx, name)
+}
+
+// deleteBranch is DeleteBranch without the user-name rules (internal
+// branches); main is still refused.
+func (g *Graph) deleteBranch(ctx context.Context, name string) error {
+	if g.readOnly {
+		return ErrReadOnly
+	}
+	if name == manifest.MainBranch {
+		return fmt.Errorf("%w: main cannot be deleted", ErrInvalidBranch)
+	}
+	if name == g.current {
+		return fmt.Errorf("%w: %q is the current branch of this handle; switch to another branch first", ErrInvalidBranch, name)
+	}
+	h, err := g.gates.acquire(ctx, false, []string{name}, nil)
+	if err != nil {
+		return err
+	}
+	defer h.release()
+	r, err := g.man.Probe(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !r.Live() {
+		return fmt.Errorf("%w: %q", manifest.ErrBranchNotFound, name)
+	}
+	kids, err := g.children(ctx, name, r.Incarnation)
+	if err != nil {
+		return err
+	}
+	if len(kids) > 0 {
+		return fmt.Errorf("%w: %q has branches forked from it (%v); delete those first", ErrHasDescendants, name, kids)
+	}
+	head, err := g.man.Read(ctx, r)
+	if err != nil {
+		return err
+	}
+	if err := g.man.Tombstone(ctx, r); err != nil {
+		if errors.Is(err, manifest.ErrHeadMoved) {
+			return fmt.Errorf("branch %q moved while it was being deleted; run the delete again: %w", name, err)
+		}
+		return err
+	}
+	g.forget(name)
+	reclaimTableForks(ctx, g.store, head, tableBranch(name, r.Incarnation))
+	return nil
+}
+
+// children returns the live branches whose genesis forked from incarnation
+// inc of branch. It reads each live branch's genesis: O(branches).
+func (g *Graph) children(ctx context.Context, branch string, inc uint64) ([]string, error) {
+	refs, err := g.man.Branches(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		out  []string
+		errs []error
+	)
+	sem := make(chan struct{}, 16)
+	for _, r := range refs {
+		if r.Branch == branch || r.Branch == manifest.MainBranch {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(r manifest.Ref) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			e, err := g.man.ReadVersion(ctx, r.Branch, r.Incarnation, 1)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			if e.Fork != nil && e.Fork.Branch == branch && e.Fork.Incarnation == inc {
+				out = append(out, r.Branch)
+			}
+		}(r)
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	sort.Strings(out)
+	return out, nil
+}

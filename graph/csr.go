@@ -1,0 +1,203 @@
+package graph
+
+import (
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/omnigraph-go/omnigraph/graph/pg"
+)
+
+// edgeIndex is the traversal index of one edge table version: the node ids
+// the edges touch interned to dense numbers, a CSR (edges by source) and a
+// CSC (edges by destination), and the edge rows themselves for edge
+// bindings. It is immutable once built and shared by concurrent queries.
+type edgeIndex struct {
+	nodes []string         // dense number → node id
+	dense map[string]int32 // node id → dense number
+	src   []int32          // edge row → dense source
+	dst   []int32          // edge row → dense destination
+	// outOff[n]..outOff[n+1] indexes outEdges: the edge rows whose source
+	// is n, in row order; inOff/inEdges likewise by destination.
+	outOff, outEdges []int32
+	inOff, inEdges   []int32
+	// rows holds every column of the table; edge row r is row rowAt[r].off
+	// of rows[rowAt[r].rec].
+	rows  *rowStore
+	bytes int64
+
+	// rowOf caches, for the fully loaded node table versions this index
+	// was last used with, each dense node's row there (-1: no such node).
+	mu    sync.Mutex
+	rowOf map[*nodeRows][]int32
+}
+
+// nodeRowsOf maps dense node numbers to rows of nr (a fully loaded node
+// table), built once per (edge version, node version) pair. At most two
+// pairs are kept: the tables an index meets are its endpoint types.
+func (ix *edgeIndex) nodeRowsOf(nr *nodeRows) []int32 {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if m, ok := ix.rowOf[nr]; ok {
+		return m
+	}
+	m := make([]int32, len(ix.nodes))
+	for d, id := range ix.nodes {
+		m[d] = -1
+		if r, ok := nr.byID[id]; ok {
+			m[d] = int32(r)
+		}
+	}
+	if ix.rowOf == nil || len(ix.rowOf) >= 2 {
+		ix.rowOf = map[*nodeRows][]int32{}
+	}
+	ix.rowOf[nr] = m
+	return m
+}
+
+// buildEdgeIndex builds the index from the table's records (full schema).
+func buildEdgeIndex(schema *arrow.Schema, recs []arrow.Record) *edgeIndex {
+	rs := newRowStore(schema, recs)
+	n := rs.len()
+	ix := &edgeIndex{
+		dense: make(map[string]int32, n/4+1),
+		src:   make([]int32, n),
+		dst:   make([]int32, n),
+		rows:  rs,
+	}
+	intern := func(id string) int32 {
+		if d, ok := ix.dense[id]; ok {
+			return d
+		}
+		d := int32(len(ix.nodes))
+		ix.nodes = append(ix.nodes, id)
+		ix.dense[id] = d
+		return d
+	}
+	r := 0
+	for _, rec := range recs {
+		sc := rec.Column(rec.Schema().FieldIndices(pg.ColSrc)[0]).(*array.String)
+		dc := rec.Column(rec.Schema().FieldIndices(pg.ColDst)[0]).(*array.String)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			ix.src[r] = intern(sc.Value(i))
+			ix.dst[r] = intern(dc.Value(i))
+			r++
+		}
+	}
+	ix.outOff, ix.outEdges = csr(len(ix.nodes), ix.src)
+	ix.inOff, ix.inEdges = csr(len(ix.nodes), ix.dst)
+	ix.bytes = rs.bytes + int64(len(ix.nodes))*48 + int64(n)*16 + int64(len(ix.nodes))*8
+	return ix
+}
+
+// csr groups edge rows by key with a counting sort: off has one entry per
+// node plus one; edges[off[k]:off[k+1]] are the rows with key k, ascending.
+func csr(nodes int, key []int32) (off, edges []int32) {
+	off = make([]int32, nodes+1)
+	for _, k := range key {
+		off[k+1]++
+	}
+	for i := 1; i <= nodes; i++ {
+		off[i] += off[i-1]
+	}
+	next := append([]int32(nil), off[:nodes]...)
+	edges = make([]int32, len(key))
+	for r, k := range key {
+		edges[next[k]] = int32(r)
+		next[k]++
+	}
+	return off, edges
+}
+
+// out returns the edge rows leaving dense node n.
+func (ix *edgeIndex) out(n int32) []int32 { return ix.outEdges[ix.outOff[n]:ix.outOff[n+1]] }
+
+// in returns the edge rows entering dense node n.
+func (ix *edgeIndex) in(n int32) []int32 { return ix.inEdges[ix.inOff[n]:ix.inOff[n+1]] }
+
+// step is one adjacent edge: the edge row and the node at its other end.
+type step struct {
+	edge  int32
+	other int32
+}
+
+// dir selects the adjacency of an expansion.
+type dir uint8
+
+const (
+	dirOut dir = iota + 1
+	dirIn
+	dirBoth
+)
+
+// neighbours calls fn for every edge adjacent to n in direction d. With
+// dirBoth a self-loop is reported once.
+func (ix *edgeIndex) neighbours(n int32, d dir, fn func(step)) {
+	if d == dirOut || d == dirBoth {
+		for _, e := range ix.out(n) {
+			fn(step{e, ix.dst[e]})
+		}
+	}
+	if d == dirIn || d == dirBoth {
+		for _, e := range ix.in(n) {
+			if d == dirBoth && ix.src[e] == ix.dst[e] {
+				continue // already seen as an out edge
+			}
+			fn(step{e, ix.src[e]})
+		}
+	}
+}
+
+// reach returns the dense nodes reachable from s by walks of min..max
+// edges in direction d, each once, in first-reached order. seen and level
+// are scratch marks of len(nodes) that reach resets before returning.
+func (ix *edgeIndex) reach(s int32, d dir, minHops, maxHops int, sc *reachScratch) []int32 {
+	sc.grow(len(ix.nodes))
+	var answer []int32
+	frontier := []int32{s}
+	for k := 1; k <= maxHops && len(frontier) > 0; k++ {
+		sc.gen++
+		var next []int32
+		for _, n := range frontier {
+			ix.neighbours(n, d, func(st step) {
+				o := st.other
+				if sc.level[o] == sc.gen {
+					return // already in this level's frontier
+				}
+				sc.level[o] = sc.gen
+				if k >= minHops {
+					if sc.inAnswer[o] == sc.call {
+						return // reported, and expanded at an earlier level
+					}
+					sc.inAnswer[o] = sc.call
+					answer = append(answer, o)
+				}
+				next = append(next, o)
+			})
+		}
+		frontier = next
+	}
+	sc.call++
+	return answer
+}
+
+// reachScratch holds generation-stamped marks so a query reuses them across
+// sources without clearing.
+type reachScratch struct {
+	level    []uint32
+	inAnswer []uint32
+	gen      uint32
+	call     uint32
+}
+
+func (sc *reachScratch) grow(n int) {
+	if len(sc.level) < n {
+		sc.level = make([]uint32, n)
+		sc.inAnswer = make([]uint32, n)
+		sc.gen, sc.call = 0, 1
+	}
+	if sc.call == 0 {
+		sc.call = 1
+	}
+}

@@ -1,0 +1,116 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/graph/manifest"
+)
+
+// Errors, classified with errors.Is. The manifest package's branch errors
+// (manifest.ErrBranchNotFound, ErrBranchExists, ErrBranchOverlap,
+// ErrCommitNotFound) and manifest.ErrStamp pass through wrapped.
+var (
+	// ErrGraphExists: Init found a graph at the location.
+	ErrGraphExists = errors.New("a graph already exists at this location; open it instead, or pick an empty location")
+	// ErrNotEmpty: Init found objects that are not a graph's at the location.
+	ErrNotEmpty = errors.New("the location is not empty and holds no graph")
+	// ErrNoGraph: Open found no graph at the location.
+	ErrNoGraph = errors.New("no graph at this location; create one with 'omnigraph init --schema FILE.pg URL'")
+	// ErrReadOnly: a write was attempted on a read-only handle.
+	ErrReadOnly = errors.New("the graph is open read-only; open it read-write to change it")
+	// ErrInvalidBranch: a branch name or branch operation is not allowed
+	// (creating main, deleting main or the current branch, an internal name).
+	ErrInvalidBranch = errors.New("invalid branch operation")
+	// ErrHasDescendants: a branch delete found branches forked from it.
+	ErrHasDescendants = errors.New("branch has descendants")
+	// ErrInvalidSchema: Init was given a schema that does not compile.
+	ErrInvalidSchema = errors.New("invalid schema")
+)
+
+// ReadSetChanged is returned when the branch-authority token a write
+// prepared against changed before the write made any durable effect.
+// Nothing was written. Member names what changed: "branch" (deleted),
+// "branch_identifier", "graph_head" or "schema_identity".
+//
+// Retryable is true for writes that re-prepare (insert, append, merge):
+// the caller prepares again against a fresh token, with a bounded retry.
+// Strict writes (update, delete, overwrite) report it to the user.
+type ReadSetChanged struct {
+	Branch    string
+	Member    string
+	Expected  string
+	Actual    string
+	Retryable bool
+}
+
+func (e *ReadSetChanged) Error() string {
+	return fmt.Sprintf("branch %q changed while the write was prepared (%s: expected %s, found %s); nothing was written, run it again",
+		e.Branch, e.Member, e.Expected, e.Actual)
+}
+
+// OutcomeUnknown is returned when the manifest publish was sent but its
+// answer was lost and reading the version back could not tell whether it
+// landed. The commit may or may not be visible: check with
+// 'omnigraph commit show <CommitID>' before writing again. It matches
+// backend.ErrUnknown.
+type OutcomeUnknown struct {
+	Branch   string
+	CommitID string
+	Version  uint64
+	Err      error
+}
+
+func (e *OutcomeUnknown) Error() string {
+	return fmt.Sprintf("the outcome of commit %s on branch %q is unknown (the storage answer was lost); check with 'omnigraph commit show %s' before retrying: %v",
+		e.CommitID, e.Branch, e.CommitID, e.Err)
+}
+
+// Unwrap exposes the storage error (which matches backend.ErrUnknown).
+func (e *OutcomeUnknown) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, backend.ErrUnknown) hold even when the cause was
+// reclassified on the way.
+func (e *OutcomeUnknown) Is(target error) bool { return target == backend.ErrUnknown }
+
+// RecoveryRequired is returned when a write failed after a durable table
+// effect, or when an unresolved recovery intent covers what a write needs.
+// The graph stays consistent at its last published commit; the next
+// read-write open (or the in-process heal) resolves the operation.
+type RecoveryRequired struct {
+	OperationID string
+	Reason      string
+	Err         error
+}
+
+func (e *RecoveryRequired) Error() string {
+	msg := fmt.Sprintf("recovery required for operation %s: %s; reopen the graph read-write to recover it, then retry", e.OperationID, e.Reason)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *RecoveryRequired) Unwrap() error { return e.Err }
+
+// ErrRecoveryRequired matches every *RecoveryRequired.
+var ErrRecoveryRequired = errors.New("recovery required")
+
+// Is makes errors.Is(err, ErrRecoveryRequired) hold.
+func (e *RecoveryRequired) Is(target error) bool { return target == ErrRecoveryRequired }
+
+// ErrReadSetChanged matches every *ReadSetChanged.
+var ErrReadSetChanged = errors.New("read set changed")
+
+// Is makes errors.Is(err, ErrReadSetChanged) hold.
+func (e *ReadSetChanged) Is(target error) bool { return target == ErrReadSetChanged }
+
+// IsRetryable reports whether err is a ReadSetChanged that the write should
+// answer by preparing again.
+func IsRetryable(err error) bool {
+	var rs *ReadSetChanged
+	return errors.As(err, &rs) && rs.Retryable
+}
+
+var _ = manifest.ErrBranchNotFound

@@ -1,0 +1,394 @@
+// Package graph is the engine: a typed property graph stored as one table per
+// node and edge type, tied together by the __manifest control dataset
+// (package graph/manifest), with graph branches, a commit graph, time travel,
+// and the shared write pipeline every writer (load, mutation, merge, schema
+// apply, maintenance) goes through (write.go).
+//
+// A *Graph is a handle on one graph in one store. It caches the last head it
+// read of each branch, so a read or a write on a warm handle pays one List to
+// learn the branch did not move, and no GET. Handles of one graph in one
+// process share the write gates (gates.go).
+//
+// The on-disk layout and the request budget are described in
+// docs/dev/graph.md.
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/table"
+)
+
+// DefaultActor is recorded on commits when no actor is given.
+const DefaultActor = "anonymous"
+
+// RecoveryActor is the reserved actor of recovery commits.
+const RecoveryActor = "omnigraph:recovery"
+
+// Graph is an open graph. It is safe for concurrent use.
+type Graph struct {
+	store    backend.StorageAdapter
+	man      *manifest.Store
+	readOnly bool
+	actor    string
+	current  string // the branch the handle was opened on
+	graphID  string
+	gates    *gates
+
+	mu     sync.Mutex
+	heads  map[string]*cachedHead
+	cats   map[string]*pg.Catalog
+	tables map[string]*table.Dataset // by tableCacheKey; versions are immutable
+}
+
+// maxCachedTables bounds the table-version cache of a handle.
+const maxCachedTables = 1024
+
+func tableCacheKey(path, branch string, v uint64) string {
+	return path + "\x00" + branch + "\x00" + strconv.FormatUint(v, 10)
+}
+
+// openTable opens a table version, from the handle's cache when it holds
+// it (a version never changes, so the cache is never stale): one GET at
+// most.
+func (g *Graph) openTable(ctx context.Context, path, branch string, v uint64) (*table.Dataset, error) {
+	k := tableCacheKey(path, branch, v)
+	g.mu.Lock()
+	ds := g.tables[k]
+	g.mu.Unlock()
+	if ds != nil {
+		return ds, nil
+	}
+	ds, err := table.OpenVersion(ctx, g.store, path, branch, v)
+	if err != nil {
+		return nil, err
+	}
+	g.cacheTable(ds)
+	return ds, nil
+}
+
+func (g *Graph) cacheTable(ds *table.Dataset) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.tables == nil || len(g.tables) >= maxCachedTables {
+		g.tables = map[string]*table.Dataset{}
+	}
+	g.tables[tableCacheKey(ds.Path(), ds.Branch(), ds.Version())] = ds
+}
+
+// cachedHead is the last head read of one branch. unconsumed marks a head
+// read by Open that the first Snapshot of that branch may serve without a
+// new probe (Open's read is that snapshot's read point).
+type cachedHead struct {
+	entry      *manifest.Entry
+	etag       string
+	unconsumed bool
+}
+
+// InitOptions tune Init.
+type InitOptions struct {
+	// Actor is recorded on the initial commit (default DefaultActor).
+	Actor string
+}
+
+// OpenOptions tune Open.
+type OpenOptions struct {
+	// ReadOnly handles never write to the store (no recovery, no commits).
+	ReadOnly bool
+	// Actor is recorded on the commits this handle makes (default
+	// DefaultActor).
+	Actor string
+	// Branch is the handle's current branch (default main): Open reads its
+	// head and checks its storage stamp, and it cannot be deleted through
+	// this handle.
+	Branch string
+}
+
+// Store returns the storage the graph lives in.
+func (g *Graph) Store() backend.StorageAdapter { return g.store }
+
+// Manifest returns the graph's manifest store (for the recovery layer).
+func (g *Graph) Manifest() *manifest.Store { return g.man }
+
+// ReadOnly reports whether the handle refuses writes.
+func (g *Graph) ReadOnly() bool { return g.readOnly }
+
+// Actor is the actor recorded on this handle's commits.
+func (g *Graph) Actor() string { return g.actor }
+
+// CurrentBranch is the branch the handle was opened on.
+func (g *Graph) CurrentBranch() string { return g.current }
+
+// ID is the graph's identifier, minted by Init.
+func (g *Graph) ID() string { return g.graphID }
+
+// Close releases the handle. It does not close the store.
+func (g *Graph) Close() error {
+	if !g.readOnly {
+		g.flushRetired(context.Background()) // deferred Phase D deletes
+	}
+	return nil
+}
+
+func actorOr(a string) string {
+	if strings.TrimSpace(a) == "" {
+		return DefaultActor
+	}
+	return a
+}
+
+// newID mints a ULID string for commits, branch ids and operation ids.
+func newID() string { return ulid.Make().String() }
+
+func nowMicros() int64 { return time.Now().UnixMicro() }
+
+// Open opens the graph in store. It reads the head of opts.Branch (one List
+// and one GET) and refuses a graph whose storage stamp this binary does not
+// read. A read-only open makes no write at all.
+func Open(ctx context.Context, store backend.StorageAdapter, opts OpenOptions) (*Graph, error) {
+	branch := opts.Branch
+	if branch == "" {
+		branch = manifest.MainBranch
+	}
+	if err := manifest.ValidateBranchName(branch); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidBranch, err)
+	}
+	man := manifest.New(store)
+	// A read-write open lists __recovery/ beside the head read.
+	type listed struct {
+		keys []string
+		err  error
+	}
+	var pending chan listed
+	if !opts.ReadOnly {
+		pending = make(chan listed, 1)
+		go func() { k, err := listPending(ctx, store); pending <- listed{k, err} }()
+	}
+	r, err := man.Probe(ctx, branch)
+	if err != nil {
+		return nil, err
+	}
+	if !r.Live() {
+		if branch == manifest.MainBranch {
+			return nil, ErrNoGraph
+		}
+		return nil, fmt.Errorf("%w: %q; list branches with 'omnigraph branch list'", manifest.ErrBranchNotFound, branch)
+	}
+	head, err := man.Read(ctx, r)
+	if err != nil {
+		return nil, fmt.Errorf("open graph: %w", err)
+	}
+	g := &Graph{
+		store:    store,
+		man:      man,
+		readOnly: opts.ReadOnly,
+		actor:    actorOr(opts.Actor),
+		current:  branch,
+		graphID:  head.GraphID,
+		gates:    gatesOf(head.GraphID),
+		heads:    map[string]*cachedHead{},
+		cats:     map[string]*pg.Catalog{},
+	}
+	g.heads[branch] = &cachedHead{entry: head, etag: r.ETag, unconsumed: true}
+	if pending != nil {
+		l := <-pending
+		if err := g.openRecovery(ctx, l.keys, l.err); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// head returns the current head of branch: a freshness probe (one List),
+// plus one GET only when the branch moved since this handle last read it.
+func (g *Graph) head(ctx context.Context, branch string) (*manifest.Entry, error) {
+	g.mu.Lock()
+	c := g.heads[branch]
+	if c != nil && c.unconsumed {
+		c.unconsumed = false
+		g.mu.Unlock()
+		return c.entry, nil
+	}
+	g.mu.Unlock()
+	r, err := g.man.Probe(ctx, branch)
+	if err != nil {
+		return nil, err
+	}
+	if !r.Live() {
+		g.forget(branch)
+		return nil, fmt.Errorf("%w: %q", manifest.ErrBranchNotFound, branch)
+	}
+	if c != nil && c.entry.Key() == r.Key { // version keys are write-once
+		return c.entry, nil
+	}
+	e, err := g.man.Read(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	g.remember(e, r.ETag)
+	return e, nil
+}
+
+func (g *Graph) remember(e *manifest.Entry, etag string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c := g.heads[e.Branch]; c != nil && c.entry.Incarnation == e.Incarnation && c.entry.Version > e.Version {
+		return // never move the cache backwards
+	}
+	g.heads[e.Branch] = &cachedHead{entry: e, etag: etag}
+}
+
+func (g *Graph) forget(branch string) {
+	g.mu.Lock()
+	delete(g.heads, branch)
+	g.mu.Unlock()
+}
+
+// catalog returns the accepted schema with this identity, cached: schemas
+// are content-addressed and immutable, so a cached one is never stale.
+func (g *Graph) catalog(ctx context.Context, identity string) (*pg.Catalog, error) {
+	g.mu.Lock()
+	c := g.cats[identity]
+	g.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	src, _, err := g.store.Get(ctx, manifest.SchemaKey(identity))
+	if err != nil {
+		return nil, fmt.Errorf("read accepted schema %s: %w", identity, err)
+	}
+	c, err = pg.Compile(string(src))
+	if err != nil {
+		return nil, fmt.Errorf("%w: accepted schema %s no longer compiles: %v", manifest.ErrCorrupt, identity, err)
+	}
+	if c.Identity != identity {
+		return nil, fmt.Errorf("%w: accepted schema %s hashes to %s", manifest.ErrCorrupt, identity, c.Identity)
+	}
+	g.mu.Lock()
+	g.cats[identity] = c
+	g.mu.Unlock()
+	return c, nil
+}
+
+// Init creates a graph in store from a .pg schema: one table per node and
+// edge type, the accepted schema, and the initial commit on main. It refuses
+// a store that already holds a graph and a schema that does not compile
+// (changing nothing). Leftovers of an init that was interrupted before its
+// commit (tables and schema files with no manifest) are reclaimed.
+func Init(ctx context.Context, store backend.StorageAdapter, schemaSrc string, opts InitOptions) (*Graph, error) {
+	cat, err := pg.Compile(schemaSrc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
+	}
+	man := manifest.New(store)
+	exists, err := man.Exists(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("check for an existing graph: %w", err)
+	}
+	if exists {
+		return nil, ErrGraphExists
+	}
+	if err := checkInitLocation(ctx, store); err != nil {
+		return nil, err
+	}
+	// Nothing is reachable without a manifest version, so earlier partial
+	// inits are garbage.
+	for _, p := range graphPrefixes {
+		if err := store.DeletePrefix(ctx, p); err != nil {
+			return nil, fmt.Errorf("reclaim an interrupted init: %w", err)
+		}
+	}
+	if _, err := store.Put(ctx, manifest.SchemaKey(cat.Identity), []byte(cat.Source)); err != nil {
+		return nil, fmt.Errorf("store the schema: %w", err)
+	}
+	pins, err := createTables(ctx, store, cat)
+	if err != nil {
+		return nil, err
+	}
+	graphID := newID()
+	actor := actorOr(opts.Actor)
+	commit := &manifest.Commit{ID: newID(), Parents: []string{}, Actor: actor, TimeMicros: nowMicros()}
+	e := &manifest.Entry{
+		Stamp:          manifest.StampCurrent,
+		Kind:           manifest.KindCommit,
+		GraphID:        graphID,
+		Branch:         manifest.MainBranch,
+		Incarnation:    1,
+		BranchID:       newID(),
+		Version:        1,
+		SchemaIdentity: cat.Identity,
+		Tables:         pins,
+		Head:           commit.ID,
+		Commit:         commit,
+	}
+	if err := man.Publish(ctx, e); err != nil {
+		if errors.Is(err, manifest.ErrHeadMoved) {
+			return nil, ErrGraphExists
+		}
+		if errors.Is(err, backend.ErrUnknown) {
+			return nil, &OutcomeUnknown{Branch: e.Branch, CommitID: commit.ID, Version: 1, Err: err}
+		}
+		return nil, err
+	}
+	g := &Graph{
+		store:   store,
+		man:     man,
+		actor:   actor,
+		current: manifest.MainBranch,
+		graphID: graphID,
+		gates:   gatesOf(graphID),
+		heads:   map[string]*cachedHead{},
+		cats:    map[string]*pg.Catalog{cat.Identity: cat},
+	}
+	g.remember(e, "")
+	return g, nil
+}
+
+// graphPrefixes are the top-level prefixes a graph writes besides
+// __manifest/ (and the recovery layer's __recovery/).
+var graphPrefixes = []string{"nodes/", "edges/", manifest.SchemaDir}
+
+// checkInitLocation refuses a location holding objects that are not an
+// interrupted init's leftovers: init never writes into someone else's data.
+func checkInitLocation(ctx context.Context, store backend.StorageAdapter) error {
+	opts := backend.ListOptions{}
+	for {
+		page, err := store.List(ctx, "", opts)
+		if err != nil {
+			return fmt.Errorf("check the location is empty: %w", err)
+		}
+		for _, o := range page.Objects {
+			ours := strings.HasPrefix(o.Key, "__recovery/")
+			for _, p := range graphPrefixes {
+				ours = ours || strings.HasPrefix(o.Key, p)
+			}
+			if !ours {
+				return fmt.Errorf("%w: it holds %q; init a graph in an empty location", ErrNotEmpty, o.Key)
+			}
+		}
+		if !page.Truncated || len(page.Objects) == 0 {
+			return nil
+		}
+		opts.StartAfter = page.Objects[len(page.Objects)-1].Key
+	}
+}
+
+// Schema returns the accepted schema of a branch head.
+func (g *Graph) Schema(ctx context.Context, branch string) (*pg.Catalog, error) {
+	s, err := g.Snapshot(ctx, branch)
+	if err != nil {
+		return nil, err
+	}
+	return s.Catalog(ctx)
+}

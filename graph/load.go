@@ -1,0 +1,481 @@
+package graph
+
+// Bulk load of strict graph-batch NDJSON: one envelope per line, node lines
+// {"type":T,"data":{..}} and edge lines {"edge":E,"from":ID,"to":ID,
+// "data":{..}}. The whole file is parsed and validated before anything is
+// written, and lands as one graph commit.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/omnigraph-go/omnigraph/graph/pg"
+)
+
+// LoadMode says how loaded rows meet the rows a branch already has.
+type LoadMode string
+
+// Load modes; there is no default.
+const (
+	// LoadAppend is a strict insert: an id the branch already holds is a
+	// *KeyConflict and nothing is written.
+	LoadAppend LoadMode = "append"
+	// LoadMerge upserts by id: new ids are inserted, existing ones replaced;
+	// rows not in the file are kept.
+	LoadMerge LoadMode = "merge"
+	// LoadOverwrite replaces the whole image of each type present in the
+	// file (and of LoadOptions.Replace); other types keep their rows.
+	LoadOverwrite LoadMode = "overwrite"
+)
+
+// ParseLoadMode checks a --mode value.
+func ParseLoadMode(s string) (LoadMode, error) {
+	switch m := LoadMode(s); m {
+	case LoadAppend, LoadMerge, LoadOverwrite:
+		return m, nil
+	}
+	return "", fmt.Errorf("%w: unknown load mode %q; use append (strict insert), merge (upsert by id) or overwrite (replace each type in the file)", ErrInvalidInput, s)
+}
+
+// MaxLoadLine bounds one NDJSON line.
+const MaxLoadLine = 32 << 20
+
+// LoadOptions shape one load.
+type LoadOptions struct {
+	// Branch to load into (default: the handle's current branch). It must
+	// exist.
+	Branch string
+	// Mode is required.
+	Mode LoadMode
+	// Replace lists types an overwrite replaces even when the file has no
+	// row of them (they become empty: a zero-fragment version).
+	Replace []string
+	// Progress, when set, is called as the load advances: phase is
+	// "parse", "validate" or "write"; done counts lines parsed.
+	Progress func(phase string, done int64)
+	// Retries bounds re-preparing an append or merge that lost a race
+	// (default DefaultWriteRetries).
+	Retries int
+	// Actor overrides the handle's actor for this commit.
+	Actor string
+}
+
+// LoadResult is what a load did.
+type LoadResult struct {
+	Nodes int `json:"nodes"`
+	Edges int `json:"edges"`
+	// Types counts loaded rows per node or edge type.
+	Types map[string]int `json:"types"`
+	// Commit is the published commit; nil when the file changed nothing.
+	Commit   *CommitInfo `json:"commit"`
+	Warnings []string    `json:"warnings,omitempty"`
+}
+
+// loadLine is one parsed, coerced envelope.
+type loadLine struct {
+	line  int
+	node  *pg.NodeType
+	edge  *pg.EdgeType
+	id    string // data.id, or the keyed node's derived id; "" for a new ULID
+	props map[string]any
+	from  string
+	to    string
+}
+
+// reservedLoadFields may not appear in data.
+var reservedLoadFields = []string{"_rowid", "_rowaddr", "_rowoffset", "_row_created_at_version", "_row_last_updated_at_version", "_tombstone"}
+
+// Load reads strict NDJSON from r and writes it to the branch as one
+// commit. Bad input (syntax, unknown or duplicate fields, a value that does
+// not fit, a constraint) is an *InputError naming the line; an append of
+// an existing id is a *KeyConflict; neither writes anything. An overwrite
+// whose branch moved returns *ReadSetChanged; append and merge re-prepare.
+func (g *Graph) Load(ctx context.Context, r io.Reader, opts LoadOptions) (*LoadResult, error) {
+	if _, err := ParseLoadMode(string(opts.Mode)); err != nil {
+		return nil, err
+	}
+	snap, err := g.Snapshot(ctx, opts.Branch)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := snap.Catalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lines, err := parseLoad(r, cat, opts.Progress)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range opts.Replace {
+		if _, ok := cat.Node(t); ok {
+			continue
+		}
+		if _, ok := cat.Edge(t); ok {
+			continue
+		}
+		return nil, fmt.Errorf("%w: cannot replace unknown type %q; the schema has %s", ErrInvalidInput, t, typeList(cat))
+	}
+	if len(opts.Replace) > 0 && opts.Mode != LoadOverwrite {
+		return nil, fmt.Errorf("%w: replacing types needs --mode overwrite", ErrInvalidInput)
+	}
+	n := opts.Retries
+	if n <= 0 {
+		n = DefaultWriteRetries
+	}
+	if opts.Mode == LoadOverwrite {
+		n = 1
+	}
+	var out *LoadResult
+	_, err = Retry(ctx, n, func(ctx context.Context) (*Result, error) {
+		res, err := g.loadAttempt(ctx, cat, lines, opts)
+		out = res
+		return nil, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func typeList(cat *pg.Catalog) string {
+	var names []string
+	for _, n := range cat.Nodes {
+		names = append(names, n.Name)
+	}
+	for _, e := range cat.Edges {
+		names = append(names, e.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func lineWhere(n int) string { return fmt.Sprintf("line %d", n) }
+
+func (g *Graph) loadAttempt(ctx context.Context, cat *pg.Catalog, lines []loadLine, opts LoadOptions) (*LoadResult, error) {
+	w, err := g.BeginWrite(ctx, opts.Branch, WriteOptions{Kind: KindLoad, Strict: opts.Mode == LoadOverwrite, Actor: opts.Actor})
+	if err != nil {
+		return nil, err
+	}
+	snap := w.Snapshot()
+	if snap.SchemaIdentity() != cat.Identity {
+		return nil, fmt.Errorf("%w: the schema of branch %q changed while the file was read; load it again", ErrInvalidInput, snap.Branch())
+	}
+	if opts.Progress != nil {
+		opts.Progress("validate", int64(len(lines)))
+	}
+	st := newWriteStaging(snap, cat)
+	res := &LoadResult{Types: map[string]int{}}
+	if opts.Mode == LoadOverwrite {
+		for _, t := range opts.Replace {
+			if nt, ok := cat.Node(t); ok {
+				st.nodeTable(nt).overwrite = true
+			} else if et, ok := cat.Edge(t); ok {
+				st.edgeTable(et).overwrite = true
+			}
+		}
+	}
+	perTable := map[*pg.NodeType]int{}
+	perEdge := map[*pg.EdgeType]int{}
+	for i := range lines {
+		if lines[i].node != nil {
+			perTable[lines[i].node]++
+		} else {
+			perEdge[lines[i].edge]++
+		}
+	}
+	for nt, c := range perTable {
+		st.nodeTable(nt).reserve(c)
+	}
+	for et, c := range perEdge {
+		st.edgeTable(et).reserve(c)
+	}
+	for i := range lines {
+		ln := &lines[i]
+		where := lineWhere(ln.line)
+		var p *pendingTable
+		// The coerced props become the row (the attempt owns them; a retry
+		// sets the same physical columns again).
+		r := entityRow(ln.props)
+		id := ln.id
+		fresh := false
+		if ln.node != nil {
+			p = st.nodeTable(ln.node)
+			res.Nodes++
+			res.Types[ln.node.Name]++
+		} else {
+			p = st.edgeTable(ln.edge)
+			r[pg.ColSrc], r[pg.ColDst] = ln.from, ln.to
+			res.Edges++
+			res.Types[ln.edge.Name]++
+		}
+		if id == "" {
+			id, fresh = pg.NewID(), true
+			p.minted[id] = true
+		}
+		if opts.Mode == LoadOverwrite {
+			p.overwrite = true
+		}
+		if prev, dup := p.rows[id]; dup && prev != nil {
+			return nil, inputErrorf(where, "%s %q is already given at %s; each id may appear once per file", p.typeName(), id, p.origin[id])
+		}
+		r[pg.ColID] = id
+		p.put(r, fresh || opts.Mode == LoadAppend, where)
+	}
+	if opts.Mode == LoadAppend {
+		if err := st.checkAppendKeys(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := st.validate(ctx); err != nil {
+		return nil, err
+	}
+	if opts.Progress != nil {
+		opts.Progress("write", int64(len(lines)))
+	}
+	if err := st.stageInto(ctx, w); err != nil {
+		return nil, err
+	}
+	cr, err := w.Commit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !cr.NoOp {
+		c := cr.Commit
+		res.Commit = &c
+	}
+	res.Warnings = cr.Warnings
+	return res, nil
+}
+
+// checkAppendKeys refuses an append of an id the branch already holds,
+// reporting the clash that comes first in the file.
+func (st *writeStaging) checkAppendKeys(ctx context.Context) error {
+	keys := make([]string, 0, len(st.tables))
+	for k := range st.tables {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var first *KeyConflict
+	firstSeq := -1
+	for _, k := range keys {
+		p := st.tables[k]
+		var given []string
+		for _, id := range p.order {
+			if !p.minted[id] {
+				given = append(given, id)
+			}
+		}
+		found, err := st.lookupIDs(ctx, k, given)
+		if err != nil {
+			return fmt.Errorf("check existing ids of %s: %w", p.typeName(), err)
+		}
+		for _, id := range given {
+			if !found[id] {
+				continue
+			}
+			if seq := p.seq[id]; firstSeq < 0 || seq < firstSeq {
+				kind := "node"
+				if p.edge != nil {
+					kind = "edge"
+				}
+				first = &KeyConflict{Where: p.origin[id], EntityKind: kind, TypeName: p.typeName(), EntityID: id, Branch: st.snap.Branch()}
+				firstSeq = seq
+			}
+			break
+		}
+	}
+	if first != nil {
+		return first
+	}
+	return nil
+}
+
+// parseLoad reads and coerces every line. It stops at the first bad line.
+func parseLoad(r io.Reader, cat *pg.Catalog, progress func(string, int64)) ([]loadLine, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), MaxLoadLine)
+	var out []loadLine
+	n := 0
+	for sc.Scan() {
+		n++
+		b := sc.Bytes()
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		ln, err := parseLoadLine(b, cat)
+		if err != nil {
+			return nil, &InputError{Where: lineWhere(n), Msg: err.Error()}
+		}
+		ln.line = n
+		out = append(out, ln)
+		if progress != nil && n%65536 == 0 {
+			progress("parse", int64(n))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, inputErrorf(lineWhere(n+1), "line is longer than %d MiB; split the data", MaxLoadLine>>20)
+		}
+		return nil, fmt.Errorf("read the load data: %w", err)
+	}
+	if progress != nil {
+		progress("parse", int64(n))
+	}
+	return out, nil
+}
+
+func parseLoadLine(b []byte, cat *pg.Catalog) (loadLine, error) {
+	var ln loadLine
+	v, err := parseJSONLine(b)
+	if err != nil {
+		return ln, err
+	}
+	env, ok := v.(map[string]any)
+	if !ok {
+		return ln, errors.New(`each line must be one JSON object: {"type":..,"data":{..}} or {"edge":..,"from":..,"to":..,"data":{..}}`)
+	}
+	typ, isNode := env["type"]
+	edge, isEdge := env["edge"]
+	switch {
+	case isNode && isEdge:
+		return ln, errors.New(`a line has either "type" (a node) or "edge" (an edge), not both`)
+	case !isNode && !isEdge:
+		return ln, errors.New(`a line needs "type" (a node line) or "edge" (an edge line)`)
+	}
+	allowed := map[string]bool{"type": true, "data": true}
+	if isEdge {
+		allowed = map[string]bool{"edge": true, "from": true, "to": true, "data": true}
+	}
+	var fields []string
+	for k := range env {
+		fields = append(fields, k)
+	}
+	sort.Strings(fields)
+	for _, k := range fields {
+		if !allowed[k] {
+			if isNode {
+				return ln, fmt.Errorf("unknown field %q; a node line has only \"type\" and \"data\"", k)
+			}
+			return ln, fmt.Errorf("unknown field %q; an edge line has only \"edge\", \"from\", \"to\" and \"data\"", k)
+		}
+	}
+	data := map[string]any{}
+	if d, ok := env["data"]; ok && d != nil {
+		m, ok := d.(map[string]any)
+		if !ok {
+			return ln, errors.New(`"data" must be a JSON object of property values`)
+		}
+		data = m
+	}
+	for _, f := range reservedLoadFields {
+		if _, ok := data[f]; ok {
+			return ln, fmt.Errorf("data field %q is reserved for the storage layer; remove it", f)
+		}
+	}
+	var givenID string
+	if idv, ok := data[pg.ColID]; ok {
+		s, ok := idv.(string)
+		if !ok || s == "" {
+			return ln, fmt.Errorf(`data.id must be a non-empty string, got %s`, jsonText(idv))
+		}
+		givenID = s
+		delete(data, pg.ColID)
+	}
+	if isNode {
+		name, ok := typ.(string)
+		if !ok {
+			return ln, errors.New(`"type" must be a node type name (a string)`)
+		}
+		n, ok := cat.Node(name)
+		if !ok {
+			if _, isE := cat.Edge(name); isE {
+				return ln, fmt.Errorf("%s is an edge type; write edge lines as {\"edge\":%q,\"from\":..,\"to\":..}", name, name)
+			}
+			return ln, fmt.Errorf("unknown node type %q; the schema's node types are %s", name, nodeList(cat))
+		}
+		props, err := n.CoerceRow(data)
+		if err != nil {
+			return ln, err
+		}
+		ln.node, ln.props = n, props
+		if len(n.Key) > 0 {
+			id, err := n.IDFor(props)
+			if err != nil {
+				return ln, err
+			}
+			if givenID != "" && givenID != id {
+				return ln, fmt.Errorf("data.id %q does not match the id %q its @key gives; drop data.id or fix it", givenID, id)
+			}
+			ln.id = id
+		} else {
+			ln.id = givenID
+		}
+		return ln, nil
+	}
+	name, ok := edge.(string)
+	if !ok {
+		return ln, errors.New(`"edge" must be an edge type name (a string)`)
+	}
+	e, ok := cat.Edge(name)
+	if !ok {
+		if _, isN := cat.Node(name); isN {
+			return ln, fmt.Errorf("%s is a node type; write node lines as {\"type\":%q,\"data\":{..}}", name, name)
+		}
+		return ln, fmt.Errorf("unknown edge type %q; the schema's edge types are %s", name, edgeList(cat))
+	}
+	for _, f := range []string{pg.ColSrc, pg.ColDst} {
+		if _, ok := data[f]; ok {
+			return ln, fmt.Errorf("data.%s is not allowed; give the endpoints as \"from\" and \"to\"", f)
+		}
+	}
+	for _, end := range []struct {
+		field string
+		dst   *string
+	}{{"from", &ln.from}, {"to", &ln.to}} {
+		v, ok := env[end.field]
+		if !ok {
+			return ln, fmt.Errorf("edge line needs %q (the node id, its key value)", end.field)
+		}
+		s, ok := v.(string)
+		if !ok || s == "" {
+			return ln, fmt.Errorf("%q must be a node id as a non-empty string, got %s", end.field, jsonText(v))
+		}
+		*end.dst = s
+	}
+	props, err := e.CoerceRow(data)
+	if err != nil {
+		return ln, err
+	}
+	ln.edge, ln.props, ln.id = e, props, givenID
+	return ln, nil
+}
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func nodeList(cat *pg.Catalog) string {
+	var names []string
+	for _, n := range cat.Nodes {
+		names = append(names, n.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func edgeList(cat *pg.Catalog) string {
+	var names []string
+	for _, e := range cat.Edges {
+		names = append(names, e.Name)
+	}
+	return strings.Join(names, ", ")
+}

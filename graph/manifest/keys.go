@@ -1,0 +1,129 @@
+package manifest
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Key prefixes of the control dataset, relative to the graph root.
+const (
+	// Dir holds everything the manifest owns.
+	Dir = "__manifest/"
+	// branchesDir holds one directory per branch name.
+	branchesDir = Dir + "branches/"
+	// versionsMarker is the segment under a branch directory that holds its
+	// versions; "." sorts before every name component.
+	versionsMarker = ".v"
+	// SchemaDir holds accepted schema sources, content-addressed.
+	SchemaDir = "_schema/"
+)
+
+// MainBranch is the branch every graph has; it cannot be created or deleted.
+const MainBranch = "main"
+
+// SchemaApplyLockBranch is the internal branch that serialises schema
+// migrations; branch listings hide it.
+const SchemaApplyLockBranch = "__schema_apply_lock__"
+
+// maxBranchName bounds a branch name in bytes.
+const maxBranchName = 200
+
+// ValidateBranchName checks a branch name: 1 to 200 bytes of slash-separated
+// components, each starting with an ASCII letter, digit or underscore and
+// continuing with letters, digits, '.', '_' or '-'.
+func ValidateBranchName(name string) error {
+	if name == "" {
+		return fmt.Errorf("empty branch name")
+	}
+	if len(name) > maxBranchName {
+		return fmt.Errorf("branch name is %d bytes; the limit is %d", len(name), maxBranchName)
+	}
+	for _, comp := range strings.Split(name, "/") {
+		if comp == "" {
+			return fmt.Errorf("branch name %q has an empty component; write names like feature or review/2026-07", name)
+		}
+		for i := 0; i < len(comp); i++ {
+			c := comp[i]
+			alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
+			if i == 0 && !alnum {
+				return fmt.Errorf("branch name %q: each component must start with a letter, digit or '_'", name)
+			}
+			if !alnum && c != '.' && c != '-' {
+				return fmt.Errorf("branch name %q has %q; use letters, digits, '.', '_', '-' and '/' only", name, string(rune(c)))
+			}
+		}
+	}
+	return nil
+}
+
+// IsInternalBranch reports whether a branch is internal (hidden from listings
+// and not creatable by users): names starting with "__".
+func IsInternalBranch(name string) bool { return strings.HasPrefix(name, "__") }
+
+// Inv renders MaxUint64-n as 20 zero-padded digits, so that ascending key
+// order is descending n.
+func Inv(n uint64) string { return fmt.Sprintf("%020d", uint64(math.MaxUint64)-n) }
+
+// ParseInv is the inverse of Inv.
+func ParseInv(s string) (uint64, error) {
+	if len(s) != 20 {
+		return 0, fmt.Errorf("inverted number %q is not 20 digits", s)
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("inverted number %q: %v", s, err)
+	}
+	return math.MaxUint64 - v, nil
+}
+
+// BranchDir is the directory of one branch name: its versions and its path
+// descendants live under it.
+func BranchDir(branch string) string { return branchesDir + branch + "/" }
+
+// VersionsPrefix is the prefix of every version of every incarnation of a
+// branch, newest first.
+func VersionsPrefix(branch string) string { return BranchDir(branch) + versionsMarker + "/" }
+
+// IncarnationPrefix is the prefix of the versions of one incarnation.
+func IncarnationPrefix(branch string, incarnation uint64) string {
+	return VersionsPrefix(branch) + Inv(incarnation) + "/"
+}
+
+// VersionKey is the key of one version of one incarnation of a branch.
+func VersionKey(branch string, incarnation, version uint64) string {
+	return IncarnationPrefix(branch, incarnation) + Inv(version)
+}
+
+// SchemaKey is where the accepted schema source with this identity lives.
+func SchemaKey(identity string) string { return SchemaDir + identity + ".pg" }
+
+// ParseVersionKey splits a version key into its branch, incarnation and
+// version.
+func ParseVersionKey(key string) (branch string, incarnation, version uint64, err error) {
+	rest, ok := strings.CutPrefix(key, branchesDir)
+	if !ok {
+		return "", 0, 0, fmt.Errorf("%w: key %q is not under %s", ErrCorrupt, key, branchesDir)
+	}
+	i := strings.LastIndex(rest, "/"+versionsMarker+"/")
+	if i < 0 {
+		return "", 0, 0, fmt.Errorf("%w: key %q has no version marker", ErrCorrupt, key)
+	}
+	branch = rest[:i]
+	parts := strings.Split(rest[i+len(versionsMarker)+2:], "/")
+	if len(parts) != 2 {
+		return "", 0, 0, fmt.Errorf("%w: key %q is not <incarnation>/<version>", ErrCorrupt, key)
+	}
+	if incarnation, err = ParseInv(parts[0]); err != nil {
+		return "", 0, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if version, err = ParseInv(parts[1]); err != nil {
+		return "", 0, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return branch, incarnation, version, nil
+}
+
+// skipVersions is a StartAfter that skips every version of branch: "/.v0"
+// sorts after every "/.v/..." key and before every descendant directory.
+func skipVersions(branch string) string { return BranchDir(branch) + versionsMarker + "0" }

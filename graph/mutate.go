@@ -1,0 +1,633 @@
+package graph
+
+// Mutations: running a checked .gq mutation plan (graph/gq) as one write
+// attempt of the shared pipeline. Statements run in order against the
+// write's snapshot overlaid with the rows earlier statements staged
+// (read-your-writes); at the end the write is validated once and every
+// touched table is staged as one transaction, then committed and published
+// as one graph commit.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/omnigraph-go/omnigraph/graph/gq"
+	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/table"
+)
+
+// DefaultWriteRetries bounds how often an insert, append or merge
+// re-prepares after losing a race for its branch before any effect.
+const DefaultWriteRetries = 16
+
+// ErrPreconditionFailed matches every *PreconditionFailed.
+var ErrPreconditionFailed = errors.New("precondition failed")
+
+// PreconditionFailed is a conditional write (MutateOptions.IfCommit) whose
+// branch head was not the expected commit. Nothing was written and the
+// write was not retried.
+type PreconditionFailed struct {
+	Branch   string
+	Expected string
+	Actual   string
+}
+
+func (e *PreconditionFailed) Error() string {
+	return fmt.Sprintf("precondition failed: the head of branch %q is %s, not %s; nothing was written: read the branch again and retry with the new commit id",
+		e.Branch, e.Actual, e.Expected)
+}
+
+// Is makes errors.Is(err, ErrPreconditionFailed) hold.
+func (e *PreconditionFailed) Is(target error) bool { return target == ErrPreconditionFailed }
+
+// MutateOptions shape one mutation.
+type MutateOptions struct {
+	// Branch to write (default: the handle's current branch).
+	Branch string
+	// Params are the query's parameters (JSON-decoded values or canonical
+	// Go values).
+	Params map[string]any
+	// IfCommit, when set, makes the write conditional: it runs only while
+	// the branch head is this commit, and is never retried.
+	IfCommit string
+	// Now fixes now() (zero: the time of the call).
+	Now time.Time
+	// Retries bounds re-preparing an insert-only mutation that lost a race
+	// (default DefaultWriteRetries).
+	Retries int
+	// Actor overrides the handle's actor for this commit.
+	Actor string
+}
+
+// MutateResult is what a mutation did.
+type MutateResult struct {
+	AffectedNodes int `json:"affected_nodes"`
+	AffectedEdges int `json:"affected_edges"`
+	// Commit is the published commit; nil when nothing matched, so nothing
+	// was published.
+	Commit *CommitInfo `json:"commit"`
+	// Warnings are non-fatal problems after the publish.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// MutateQuery runs the query name of src (see Mutate). It is parsed once,
+// before any I/O (syntax and the D₂ rule), and checked against the
+// accepted schema of the head each attempt writes to. A read query is
+// refused.
+func (g *Graph) MutateQuery(ctx context.Context, src, name string, opts MutateOptions) (*MutateResult, error) {
+	f, err := gq.Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	q, err := f.Query(name)
+	if err != nil {
+		return nil, err
+	}
+	if q.Mutation == nil {
+		return nil, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", ErrInvalidInput, q.Name)
+	}
+	strict := false
+	for _, st := range q.Mutation {
+		if st.Kind != gq.StmtInsert {
+			strict = true
+		}
+	}
+	return g.runMutation(ctx, strict, func(cat *pg.Catalog) (*gq.Plan, error) { return gq.CheckQuery(q, cat) }, opts)
+}
+
+// Mutate runs a checked mutation plan as one graph commit. Insert-only
+// plans re-prepare when their branch moved before any effect (bounded by
+// opts.Retries); plans with updates or deletes, and conditional writes,
+// return the *ReadSetChanged or *PreconditionFailed instead. Bad input
+// (a parameter, a constraint, a missing endpoint) is an error matching
+// ErrInvalidInput or gq.ErrInvalidQuery, and writes nothing. The plan must
+// have been checked against the branch's accepted schema.
+func (g *Graph) Mutate(ctx context.Context, plan *gq.Plan, opts MutateOptions) (*MutateResult, error) {
+	if plan == nil || plan.Mutation == nil {
+		return nil, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", ErrInvalidInput, planName(plan))
+	}
+	return g.runMutation(ctx, strictPlan(plan), func(*pg.Catalog) (*gq.Plan, error) { return plan, nil }, opts)
+}
+
+func (g *Graph) runMutation(ctx context.Context, strict bool, planFor func(*pg.Catalog) (*gq.Plan, error), opts MutateOptions) (*MutateResult, error) {
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	n := opts.Retries
+	if n <= 0 {
+		n = DefaultWriteRetries
+	}
+	if strict || opts.IfCommit != "" {
+		n = 1
+	}
+	var out *MutateResult
+	_, err := Retry(ctx, n, func(ctx context.Context) (*Result, error) {
+		pm, err := g.prepareMutation(ctx, strict, planFor, opts)
+		if err != nil {
+			return nil, err
+		}
+		res, err := pm.Commit(ctx)
+		out = res
+		return nil, err
+	})
+	var rs *ReadSetChanged
+	if opts.IfCommit != "" && errors.As(err, &rs) {
+		// The head moved between the check and the commit: the condition
+		// failed all the same.
+		return nil, &PreconditionFailed{Branch: rs.Branch, Expected: opts.IfCommit, Actual: "a newer commit"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func planName(p *gq.Plan) string {
+	if p == nil {
+		return "(none)"
+	}
+	return p.Name
+}
+
+// strictPlan: updates and deletes read what they change, so a moved branch
+// invalidates them (ReadSetChanged) instead of re-preparing.
+func strictPlan(p *gq.Plan) bool {
+	for _, st := range p.Mutation.Statements {
+		if st.Kind != gq.StmtInsert {
+			return true
+		}
+	}
+	return false
+}
+
+// PreparedMutation is a mutation staged against one branch-authority
+// token, ready to commit. Tests use it to line up racing writers.
+type PreparedMutation struct {
+	w      *Write
+	st     *writeStaging
+	result MutateResult
+}
+
+// PrepareMutation stages plan against the current head of opts.Branch
+// without committing: the prepare half of Mutate, with no retry.
+func (g *Graph) PrepareMutation(ctx context.Context, plan *gq.Plan, opts MutateOptions) (*PreparedMutation, error) {
+	if plan == nil || plan.Mutation == nil {
+		return nil, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", ErrInvalidInput, planName(plan))
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	return g.prepareMutation(ctx, strictPlan(plan), func(*pg.Catalog) (*gq.Plan, error) { return plan, nil }, opts)
+}
+
+func (g *Graph) prepareMutation(ctx context.Context, strict bool, planFor func(*pg.Catalog) (*gq.Plan, error), opts MutateOptions) (*PreparedMutation, error) {
+	w, err := g.BeginWrite(ctx, opts.Branch, WriteOptions{Kind: KindMutation, Strict: strict || opts.IfCommit != "", Actor: opts.Actor})
+	if err != nil {
+		return nil, err
+	}
+	snap := w.Snapshot()
+	if opts.IfCommit != "" && snap.CommitID() != opts.IfCommit {
+		return nil, &PreconditionFailed{Branch: snap.Branch(), Expected: opts.IfCommit, Actual: snap.CommitID()}
+	}
+	cat, err := snap.Catalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := planFor(cat)
+	if err != nil {
+		return nil, err
+	}
+	if plan.Mutation == nil {
+		return nil, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", ErrInvalidInput, plan.Name)
+	}
+	args, err := gq.BindAt(plan, opts.Params, opts.Now)
+	if err != nil {
+		return nil, err
+	}
+	st := newWriteStaging(snap, cat)
+	pm := &PreparedMutation{w: w, st: st}
+	for i, stmt := range plan.Mutation.Statements {
+		if err := pm.run(ctx, i, stmt, args); err != nil {
+			return nil, err
+		}
+	}
+	if err := st.validate(ctx); err != nil {
+		return nil, err
+	}
+	if err := st.stageInto(ctx, w); err != nil {
+		return nil, err
+	}
+	return pm, nil
+}
+
+// Commit publishes the prepared mutation (see Write.Commit). Nothing
+// staged: no commit, Commit nil.
+func (pm *PreparedMutation) Commit(ctx context.Context) (*MutateResult, error) {
+	res, err := pm.w.Commit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := pm.result
+	if !res.NoOp {
+		c := res.Commit
+		out.Commit = &c
+	}
+	out.Warnings = res.Warnings
+	return &out, nil
+}
+
+func stmtWhere(i int, s *gq.MutationStmt) string {
+	return fmt.Sprintf("statement %d (%d:%d)", i+1, s.Pos.Line, s.Pos.Col)
+}
+
+func (pm *PreparedMutation) run(ctx context.Context, i int, s *gq.MutationStmt, args *gq.Args) error {
+	st := pm.st
+	where := stmtWhere(i, s)
+	// The plan must have been checked against this snapshot's schema.
+	if s.Node != nil {
+		if n, ok := st.cat.Node(s.Node.Name); !ok || n != s.Node {
+			return fmt.Errorf("%w: the schema of branch %q changed since the query was compiled; compile it again", ErrInvalidInput, st.snap.Branch())
+		}
+	}
+	if s.Edge != nil {
+		if e, ok := st.cat.Edge(s.Edge.Name); !ok || e != s.Edge {
+			return fmt.Errorf("%w: the schema of branch %q changed since the query was compiled; compile it again", ErrInvalidInput, st.snap.Branch())
+		}
+	}
+	switch s.Kind {
+	case gq.StmtInsert:
+		if s.Node != nil {
+			return pm.insertNode(where, s, args)
+		}
+		return pm.insertEdge(where, s, args)
+	case gq.StmtUpdate:
+		return pm.update(ctx, where, s, args)
+	case gq.StmtDelete:
+		return pm.delete(ctx, where, s, args)
+	}
+	return fmt.Errorf("statement %d: unknown kind %v", i+1, s.Kind)
+}
+
+// assigned coerces each assignment's value into its property.
+func assigned(where string, vals []*gq.Assignment, args *gq.Args) (map[string]any, error) {
+	out := make(map[string]any, len(vals))
+	for _, a := range vals {
+		v, err := a.Prop.Coerce(args.Value(a.Value))
+		if err != nil {
+			return nil, &InputError{Where: where, Msg: err.Error()}
+		}
+		out[a.Prop.Name] = v
+	}
+	return out, nil
+}
+
+func (pm *PreparedMutation) insertNode(where string, s *gq.MutationStmt, args *gq.Args) error {
+	n := s.Node
+	r, err := assigned(where, s.Values, args)
+	if err != nil {
+		return err
+	}
+	for _, p := range n.Properties {
+		if _, ok := r[p.Name]; ok {
+			continue
+		}
+		if !p.Nullable {
+			return inputErrorf(where, "insert %s: required property %s has no value; assign it (embeddings are not computed on write: pass the vector)", n.Name, p.Name)
+		}
+		r[p.Name] = nil
+	}
+	id, err := n.IDFor(r)
+	if err != nil {
+		return &InputError{Where: where, Msg: err.Error()}
+	}
+	r[pg.ColID] = id
+	pm.st.nodeTable(n).put(r, len(n.Key) == 0, where)
+	pm.result.AffectedNodes++
+	return nil
+}
+
+// endpointID turns an edge endpoint value into the node id it names.
+func endpointID(n *pg.NodeType, v any) (string, error) {
+	if len(n.Key) == 1 {
+		return n.IDFor(map[string]any{n.Key[0]: v})
+	}
+	s, ok := v.(string)
+	if !ok || s == "" {
+		return "", fmt.Errorf("%s id must be a non-empty string, got %v", n.Name, v)
+	}
+	return s, nil
+}
+
+func (pm *PreparedMutation) insertEdge(where string, s *gq.MutationStmt, args *gq.Args) error {
+	e := s.Edge
+	r, err := assigned(where, s.Values, args)
+	if err != nil {
+		return err
+	}
+	for _, p := range e.Properties {
+		if _, ok := r[p.Name]; !ok {
+			if !p.Nullable {
+				return inputErrorf(where, "insert %s: required property %s has no value; assign it", e.Name, p.Name)
+			}
+			r[p.Name] = nil
+		}
+	}
+	for _, end := range []struct {
+		col  string
+		op   *gq.Operand
+		node string
+	}{{pg.ColSrc, s.From, e.From}, {pg.ColDst, s.To, e.To}} {
+		n, ok := pm.st.cat.Node(end.node)
+		if !ok || end.op == nil {
+			return inputErrorf(where, "insert %s: missing %s endpoint", e.Name, end.col)
+		}
+		id, err := endpointID(n, args.Value(*end.op))
+		if err != nil {
+			return inputErrorf(where, "insert %s: %v", e.Name, err)
+		}
+		r[end.col] = id
+	}
+	r[pg.ColID] = pg.NewID()
+	pm.st.edgeTable(e).put(r, true, where)
+	pm.result.AffectedEdges++
+	return nil
+}
+
+// whereValue resolves the predicate's right-hand side; for an edge's
+// src/dst it is the endpoint node id.
+func (st *writeStaging) whereValue(s *gq.MutationStmt, args *gq.Args) (any, error) {
+	v := args.Value(s.Where.Value)
+	if s.Edge != nil && s.Where.Prop == nil {
+		node := s.Edge.From
+		if s.Where.Column == pg.ColDst {
+			node = s.Edge.To
+		}
+		n, ok := st.cat.Node(node)
+		if !ok {
+			return nil, fmt.Errorf("unknown node type %s", node)
+		}
+		return endpointID(n, v)
+	}
+	return v, nil
+}
+
+// matching returns the rows of s's table that s.Where selects, as this
+// write sees them: pending rows, then committed rows not replaced or
+// deleted by the write.
+func (st *writeStaging) matching(ctx context.Context, p *pendingTable, s *gq.MutationStmt, args *gq.Args, cols []string) ([]entityRow, error) {
+	v, err := st.whereValue(s, args)
+	if err != nil {
+		return nil, err
+	}
+	col := s.Where.Column
+	kind := pg.KindString
+	if s.Where.Prop != nil {
+		kind = s.Where.Prop.Type.Kind
+	}
+	var out []entityRow
+	for _, id := range p.order {
+		if r := p.rows[id]; mutationMatch(s.Where.Op, r[col], v) {
+			out = append(out, r)
+		}
+	}
+	if p.overwrite {
+		return out, nil
+	}
+	filter, _ := pushdownCmp(col, kind, string(s.Where.Op), v)
+	if s.Where.Op == gq.OpStartsWith {
+		if sv, ok := v.(string); ok && (kind == pg.KindString || kind == pg.KindEnum) {
+			filter = table.Ge(col, sv)
+		}
+	}
+	committed, err := st.scanRows(ctx, p.key, cols, filter)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range committed {
+		id, _ := r[pg.ColID].(string)
+		if _, replaced := p.rows[id]; replaced || p.deletes[id] {
+			continue
+		}
+		if mutationMatch(s.Where.Op, r[col], v) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (pm *PreparedMutation) update(ctx context.Context, where string, s *gq.MutationStmt, args *gq.Args) error {
+	st := pm.st
+	p := st.nodeTable(s.Node)
+	set, err := assigned(where, s.Values, args)
+	if err != nil {
+		return err
+	}
+	rows, err := st.matching(ctx, p, s, args, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	for _, r := range rows {
+		nr := make(entityRow, len(r)+len(set))
+		for k, v := range r {
+			nr[k] = v
+		}
+		for k, v := range set {
+			nr[k] = v
+		}
+		id := nr[pg.ColID].(string)
+		_, pending := p.rows[id]
+		p.put(nr, pending && p.fresh[id], where)
+	}
+	pm.result.AffectedNodes += len(rows)
+	return nil
+}
+
+func (pm *PreparedMutation) delete(ctx context.Context, where string, s *gq.MutationStmt, args *gq.Args) error {
+	st := pm.st
+	if s.Edge != nil {
+		p := st.edgeTable(s.Edge)
+		rows, err := st.matching(ctx, p, s, args, []string{pg.ColID, s.Where.Column})
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		for _, r := range rows {
+			if p.del(r[pg.ColID].(string)) {
+				pm.result.AffectedEdges++
+			}
+		}
+		return nil
+	}
+	p := st.nodeTable(s.Node)
+	rows, err := st.matching(ctx, p, s, args, []string{pg.ColID, s.Where.Column})
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	var ids []string
+	for _, r := range rows {
+		id := r[pg.ColID].(string)
+		if p.del(id) {
+			ids = append(ids, id)
+			pm.result.AffectedNodes++
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	// Deleting a node deletes its edges, of every edge type, either side.
+	for _, e := range st.cat.Edges {
+		var preds []table.Predicate
+		if e.From == s.Node.Name {
+			preds = append(preds, table.In(pg.ColSrc, ids...))
+		}
+		if e.To == s.Node.Name {
+			preds = append(preds, table.In(pg.ColDst, ids...))
+		}
+		if len(preds) == 0 {
+			continue
+		}
+		ep := st.edgeTable(e)
+		edges, err := st.scanRows(ctx, ep.key, []string{pg.ColID}, table.Or(preds...))
+		if err != nil {
+			return fmt.Errorf("%s: find the edges of the deleted %s nodes: %w", where, s.Node.Name, err)
+		}
+		for _, r := range edges {
+			if ep.del(r[pg.ColID].(string)) {
+				pm.result.AffectedEdges++
+			}
+		}
+	}
+	return nil
+}
+
+// mutationMatch evaluates `left op right` with the predicate rules of the
+// query language: NULL never matches; numbers compare by value across
+// kinds; strings by bytes; Bool only = and !=; contains is list membership
+// or substring; starts_with a prefix test.
+func mutationMatch(op gq.CmpOp, left, right any) bool {
+	if left == nil || right == nil {
+		return false
+	}
+	switch op {
+	case gq.OpContains:
+		if l, ok := left.([]any); ok {
+			for _, e := range l {
+				if c, ok := compareCanonical(e, right); ok && c == 0 {
+					return true
+				}
+			}
+			return false
+		}
+		l, ok1 := left.(string)
+		r, ok2 := right.(string)
+		return ok1 && ok2 && strings.Contains(l, r)
+	case gq.OpStartsWith:
+		l, ok1 := left.(string)
+		r, ok2 := right.(string)
+		return ok1 && ok2 && strings.HasPrefix(l, r)
+	}
+	c, ok := compareCanonical(left, right)
+	if !ok {
+		return false
+	}
+	if _, isBool := left.(bool); isBool && op != gq.OpEq && op != gq.OpNe {
+		return false
+	}
+	switch op {
+	case gq.OpEq:
+		return c == 0
+	case gq.OpNe:
+		return c != 0
+	case gq.OpLt:
+		return c < 0
+	case gq.OpLe:
+		return c <= 0
+	case gq.OpGt:
+		return c > 0
+	case gq.OpGe:
+		return c >= 0
+	}
+	return false
+}
+
+// compareCanonical orders two canonical scalars; ok is false when they are
+// not comparable.
+func compareCanonical(a, b any) (int, bool) {
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return strings.Compare(x, y), ok
+	case bool:
+		y, ok := b.(bool)
+		if !ok {
+			return 0, false
+		}
+		switch {
+		case x == y:
+			return 0, true
+		case !x:
+			return -1, true
+		}
+		return 1, true
+	case []byte:
+		y, ok := b.([]byte)
+		return bytes.Compare(x, y), ok
+	}
+	ai, au, af, ak, ok1 := numberParts(a)
+	bi, bu, bf, bk, ok2 := numberParts(b)
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	switch {
+	case ak == 'f' || bk == 'f':
+		fa, fb := af, bf
+		return cmpOrdered(fa, fb), true
+	case ak == 'i' && bk == 'i':
+		return cmpOrdered(ai, bi), true
+	case ak == 'u' && bk == 'u':
+		return cmpOrdered(au, bu), true
+	case ak == 'i': // signed vs unsigned
+		if ai < 0 {
+			return -1, true
+		}
+		return cmpOrdered(uint64(ai), bu), true
+	default:
+		if bi < 0 {
+			return 1, true
+		}
+		return cmpOrdered(au, uint64(bi)), true
+	}
+}
+
+func cmpOrdered[T int64 | uint64 | float64](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// numberParts splits a canonical number into its signed, unsigned and
+// float views and a kind byte ('i', 'u', 'f').
+func numberParts(v any) (int64, uint64, float64, byte, bool) {
+	switch x := v.(type) {
+	case int32:
+		return int64(x), 0, float64(x), 'i', true
+	case int64:
+		return x, 0, float64(x), 'i', true
+	case uint32:
+		return 0, uint64(x), float64(x), 'u', true
+	case uint64:
+		return 0, x, float64(x), 'u', true
+	case float32:
+		return 0, 0, float64(x), 'f', true
+	case float64:
+		return 0, 0, x, 'f', true
+	}
+	return 0, 0, 0, 0, false
+}

@@ -1,0 +1,191 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/omnigraph-go/omnigraph/graph/gq"
+	"github.com/omnigraph-go/omnigraph/graph/pg"
+)
+
+// Reads. A query runs on one Snapshot: one manifest version (the pinned
+// version of every table) bound to the one accepted catalog that version
+// names. The pair is captured once, before execution, and every table read
+// of the query goes to the pinned versions, so commits that land while the
+// query runs are invisible to it. The catalog is content-addressed by the
+// manifest version's schema identity, so no schema gate is needed to keep
+// the two consistent: a schema apply publishes a new manifest version with
+// a new identity, which only later captures see.
+
+// ErrNotARead: Query was handed a mutation; mutations go through the write
+// path (omnigraph mutate).
+var ErrNotARead = errors.New("graph: the query is a mutation, not a read")
+
+// QueryResult is the outcome of one read query.
+type QueryResult struct {
+	// QueryName is the query that ran.
+	QueryName string
+	// Columns are the output columns in return order.
+	Columns []ResultColumn
+	// Rows hold one value per column: pg canonical values (see
+	// graph/gq/doc.go); a whole-node column holds a map with "id" and every
+	// non-Blob property; NULL is nil.
+	Rows [][]any
+	// CommitID is the graph commit the snapshot shows: the id to pass to a
+	// conditional write (--if-commit) or to --snapshot for time travel.
+	CommitID string
+	// Branch and Version name the manifest version that was read.
+	Branch  string
+	Version uint64
+}
+
+// ResultColumn describes one output column.
+type ResultColumn struct {
+	Name string
+	Type pg.Type // a whole-node column's Type is String (its id)
+	Node *pg.NodeType
+}
+
+// Query captures the head of branch ("" is the handle's branch) and runs the
+// read query name of src (name may be "" when src holds one query) with
+// params (JSON-decoded values or canonical Go values).
+func (g *Graph) Query(ctx context.Context, branch, src, name string, params map[string]any) (*QueryResult, error) {
+	s, err := g.Snapshot(ctx, branch)
+	if err != nil {
+		return nil, err
+	}
+	return s.Query(ctx, src, name, params)
+}
+
+// Query compiles src against the snapshot's catalog, binds params and runs
+// the read query name on this snapshot.
+func (s *Snapshot) Query(ctx context.Context, src, name string, params map[string]any) (*QueryResult, error) {
+	cat, err := s.Catalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := gq.Compile(src, cat)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := prog.Plan(name)
+	if err != nil {
+		return nil, err
+	}
+	args, err := gq.Bind(plan, params)
+	if err != nil {
+		return nil, err
+	}
+	return s.Execute(ctx, plan, args)
+}
+
+// Execute runs a checked read plan with bound arguments on this snapshot.
+// The plan must have been checked against this snapshot's catalog.
+func (s *Snapshot) Execute(ctx context.Context, plan *gq.Plan, args *gq.Args) (*QueryResult, error) {
+	if plan.Read == nil {
+		return nil, fmt.Errorf("%w: %s changes data; run it with 'omnigraph mutate'", ErrNotARead, plan.Name)
+	}
+	ex := &executor{s: s, rp: plan.Read, args: args, nodes: map[string]*nodeRows{}, edges: map[string]*edgeIndex{}, arena: rowArena{width: len(plan.Read.Vars)}}
+	rows, err := ex.match(ctx, [][]ref{make([]ref, len(plan.Read.Vars))}, plan.Read.Steps)
+	if err != nil {
+		return nil, err
+	}
+	out, err := ex.project(ctx, rows)
+	if err != nil {
+		return nil, err
+	}
+	res := &QueryResult{QueryName: plan.Name, Rows: out, CommitID: s.CommitID(), Branch: s.Branch(), Version: s.Version()}
+	for _, c := range plan.Read.Columns {
+		rc := ResultColumn{Name: c.Name, Type: c.Type}
+		if c.Kind == gq.ColumnNode {
+			rc.Node = plan.Read.Vars[c.Expr.Var].Node
+		}
+		res.Columns = append(res.Columns, rc)
+	}
+	return res, nil
+}
+
+// ColumnNames lists the output column names.
+func (r *QueryResult) ColumnNames() []string {
+	out := make([]string, len(r.Columns))
+	for i, c := range r.Columns {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// JSONRow renders row i for JSON output: an object whose keys follow column
+// order, dates as "YYYY-MM-DD", date-times as RFC 3339, whole nodes as
+// objects of their id and properties.
+func (r *QueryResult) JSONRow(i int) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for j, c := range r.Columns {
+		if j > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(c.Name)
+		b.Write(k)
+		b.WriteByte(':')
+		v, err := json.Marshal(r.JSONValue(i, j))
+		if err != nil {
+			v, _ = json.Marshal(fmt.Sprint(r.Rows[i][j]))
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// JSONValue renders the value at row i, column j for JSON output.
+func (r *QueryResult) JSONValue(i, j int) any {
+	c := r.Columns[j]
+	v := r.Rows[i][j]
+	if c.Node != nil {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		var b bytes.Buffer
+		b.WriteByte('{')
+		id, _ := json.Marshal(m[pg.ColID])
+		b.WriteString(`"id":`)
+		b.Write(id)
+		for _, p := range c.Node.Properties {
+			if p.Type.Kind == pg.KindBlob {
+				continue
+			}
+			k, _ := json.Marshal(p.Name)
+			pv, err := json.Marshal(jsonValueOf(p.Type, m[p.Name]))
+			if err != nil {
+				pv = []byte("null")
+			}
+			b.WriteByte(',')
+			b.Write(k)
+			b.WriteByte(':')
+			b.Write(pv)
+		}
+		b.WriteByte('}')
+		return json.RawMessage(b.Bytes())
+	}
+	return jsonValueOf(c.Type, v)
+}
+
+// MarshalJSON renders {query_name, row_count, columns, rows,
+// graph_commit_id}; rows are objects keyed by column name.
+func (r *QueryResult) MarshalJSON() ([]byte, error) {
+	rows := make([]json.RawMessage, len(r.Rows))
+	for i := range r.Rows {
+		rows[i] = r.JSONRow(i)
+	}
+	return json.Marshal(struct {
+		QueryName     string            `json:"query_name"`
+		RowCount      int               `json:"row_count"`
+		Columns       []string          `json:"columns"`
+		Rows          []json.RawMessage `json:"rows"`
+		GraphCommitID string            `json:"graph_commit_id"`
+	}{r.QueryName, len(r.Rows), r.ColumnNames(), rows, r.CommitID})
+}

@@ -1,0 +1,413 @@
+package graph
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"weak"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/table"
+)
+
+// The read cache. Table versions are immutable and a (path, table branch,
+// version) triple names one forever within a store (table branches of a
+// recreated graph branch carry the new incarnation, see tableBranch), so
+// what a query derives from a pinned table version — the opened dataset,
+// its rows, the traversal index of an edge table — can be kept and reused
+// by any later snapshot that pins the same version. That is what lets a
+// repeated query on an unchanged branch cost only the branch freshness
+// probe. Each handle holds its own bounded LRU (by estimated bytes).
+
+// DefaultQueryCacheBytes bounds a handle's read cache unless
+// SetQueryCacheLimit says otherwise.
+const DefaultQueryCacheBytes = 512 << 20
+
+// tableID names one immutable table version.
+type tableID struct {
+	path, branch string
+	version      uint64
+}
+
+func pinID(p manifest.TablePin) tableID { return tableID{p.Path, p.Branch, p.Version} }
+
+// queryCache is one handle's LRU of table versions.
+type queryCache struct {
+	mu      sync.Mutex
+	limit   int64
+	used    int64
+	lru     *list.List // of *cacheEntry, most recent first
+	entries map[tableID]*list.Element
+	// stats for tests and explain
+	hits, misses, evictions int
+}
+
+// cacheEntry is one table version: its dataset handle and what queries
+// loaded from it so far. A node table loads rows lazily (all of them for a
+// scan, single keys through the key index for point lookups); an edge table
+// loads everything once and builds its edgeIndex.
+type cacheEntry struct {
+	id tableID
+
+	mu    sync.Mutex // serialises loading; readers of loaded data do not take it
+	ds    *table.Dataset
+	nodes *nodeRows
+	edges *edgeIndex
+	size  int64
+}
+
+var handleCaches struct {
+	mu sync.Mutex
+	m  map[weak.Pointer[Graph]]*queryCache
+}
+
+// queryCache returns the handle's cache, creating it on first use. It is
+// kept beside the handle (weakly keyed) and dropped when the handle is
+// garbage collected.
+func (g *Graph) queryCache() *queryCache {
+	k := weak.Make(g)
+	handleCaches.mu.Lock()
+	defer handleCaches.mu.Unlock()
+	if handleCaches.m == nil {
+		handleCaches.m = map[weak.Pointer[Graph]]*queryCache{}
+	}
+	c := handleCaches.m[k]
+	if c == nil {
+		c = &queryCache{limit: DefaultQueryCacheBytes, lru: list.New(), entries: map[tableID]*list.Element{}}
+		handleCaches.m[k] = c
+		runtime.AddCleanup(g, func(k weak.Pointer[Graph]) {
+			handleCaches.mu.Lock()
+			delete(handleCaches.m, k)
+			handleCaches.mu.Unlock()
+		}, k)
+	}
+	return c
+}
+
+// SetQueryCacheLimit bounds the memory (estimated bytes) this handle keeps
+// of loaded table versions and traversal indexes; least recently used
+// versions are dropped first. A limit <= 0 restores the default.
+func (g *Graph) SetQueryCacheLimit(bytes int64) {
+	if bytes <= 0 {
+		bytes = DefaultQueryCacheBytes
+	}
+	c := g.queryCache()
+	c.mu.Lock()
+	c.limit = bytes
+	c.evictLocked(nil)
+	c.mu.Unlock()
+}
+
+// QueryCacheStats reports the handle's cache use: entries and estimated
+// bytes held, and lookups that hit or missed since the handle was opened.
+type QueryCacheStats struct {
+	Entries, Hits, Misses, Evictions int
+	Bytes, Limit                     int64
+}
+
+// QueryCacheStats returns the current cache statistics.
+func (g *Graph) QueryCacheStats() QueryCacheStats {
+	c := g.queryCache()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return QueryCacheStats{Entries: c.lru.Len(), Hits: c.hits, Misses: c.misses, Evictions: c.evictions, Bytes: c.used, Limit: c.limit}
+}
+
+// entry returns the cache entry of a table version, creating an empty one.
+func (c *queryCache) entry(id tableID) *cacheEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[id]; ok {
+		c.hits++
+		c.lru.MoveToFront(el)
+		return el.Value.(*cacheEntry)
+	}
+	c.misses++
+	e := &cacheEntry{id: id}
+	c.entries[id] = c.lru.PushFront(e)
+	return e
+}
+
+// account records that e grew to size bytes and evicts others to fit.
+func (c *queryCache) account(e *cacheEntry, size int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[e.id]; !ok {
+		return // evicted while loading; its data lives on with the query
+	}
+	c.used += size - e.size
+	e.size = size
+	c.evictLocked(e)
+}
+
+// evictLocked drops least recently used entries, never keep, until the
+// cache fits its limit.
+func (c *queryCache) evictLocked(keep *cacheEntry) {
+	for el := c.lru.Back(); el != nil && c.used > c.limit; {
+		prev := el.Prev()
+		e := el.Value.(*cacheEntry)
+		if e != keep {
+			c.lru.Remove(el)
+			delete(c.entries, e.id)
+			c.used -= e.size
+			c.evictions++
+		}
+		el = prev
+	}
+}
+
+// dataset opens the pinned version once (one GET).
+func (e *cacheEntry) dataset(ctx context.Context, s *Snapshot, pin manifest.TablePin) (*table.Dataset, error) {
+	if e.ds != nil {
+		return e.ds, nil
+	}
+	ds, err := table.OpenVersion(ctx, s.g.store, pin.Path, pin.Branch, pin.Version)
+	if err != nil {
+		return nil, fmt.Errorf("open table %s at version %d: %w", pin.Key, pin.Version, err)
+	}
+	e.ds = ds
+	return ds, nil
+}
+
+// rowStore is a set of records with the same schema, addressed by a global
+// row number. Appending never changes rows already visible to a holder of
+// an earlier copy of the struct.
+type rowStore struct {
+	recs   []arrow.Record
+	starts []int // starts[i] is the global number of recs[i]'s first row
+	total  int
+	cols   map[string]int // read-only once built
+	bytes  int64
+}
+
+func newRowStore(schema *arrow.Schema, recs []arrow.Record) *rowStore {
+	rs := &rowStore{cols: map[string]int{}}
+	if schema == nil && len(recs) > 0 {
+		schema = recs[0].Schema()
+	}
+	if schema != nil {
+		for i, f := range schema.Fields() {
+			rs.cols[f.Name] = i
+		}
+	}
+	rs.add(recs...)
+	return rs
+}
+
+func (rs *rowStore) add(recs ...arrow.Record) {
+	for _, r := range recs {
+		rs.recs = append(rs.recs, r)
+		rs.starts = append(rs.starts, rs.total)
+		rs.total += int(r.NumRows())
+		for _, col := range r.Columns() {
+			rs.bytes += dataBytes(col.Data())
+		}
+	}
+}
+
+func dataBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += int64(b.Len())
+		}
+	}
+	for _, ch := range d.Children() {
+		n += dataBytes(ch)
+	}
+	return n
+}
+
+func (rs *rowStore) len() int { return rs.total }
+
+// locate maps a global row number to (record, offset).
+func (rs *rowStore) locate(row int) (arrow.Record, int) {
+	lo, hi := 0, len(rs.starts)-1
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if rs.starts[mid] <= row {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return rs.recs[lo], row - rs.starts[lo]
+}
+
+// value reads column name at a global row; NULL when the column is absent.
+func (rs *rowStore) value(row int, name string) any {
+	ci, ok := rs.cols[name]
+	if !ok {
+		return nil
+	}
+	rec, off := rs.locate(row)
+	return arrowValue(rec.Column(ci), off)
+}
+
+// nodeRows is what has been loaded of one node table version: every row
+// (full) or the rows found by key lookups so far, plus ids known absent. A
+// nodeRows is immutable once published; loading more makes a new one.
+type nodeRows struct {
+	full   bool
+	rows   rowStore
+	byID   map[string]int
+	ids    []string // global row → id
+	absent map[string]bool
+}
+
+// with returns a copy of nr extended by recs; looked-up ids that did not
+// turn up are recorded as absent.
+func (nr *nodeRows) with(recs []arrow.Record, lookedUp []string) *nodeRows {
+	out := &nodeRows{full: nr.full, rows: nr.rows, ids: nr.ids, byID: make(map[string]int, len(nr.byID)), absent: make(map[string]bool, len(nr.absent))}
+	for k, v := range nr.byID {
+		out.byID[k] = v
+	}
+	for k := range nr.absent {
+		out.absent[k] = true
+	}
+	for _, r := range recs {
+		idc := r.Column(r.Schema().FieldIndices(pg.ColID)[0]).(*array.String)
+		base := out.rows.len()
+		out.rows.add(r)
+		for i := 0; i < int(r.NumRows()); i++ {
+			id := idc.Value(i)
+			out.byID[id] = base + i
+			out.ids = append(out.ids, id)
+		}
+	}
+	for _, id := range lookedUp {
+		if _, ok := out.byID[id]; !ok {
+			out.absent[id] = true
+		}
+	}
+	return out
+}
+
+func (nr *nodeRows) size() int64 {
+	return nr.rows.bytes + int64(len(nr.byID))*80 + int64(len(nr.absent))*48
+}
+
+// row returns the global row of a node id, and false when the node does not
+// exist (or, for a partly loaded table, was not loaded).
+func (nr *nodeRows) row(id string) (int, bool) {
+	r, ok := nr.byID[id]
+	return r, ok
+}
+
+// A batch of more than lookupMaxKeys ids that is also more than
+// 1/lookupFullRatio of a table's rows loads the whole table instead of
+// probing the key index (one scan beats many probes).
+const (
+	lookupMaxKeys   = 64
+	lookupFullRatio = 8
+)
+
+// nodeTable returns the loaded rows of a node type's table. With ids nil
+// the whole table is loaded; otherwise at least those ids are resolved
+// (through the key index when the table is not fully loaded).
+func (s *Snapshot) nodeTable(ctx context.Context, typ string, ids []string) (*nodeRows, error) {
+	pin, ok := s.entry.Pin(NodeTableKey(typ))
+	if !ok {
+		return nil, fmt.Errorf("%w: node type %s has no table in this snapshot", manifest.ErrCorrupt, typ)
+	}
+	c := s.g.queryCache()
+	e := c.entry(pinID(pin))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	nr := e.nodes
+	if nr != nil && nr.full {
+		return nr, nil
+	}
+	var missing []string
+	if ids != nil && nr != nil {
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if _, ok := nr.byID[id]; !ok && !nr.absent[id] && !seen[id] {
+				seen[id] = true
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) == 0 {
+			return nr, nil
+		}
+	} else if ids != nil {
+		missing = dedupStrings(ids)
+	}
+	ds, err := e.dataset(ctx, s, pin)
+	if err != nil {
+		return nil, err
+	}
+	if nr == nil {
+		nr = &nodeRows{rows: *newRowStore(ds.Schema(), nil), byID: map[string]int{}, absent: map[string]bool{}}
+	}
+	if ids == nil || (len(missing) > lookupMaxKeys && int64(len(missing))*lookupFullRatio > ds.RowCount()) {
+		recs, err := ds.Scan(ctx, table.ScanOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("scan %s: %w", pin.Key, err)
+		}
+		empty := &nodeRows{rows: *newRowStore(ds.Schema(), nil), byID: map[string]int{}, absent: map[string]bool{}}
+		nr = empty.with(recs, nil)
+		nr.full = true
+	} else {
+		rec, err := ds.Lookup(ctx, missing...)
+		if err != nil {
+			return nil, fmt.Errorf("look up %s: %w", pin.Key, err)
+		}
+		nr = nr.with([]arrow.Record{rec}, missing)
+	}
+	e.nodes = nr
+	c.account(e, nr.size()+edgeBytes(e.edges))
+	return nr, nil
+}
+
+func edgeBytes(ix *edgeIndex) int64 {
+	if ix == nil {
+		return 0
+	}
+	return ix.bytes
+}
+
+func dedupStrings(xs []string) []string {
+	seen := make(map[string]bool, len(xs))
+	out := make([]string, 0, len(xs))
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// edgeTable returns the traversal index of an edge type's table, building
+// it on first use of this table version.
+func (s *Snapshot) edgeTable(ctx context.Context, typ string) (*edgeIndex, error) {
+	pin, ok := s.entry.Pin(EdgeTableKey(typ))
+	if !ok {
+		return nil, fmt.Errorf("%w: edge type %s has no table in this snapshot", manifest.ErrCorrupt, typ)
+	}
+	c := s.g.queryCache()
+	e := c.entry(pinID(pin))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.edges != nil {
+		return e.edges, nil
+	}
+	ds, err := e.dataset(ctx, s, pin)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := ds.Scan(ctx, table.ScanOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("scan %s: %w", pin.Key, err)
+	}
+	e.edges = buildEdgeIndex(ds.Schema(), recs)
+	c.account(e, e.edges.bytes)
+	return e.edges, nil
+}

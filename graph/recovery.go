@@ -1,0 +1,510 @@
+package graph
+
+// The wiring of package recovery into the write pipeline (write.go's four
+// hooks) and into Open.
+//
+// Cost model (a one-row insert must stay within 8 requests and 5 round
+// trips). Phase A is one conditional PUT of the sidecar, sent together with
+// the token re-check, so it adds no round trip. Phase D is one DELETE, but
+// it is not sent after the publish (that would be a sixth round trip):
+// once a write has published, its sidecar is only evidence of a finished
+// write, so its delete is deferred and sent together with the next write's
+// Phase A (or by Close). A crash in between leaves a sidecar whose commit is
+// visible, which the next open retires (ClassPublished).
+//
+// A warm write does not List __recovery/: every intent this process arms is
+// tracked in a process-wide registry (per graph, shared by all handles like
+// the gates), so the write-entry heal knows for free whether this process
+// left an unresolved intent on the branch. Intents left by a process that
+// died are found by the read-write open sweep, which Lists __recovery/ in
+// parallel with the head read. Writers in other live processes are outside
+// the supported single-writer-process topology, as in the seed; the table
+// and manifest compare-and-swaps still keep them from corrupting anything.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/recovery"
+)
+
+// intentRegistry tracks the sidecars this process armed and has not yet
+// seen deleted.
+type intentRegistry struct {
+	mu sync.Mutex
+	// pending: armed and not known to be published (live writers and
+	// failed ones alike; a live writer's gates tell them apart).
+	pending map[string]*recovery.Sidecar
+	// deferred: pending intents the in-process heal found need a rollback.
+	deferred map[string]bool
+	// retired: published; only the sidecar delete (Phase D) is left.
+	// deleting: retired ones whose delete is in flight (still retired
+	// until it succeeds, so no sweep mistakes them for interrupted).
+	retired  map[string]bool
+	deleting map[string]bool
+}
+
+var (
+	registriesMu sync.Mutex
+	registries   = map[string]*intentRegistry{}
+)
+
+func registryOf(graphID string) *intentRegistry {
+	registriesMu.Lock()
+	defer registriesMu.Unlock()
+	r := registries[graphID]
+	if r == nil {
+		r = &intentRegistry{pending: map[string]*recovery.Sidecar{}, deferred: map[string]bool{}, retired: map[string]bool{}, deleting: map[string]bool{}}
+		registries[graphID] = r
+	}
+	return r
+}
+
+func (r *intentRegistry) add(sc *recovery.Sidecar) {
+	r.mu.Lock()
+	r.pending[sc.Intent.OperationID] = sc
+	r.mu.Unlock()
+}
+
+// remove forgets an operation whose sidecar is gone.
+func (r *intentRegistry) remove(opID string) {
+	r.mu.Lock()
+	delete(r.pending, opID)
+	delete(r.deferred, opID)
+	delete(r.retired, opID)
+	delete(r.deleting, opID)
+	r.mu.Unlock()
+}
+
+// retire marks a pending intent published: its delete is deferred.
+func (r *intentRegistry) retire(opID string) {
+	r.mu.Lock()
+	delete(r.pending, opID)
+	delete(r.deferred, opID)
+	r.retired[opID] = true
+	r.mu.Unlock()
+}
+
+func (r *intentRegistry) isPending(opID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.pending[opID]
+	return ok
+}
+
+func (r *intentRegistry) isRetired(opID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.retired[opID]
+}
+
+// takeRetired returns the retired operations whose delete nobody is
+// sending, and marks them in flight. The caller reports each one back with
+// deleted.
+func (r *intentRegistry) takeRetired() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.retired))
+	for id := range r.retired {
+		if !r.deleting[id] {
+			r.deleting[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// deleted ends an in-flight delete: a success forgets the operation, a
+// failure leaves it retired for the next attempt.
+func (r *intentRegistry) deleted(id string, err error) {
+	if err == nil {
+		r.remove(id)
+		return
+	}
+	r.mu.Lock()
+	delete(r.deleting, id)
+	r.mu.Unlock()
+}
+
+// on returns the pending intents on branch, oldest first.
+func (r *intentRegistry) on(branch string) []*recovery.Sidecar {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*recovery.Sidecar
+	for _, sc := range r.pending {
+		if sc.Intent.Token.Branch == branch {
+			out = append(out, sc)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Intent.OperationID < out[j].Intent.OperationID })
+	return out
+}
+
+func (r *intentRegistry) isDeferred(opID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.deferred[opID]
+}
+
+func (r *intentRegistry) markDeferred(opID string) {
+	r.mu.Lock()
+	r.deferred[opID] = true
+	r.mu.Unlock()
+}
+
+// opCtxKey carries the operation id of the write whose Commit is running,
+// so the in-gate barrier does not mistake the write's own intent (armed
+// concurrently with the token re-check) for an unresolved one.
+type opCtxKey struct{}
+
+func withOperation(ctx context.Context, opID string) context.Context {
+	return context.WithValue(ctx, opCtxKey{}, opID)
+}
+
+// graphManifests is the manifest access recovery gets: the store's, plus
+// the handle's head cache kept current after a recovery publish.
+type graphManifests struct{ g *Graph }
+
+var _ recovery.Manifests = graphManifests{}
+
+func (m graphManifests) Probe(ctx context.Context, branch string) (manifest.Ref, error) {
+	return m.g.man.Probe(ctx, branch)
+}
+
+func (m graphManifests) Read(ctx context.Context, r manifest.Ref) (*manifest.Entry, error) {
+	return m.g.man.Read(ctx, r)
+}
+
+func (m graphManifests) ReadVersion(ctx context.Context, branch string, inc, v uint64) (*manifest.Entry, error) {
+	return m.g.man.ReadVersion(ctx, branch, inc, v)
+}
+
+func (m graphManifests) Publish(ctx context.Context, e *manifest.Entry) error {
+	if err := m.g.man.Publish(ctx, e); err != nil {
+		return err
+	}
+	m.g.remember(e, "")
+	return nil
+}
+
+// lockIntent takes the gates a writer of sc held (shared schema, its branch,
+// its tables sorted), so recovery never acts under a live writer of this
+// process.
+func (g *Graph) lockIntent(ctx context.Context, sc *recovery.Sidecar) (func(), error) {
+	in := &sc.Intent
+	names := make([]string, 0, len(in.Tables))
+	for _, t := range in.Tables {
+		names = append(names, in.Token.Branch+"\x00"+t.Key)
+	}
+	sort.Strings(names)
+	h, err := g.gates.acquire(ctx, false, []string{in.Token.Branch}, names)
+	if err != nil {
+		return nil, err
+	}
+	return h.release, nil
+}
+
+func (g *Graph) recoveryOptions(mode recovery.Mode) recovery.Options {
+	reg := registryOf(g.graphID)
+	return recovery.Options{
+		Mode:      mode,
+		Manifests: graphManifests{g},
+		Lock:      g.lockIntent,
+		// A write of this process that published while the sweep waited
+		// for its gates is finished, though its sidecar delete is deferred.
+		Unresolved: func(sc *recovery.Sidecar) bool { return !reg.isRetired(sc.Intent.OperationID) },
+		Failpoint:  g.failpoint,
+	}
+}
+
+// listPending lists __recovery/ for a read-write open; Open runs it in
+// parallel with its head read.
+func listPending(ctx context.Context, store backend.StorageAdapter) ([]string, error) {
+	return recovery.Pending(ctx, store)
+}
+
+// openRecovery is the read-write open sweep over the keys Open listed:
+// every pending sidecar is rolled forward, rolled back or discarded, or the
+// open fails closed with the sidecar kept. Sidecars of writes this process
+// already saw published are only deleted.
+func (g *Graph) openRecovery(ctx context.Context, keys []string, listErr error) error {
+	if listErr != nil {
+		return fmt.Errorf("open graph: recovery: %w", listErr)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	reg := registryOf(g.graphID)
+	var todo []string
+	for _, k := range keys {
+		if id, ok := recovery.OperationIDOf(k); ok && reg.isRetired(id) {
+			if recovery.Disarm(ctx, g.store, id) == nil {
+				reg.remove(id)
+			}
+			continue
+		}
+		todo = append(todo, k)
+	}
+	rep, err := recovery.SweepKeys(ctx, g.store, todo, g.recoveryOptions(recovery.Full))
+	g.forgetResolved(rep)
+	if err != nil {
+		return fmt.Errorf("open graph: recovery: %w", err)
+	}
+	return nil
+}
+
+func (g *Graph) forgetResolved(rep *recovery.Report) {
+	if rep == nil {
+		return
+	}
+	reg := registryOf(g.graphID)
+	for _, o := range rep.Outcomes {
+		// A skipped sidecar is its live writer's business (it may be
+		// retired with its delete deferred): leave its state alone.
+		if o.Record != nil || o.Vanished && !reg.isRetired(o.OperationID) {
+			reg.remove(o.OperationID)
+		}
+	}
+}
+
+// Recover runs the read-write open sweep on an open handle: every pending
+// recovery sidecar is resolved or the call fails closed. A read-only handle
+// refuses.
+func (g *Graph) Recover(ctx context.Context) (*recovery.Report, error) {
+	if g.readOnly {
+		return nil, ErrReadOnly
+	}
+	g.flushRetired(ctx)
+	rep, err := recovery.Sweep(ctx, g.store, g.recoveryOptions(recovery.Full))
+	g.forgetResolved(rep)
+	return rep, err
+}
+
+// PendingRecovery lists the pending sidecars with what recovery would do
+// with each (it writes nothing). Sidecars of writes this process saw
+// published are left out.
+func (g *Graph) PendingRecovery(ctx context.Context) ([]*recovery.Assessment, error) {
+	keys, err := recovery.Pending(ctx, g.store)
+	if err != nil {
+		return nil, err
+	}
+	reg := registryOf(g.graphID)
+	var out []*recovery.Assessment
+	for _, k := range keys {
+		sc, err := recovery.Read(ctx, g.store, k)
+		if backend.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if reg.isRetired(sc.Intent.OperationID) {
+			continue
+		}
+		a, err := recovery.Assess(ctx, g.store, g.man, sc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// RecoveryAudit returns the recovery audit log, oldest operation first.
+func (g *Graph) RecoveryAudit(ctx context.Context) ([]recovery.Record, error) {
+	return recovery.Audits(ctx, g.store)
+}
+
+// recoveryHeal is the write-entry barrier: the in-process, roll-forward-only
+// heal of the intents this process left unresolved on branch. With none
+// (the steady state) it makes no request.
+func (g *Graph) recoveryHeal(ctx context.Context, branch string) error {
+	reg := registryOf(g.graphID)
+	opts := g.recoveryOptions(recovery.RollForwardOnly)
+	opts.Unresolved = func(sc *recovery.Sidecar) bool { return reg.isPending(sc.Intent.OperationID) }
+	for _, sc := range reg.on(branch) {
+		out, err := recovery.Resolve(ctx, g.store, sc, opts)
+		switch {
+		case err == nil:
+			if out.Record != nil || out.Vanished && !reg.isRetired(sc.Intent.OperationID) {
+				reg.remove(sc.Intent.OperationID)
+			}
+		case errors.Is(err, recovery.ErrDeferred):
+			reg.markDeferred(sc.Intent.OperationID)
+			return &RecoveryRequired{OperationID: sc.Intent.OperationID, Reason: recovery.ErrDeferred.Error()}
+		default:
+			return &RecoveryRequired{OperationID: sc.Intent.OperationID, Reason: "the in-process heal of an interrupted write failed", Err: err}
+		}
+	}
+	return nil
+}
+
+// recoveryPending is the in-gate barrier: holding the branch gate, any
+// other intent of this process still pending on the branch belongs to a
+// writer that is no longer live and left it unresolved.
+func (g *Graph) recoveryPending(ctx context.Context, tok Token) error {
+	self, _ := ctx.Value(opCtxKey{}).(string)
+	reg := registryOf(g.graphID)
+	for _, sc := range reg.on(tok.Branch) {
+		if sc.Intent.OperationID == self {
+			continue
+		}
+		reason := "an interrupted write on this branch is not resolved yet; retry the write (its entry heal resolves it)"
+		if reg.isDeferred(sc.Intent.OperationID) {
+			reason = recovery.ErrDeferred.Error()
+		}
+		return &RecoveryRequired{OperationID: sc.Intent.OperationID, Reason: reason}
+	}
+	return nil
+}
+
+// recoveryArm is Phase A: the sidecar is durable before the first effect.
+// The deferred deletes of earlier published writes' sidecars go out in the
+// same round trip.
+//
+// A write with no table effect (pointer-only pins, a metadata-only schema
+// change) arms nothing: its publish is its only durable step, so there is
+// nothing to finish or undo.
+func (g *Graph) recoveryArm(ctx context.Context, in *manifest.Intent) error {
+	if len(in.Tables) == 0 {
+		return g.failpoint(FailpointPostPhaseA)
+	}
+	sc := recovery.New(in, newID(), time.Now())
+	reg := registryOf(g.graphID)
+	var wg sync.WaitGroup
+	for _, id := range reg.takeRetired() {
+		wg.Add(1)
+		go func(id string) {
+			defer wg.Done()
+			reg.deleted(id, recovery.Disarm(ctx, g.store, id))
+		}(id)
+	}
+	err := recovery.Arm(ctx, g.store, sc)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	reg.add(sc)
+	return g.failpoint(FailpointPostPhaseA)
+}
+
+// recoveryDisarm is Phase D, also called for an attempt that made no
+// effect. After a publish the delete is deferred (see the file comment);
+// otherwise it is sent now, and a failure keeps the intent pending so the
+// next write's entry heal retires it.
+func (g *Graph) recoveryDisarm(ctx context.Context, in *manifest.Intent) error {
+	if len(in.Tables) == 0 {
+		return nil // nothing was armed
+	}
+	reg := registryOf(g.graphID)
+	if g.publishedHere(in) {
+		if err := g.failpoint(FailpointPostPhaseC); err != nil {
+			return err
+		}
+		reg.retire(in.OperationID)
+		return nil
+	}
+	if err := recovery.Disarm(ctx, g.store, in.OperationID); err != nil {
+		return err
+	}
+	reg.remove(in.OperationID)
+	return nil
+}
+
+// flushRetired sends the deferred Phase D deletes now.
+func (g *Graph) flushRetired(ctx context.Context) {
+	reg := registryOf(g.graphID)
+	for _, id := range reg.takeRetired() {
+		reg.deleted(id, recovery.Disarm(ctx, g.store, id))
+	}
+}
+
+// publishedHere reports whether this handle just published in's manifest
+// version (Commit remembers it before Phase D).
+func (g *Graph) publishedHere(in *manifest.Intent) bool {
+	if in.Entry == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.heads[in.Entry.Branch]
+	return c != nil && c.entry.Key() == in.Entry.Key() && c.entry.Head == in.Entry.Head
+}
+
+// RepairReport is what Repair found and, when confirmed, did.
+type RepairReport struct {
+	// Drift lists the tables whose HEAD differs from their manifest pin
+	// with no recovery sidecar covering them.
+	Drift []recovery.Drift `json:"drift"`
+	// Applied: the drift was restored (confirm was set and there was some).
+	Applied bool `json:"applied"`
+	// Records are the audit rows written, one per repaired branch.
+	Records []recovery.Record `json:"records,omitempty"`
+}
+
+// Repair finds table drift no recovery sidecar covers and, when confirm is
+// set, restores each drifted table to its pin and publishes one commit per
+// branch by omnigraph:recovery. It refuses while any sidecar is pending
+// (recovery.ErrPending): that drift belongs to recovery. Without confirm it
+// writes nothing (a read-only handle may preview).
+func (g *Graph) Repair(ctx context.Context, confirm bool) (*RepairReport, error) {
+	if confirm && g.readOnly {
+		return nil, ErrReadOnly
+	}
+	keys, err := recovery.Pending(ctx, g.store)
+	if err != nil {
+		return nil, err
+	}
+	reg := registryOf(g.graphID)
+	for _, k := range keys {
+		if id, ok := recovery.OperationIDOf(k); ok && reg.isRetired(id) {
+			continue // a published write's sidecar, delete still deferred
+		}
+		id, _ := recovery.OperationIDOf(k)
+		return nil, fmt.Errorf("repair refused: operation %s: %w", id, recovery.ErrPending)
+	}
+	drift, err := recovery.FindDrift(ctx, g.store, g.man)
+	if err != nil {
+		return nil, err
+	}
+	rep := &RepairReport{Drift: drift}
+	if !confirm || len(drift) == 0 {
+		return rep, nil
+	}
+	byBranch := map[string][]recovery.Drift{}
+	var order []string
+	for _, d := range drift {
+		if byBranch[d.Branch] == nil {
+			order = append(order, d.Branch)
+		}
+		byBranch[d.Branch] = append(byBranch[d.Branch], d)
+	}
+	for _, b := range order {
+		ds := byBranch[b]
+		names := make([]string, 0, len(ds))
+		for _, d := range ds {
+			names = append(names, b+"\x00"+d.Key)
+		}
+		sort.Strings(names)
+		h, err := g.gates.acquire(ctx, false, []string{b}, names)
+		if err != nil {
+			return rep, err
+		}
+		rec, err := recovery.RepairBranch(ctx, g.store, graphManifests{g}, ds, newID(), newID(), time.Now())
+		h.release()
+		if rec != nil {
+			rep.Records = append(rep.Records, *rec)
+		}
+		if err != nil {
+			return rep, err
+		}
+	}
+	rep.Applied = true
+	return rep, nil
+}

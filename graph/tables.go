@@ -1,0 +1,132 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/table"
+)
+
+// idColumn is every table's key column.
+const idColumn = pg.ColID
+
+// tableBranch is the table branch a graph branch incarnation forks tables
+// into: "<branch>@<incarnation>". '@' never appears in graph branch names, so
+// the mapping is one-to-one, and a recreated branch never meets the table
+// forks of an earlier incarnation (they are unreachable garbage for cleanup).
+// main's tables live on the table's own main branch.
+func tableBranch(branch string, incarnation uint64) string {
+	if branch == manifest.MainBranch {
+		return table.MainBranch
+	}
+	return branch + "@" + strconv.FormatUint(incarnation, 10)
+}
+
+// createTables creates one empty table per node and edge type, in parallel,
+// and returns their pins sorted by key.
+func createTables(ctx context.Context, store backend.StorageAdapter, cat *pg.Catalog) ([]manifest.TablePin, error) {
+	type spec struct{ key, path string }
+	var specs []spec
+	schemas := map[string]func() (*table.Dataset, error){}
+	for _, n := range cat.Nodes {
+		k, p, s := NodeTableKey(n.Name), NodeTablePath(n.Name), n.ArrowSchema()
+		specs = append(specs, spec{k, p})
+		schemas[k] = func() (*table.Dataset, error) { return table.Create(ctx, store, p, s, idColumn) }
+	}
+	for _, e := range cat.Edges {
+		k, p, s := EdgeTableKey(e.Name), EdgeTablePath(e.Name), e.ArrowSchema()
+		specs = append(specs, spec{k, p})
+		schemas[k] = func() (*table.Dataset, error) { return table.Create(ctx, store, p, s, idColumn) }
+	}
+	pins := make([]manifest.TablePin, len(specs))
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, sp := range specs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int, sp spec) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			ds, err := schemas[sp.key]()
+			if err != nil {
+				errs[i] = fmt.Errorf("create table %s: %w", sp.path, err)
+				return
+			}
+			pins[i] = manifest.TablePin{Key: sp.key, Path: sp.path, Branch: ds.Branch(), Version: ds.Version()}
+		}(i, sp)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(pins, func(i, j int) bool { return pins[i].Key < pins[j].Key })
+	return pins, nil
+}
+
+// OpenTable opens one table at the snapshot's pin: one GET, no List.
+func (s *Snapshot) OpenTable(ctx context.Context, key string) (*table.Dataset, error) {
+	pin, ok := s.entry.Pin(key)
+	if !ok {
+		return nil, fmt.Errorf("no table %q in this snapshot", key)
+	}
+	return s.g.openTable(ctx, pin.Path, pin.Branch, pin.Version)
+}
+
+// TableStat is one table's pinned version and live row count.
+type TableStat struct {
+	Key     string `json:"table"`
+	Path    string `json:"path"`
+	Branch  string `json:"table_branch"`
+	Version uint64 `json:"version"`
+	Rows    int64  `json:"rows"`
+}
+
+// TableStats opens every pinned table (one GET each, in parallel) and
+// reports its version and live row count.
+func (s *Snapshot) TableStats(ctx context.Context) ([]TableStat, error) {
+	out := make([]TableStat, len(s.entry.Tables))
+	errs := make([]error, len(s.entry.Tables))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, p := range s.entry.Tables {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int, p manifest.TablePin) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			ds, err := s.g.openTable(ctx, p.Path, p.Branch, p.Version)
+			if err != nil {
+				errs[i] = fmt.Errorf("open table %s at version %d: %w", p.Key, p.Version, err)
+				return
+			}
+			out[i] = TableStat{Key: p.Key, Path: p.Path, Branch: p.Branch, Version: p.Version, Rows: ds.RowCount()}
+		}(i, p)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// reclaimTableForks deletes, best-effort, the table forks a deleted branch
+// incarnation owned. Failures are left to cleanup: the forks are
+// unreachable either way.
+func reclaimTableForks(ctx context.Context, store backend.StorageAdapter, head *manifest.Entry, owned string) {
+	for _, p := range head.Tables {
+		if p.Branch == owned {
+			_ = deleteTableBranch(ctx, store, p.Path, owned)
+		}
+	}
+}

@@ -1,0 +1,369 @@
+package graph
+
+// The write-time validator shared by load and mutations. Row-local checks
+// (types, required properties, enums, @range, @check) run as each row is
+// coerced; the checks here run once, at the end of the write, against the
+// write's snapshot overlaid with its pending rows, and before anything is
+// staged: @unique and key uniqueness, edge endpoints, @card.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/table"
+)
+
+// ErrInvalidInput matches every *InputError: bad input that changed nothing.
+var ErrInvalidInput = errors.New("invalid input")
+
+// InputError is bad load data or a mutation that breaks a rule of the
+// schema. Nothing was written. Where locates it ("line 12", "statement 2"),
+// empty when it concerns the whole write.
+type InputError struct {
+	Where string
+	Msg   string
+}
+
+func (e *InputError) Error() string {
+	if e.Where == "" {
+		return e.Msg
+	}
+	return e.Where + ": " + e.Msg
+}
+
+// Is makes errors.Is(err, ErrInvalidInput) hold.
+func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
+
+func inputErrorf(where, format string, args ...any) error {
+	return &InputError{Where: where, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ErrKeyConflict matches every *KeyConflict.
+var ErrKeyConflict = errors.New("key conflict")
+
+// KeyConflict is an append (strict insert) of an id the branch already
+// holds. Nothing was written; retrying never turns it into an upsert.
+type KeyConflict struct {
+	Where      string
+	EntityKind string // "node" or "edge"
+	TypeName   string
+	EntityID   string
+	Branch     string
+}
+
+func (e *KeyConflict) Error() string {
+	msg := fmt.Sprintf("key_conflict: %s %s %q already exists on branch %q; append never replaces rows: load with --mode merge to upsert, or remove the line",
+		e.EntityKind, e.TypeName, e.EntityID, e.Branch)
+	if e.Where != "" {
+		msg = e.Where + ": " + msg
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrKeyConflict) hold.
+func (e *KeyConflict) Is(target error) bool { return target == ErrKeyConflict }
+
+// validate runs the end-of-write checks over every table with pending rows.
+func (s *writeStaging) validate(ctx context.Context) error {
+	keys := make([]string, 0, len(s.tables))
+	for k := range s.tables {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := s.tables[k]
+		if len(p.rows) == 0 {
+			continue
+		}
+		groups := p.uniqueGroups()
+		for _, g := range groups {
+			if err := s.checkUnique(ctx, p, g); err != nil {
+				return err
+			}
+		}
+		if p.edge != nil {
+			if err := s.checkEndpoints(ctx, p); err != nil {
+				return err
+			}
+			if err := s.checkCard(ctx, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// uniqueGroups are the @unique groups to check; a node's key group is
+// enforced by its id already.
+func (p *pendingTable) uniqueGroups() [][]string {
+	var src [][]string
+	var key []string
+	if p.node != nil {
+		src, key = p.node.Unique, p.node.Key
+	} else {
+		src = p.edge.Unique
+	}
+	var out [][]string
+	for _, g := range src {
+		if sameColumnSet(g, key) {
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+func sameColumnSet(a, b []string) bool {
+	if len(a) != len(b) || len(a) == 0 {
+		return false
+	}
+	x := append([]string(nil), a...)
+	y := append([]string(nil), b...)
+	sort.Strings(x)
+	sort.Strings(y)
+	for i := range x {
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// uniqueTupleKey renders the values of cols in r; ok is false when one is NULL
+// (NULLs are exempt from uniqueness).
+func uniqueTupleKey(r entityRow, cols []string) (string, bool) {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		v := r[c]
+		if v == nil {
+			return "", false
+		}
+		parts[i] = fmt.Sprintf("%T:%v", v, v)
+	}
+	return strings.Join(parts, "\x00"), true
+}
+
+func uniqueTupleText(r entityRow, cols []string) string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = fmt.Sprintf("%s=%v", c, r[c])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// propKind is the kind of column c (String for the physical columns).
+func (p *pendingTable) propKind(c string) pg.Kind {
+	var pr *pg.Property
+	var ok bool
+	if p.node != nil {
+		pr, ok = p.node.Property(c)
+	} else {
+		pr, ok = p.edge.Property(c)
+	}
+	if !ok {
+		return pg.KindString
+	}
+	return pr.Type.Kind
+}
+
+func (s *writeStaging) checkUnique(ctx context.Context, p *pendingTable, cols []string) error {
+	name := p.typeName()
+	what := name + "." + strings.Join(cols, ",")
+	seen := map[string]string{}
+	for _, id := range p.order {
+		tk, ok := uniqueTupleKey(p.rows[id], cols)
+		if !ok {
+			continue
+		}
+		if other, dup := seen[tk]; dup {
+			return inputErrorf(p.origin[id], "@unique violation on %s: %s is also used by %s %q (%s); give each a distinct value",
+				what, uniqueTupleText(p.rows[id], cols), name, other, p.origin[other])
+		}
+		seen[tk] = id
+	}
+	if p.overwrite || len(seen) == 0 {
+		return nil
+	}
+	var filter table.Predicate
+	if len(seen) <= 256 {
+		var ors []table.Predicate
+		for _, id := range p.order {
+			r := p.rows[id]
+			var ands []table.Predicate
+			for _, c := range cols {
+				if pr, ok := pushdownCmp(c, p.propKind(c), "=", r[c]); ok {
+					ands = append(ands, pr)
+				}
+			}
+			if len(ands) != len(cols) {
+				ors = nil
+				break
+			}
+			ors = append(ors, table.And(ands...))
+		}
+		if len(ors) > 0 {
+			filter = table.Or(ors...)
+		}
+	}
+	committed, err := s.scanRows(ctx, p.key, append([]string{pg.ColID}, cols...), filter)
+	if err != nil {
+		return fmt.Errorf("check @unique on %s: %w", what, err)
+	}
+	for _, cr := range committed {
+		cid, _ := cr[pg.ColID].(string)
+		if _, replaced := p.rows[cid]; replaced || p.deletes[cid] {
+			continue
+		}
+		tk, ok := uniqueTupleKey(cr, cols)
+		if !ok {
+			continue
+		}
+		if id, clash := seen[tk]; clash && id != cid {
+			return inputErrorf(p.origin[id], "@unique violation on %s: %s is already used by %s %q on branch %q; pick another value, or update that %s instead",
+				what, uniqueTupleText(cr, cols), name, cid, s.snap.Branch(), name)
+		}
+	}
+	return nil
+}
+
+// nodesExist reports which of ids exist in node type n after the write:
+// pending rows first, then the committed table (unless overwritten).
+func (s *writeStaging) nodesExist(ctx context.Context, n *pg.NodeType, ids []string) (map[string]bool, error) {
+	found := map[string]bool{}
+	p := s.tables[NodeTableKey(n.Name)]
+	var rest []string
+	for _, id := range ids {
+		switch {
+		case p != nil && p.rows[id] != nil:
+			found[id] = true
+		case p != nil && (p.overwrite || p.deletes[id]):
+		default:
+			rest = append(rest, id)
+		}
+	}
+	got, err := s.lookupIDs(ctx, NodeTableKey(n.Name), rest)
+	if err != nil {
+		return nil, err
+	}
+	for id := range got {
+		found[id] = true
+	}
+	return found, nil
+}
+
+func (s *writeStaging) checkEndpoints(ctx context.Context, p *pendingTable) error {
+	e := p.edge
+	for _, side := range []struct{ col, node, word string }{{pg.ColSrc, e.From, "from"}, {pg.ColDst, e.To, "to"}} {
+		n, ok := s.cat.Node(side.node)
+		if !ok {
+			return fmt.Errorf("edge %s names unknown node type %s", e.Name, side.node)
+		}
+		// Endpoints staged by this write need no lookup; the rest are
+		// looked up once each.
+		np := s.tables[NodeTableKey(n.Name)]
+		staged := func(v string) bool { return np != nil && np.rows[v] != nil }
+		var ids []string
+		dedup := map[string]bool{}
+		for _, id := range p.order {
+			v, _ := p.rows[id][side.col].(string)
+			if !staged(v) && !dedup[v] {
+				dedup[v] = true
+				ids = append(ids, v)
+			}
+		}
+		found, err := s.nodesExist(ctx, n, ids)
+		if err != nil {
+			return fmt.Errorf("check %s endpoints: %w", e.Name, err)
+		}
+		for _, id := range p.order {
+			v, _ := p.rows[id][side.col].(string)
+			if !staged(v) && !found[v] {
+				return inputErrorf(p.origin[id], "edge %s: %s %q not found in %s; insert that %s first (or earlier in the same write), or fix the %s value",
+					e.Name, side.col, v, n.Name, n.Name, side.word)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *writeStaging) checkCard(ctx context.Context, p *pendingTable) error {
+	e := p.edge
+	if e.Card.Min <= 0 && e.Card.Max < 0 {
+		return nil
+	}
+	count := map[string]int{}
+	var sources []string
+	first := map[string]string{}
+	for _, id := range p.order {
+		src, _ := p.rows[id][pg.ColSrc].(string)
+		if _, ok := count[src]; !ok {
+			sources = append(sources, src)
+			first[src] = p.origin[id]
+		}
+		count[src]++
+	}
+	if !p.overwrite {
+		committed, err := s.scanRows(ctx, p.key, []string{pg.ColID, pg.ColSrc}, table.In(pg.ColSrc, sources...))
+		if err != nil {
+			return fmt.Errorf("check @card of %s: %w", e.Name, err)
+		}
+		for _, cr := range committed {
+			cid, _ := cr[pg.ColID].(string)
+			if _, replaced := p.rows[cid]; replaced || p.deletes[cid] {
+				continue
+			}
+			count[cr[pg.ColSrc].(string)]++
+		}
+	}
+	for _, src := range sources {
+		c := count[src]
+		if e.Card.Max >= 0 && c > e.Card.Max {
+			return inputErrorf(first[src], "@card violation on edge %s: source %q has %d edges (max %d, @card(%s)); remove the extra edges or delete an existing one first",
+				e.Name, src, c, e.Card.Max, e.Card)
+		}
+		if c < e.Card.Min {
+			return inputErrorf(first[src], "@card violation on edge %s: source %q has %d edges (min %d, @card(%s)); add the missing edges in the same write",
+				e.Name, src, c, e.Card.Min, e.Card)
+		}
+	}
+	return nil
+}
+
+// pushdownCmp turns `col op v` into a table predicate when the table layer
+// can evaluate it exactly (strings, booleans, numbers). The caller still
+// evaluates the comparison itself; pushdownCmp only prunes what is read.
+func pushdownCmp(col string, k pg.Kind, op string, v any) (table.Predicate, bool) {
+	switch {
+	case k == pg.KindString || k == pg.KindEnum || k.Numeric():
+	case k == pg.KindBool && (op == "=" || op == "!="):
+	default:
+		return table.Predicate{}, false
+	}
+	switch v.(type) {
+	case string, bool, int32, int64, uint32, uint64, float32, float64:
+	default:
+		return table.Predicate{}, false
+	}
+	if _, err := table.ScalarOf(v); err != nil {
+		return table.Predicate{}, false
+	}
+	switch op {
+	case "=":
+		return table.Eq(col, v), true
+	case "!=":
+		return table.Ne(col, v), true
+	case "<":
+		return table.Lt(col, v), true
+	case "<=":
+		return table.Le(col, v), true
+	case ">":
+		return table.Gt(col, v), true
+	case ">=":
+		return table.Ge(col, v), true
+	}
+	return table.Predicate{}, false
+}

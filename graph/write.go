@@ -1,0 +1,488 @@
+package graph
+
+// The shared write pipeline. Every writer that changes tables and publishes a
+// graph commit (mutation, load, merge, schema apply, index build, optimize)
+// runs one attempt through it:
+//
+//	w, err := g.BeginWrite(ctx, branch, WriteOptions{Kind: "mutation"})
+//	                                  // 1. capture the branch-authority token
+//	snap := w.Snapshot()              //    the immutable state to validate against
+//	err = w.Stage(ctx, key, fn)       // 2. validate and stage outside the gates
+//	res, err := w.Commit(ctx)         // 3-6. gates, re-check, effects, publish
+//
+// Commit, in order:
+//
+//  1. takes the process-local gates: schema, then the branch, then the
+//     touched tables sorted;
+//  2. builds the complete manifest.Intent (pre-minted commit id and per-table
+//     transaction ids) and calls armIntent (Phase A, the recovery sidecar)
+//     in parallel with the token re-check: one freshness probe, plus
+//     pendingIntentBarrier, the recovery layer's hook for intents armed
+//     since capture. A sidecar is not an effect: when the re-check fails it
+//     is withdrawn;
+//  3. a changed token returns *ReadSetChanged before any effect; Retryable
+//     tells re-preparing writers (insert, append, merge) to start a new
+//     attempt;
+//  4. Phase B: forks first-touch tables on a named branch (then stages them
+//     there), and commits every staged table transaction (one PutIfAbsent
+//     each, zero retries; a lost answer is resolved by the exact uuid);
+//  5. Phase C: publishes the one manifest version (one PutIfAbsent);
+//  6. Phase D: disarmIntent deletes the sidecar (a failure is a warning).
+//
+// Failure after the first durable effect is *RecoveryRequired (the sidecar
+// lets recovery finish or undo the write). A publish whose answer was lost
+// and could not be read back is *OutcomeUnknown: never success, never
+// failure, never re-sent.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/table"
+)
+
+// Token is a branch-authority token (see manifest.Token).
+type Token = manifest.Token
+
+func tokenOf(e *manifest.Entry) Token { return manifest.TokenOf(e) }
+
+// Writer kinds recorded in the intent.
+const (
+	KindMutation    = "mutation"
+	KindLoad        = "load"
+	KindMerge       = "merge"
+	KindSchemaApply = "schema_apply"
+	KindIndex       = "index"
+	KindOptimize    = "optimize"
+)
+
+// WriteOptions shape one write attempt.
+type WriteOptions struct {
+	// Kind is the writer (Kind* constants); recorded in the intent.
+	Kind string
+	// Strict writes (update, delete, overwrite) report a changed token as a
+	// non-retryable ReadSetChanged; others get a retryable one.
+	Strict bool
+	// Actor overrides the handle's actor for this commit (recovery keeps
+	// the original actor when it rolls a write forward).
+	Actor string
+	// MergedParent, when set, is the commit's second parent (merges).
+	MergedParent string
+	// SchemaExclusive takes the schema gate exclusively (schema apply).
+	SchemaExclusive bool
+	// SchemaIdentity, when set, is the accepted schema the commit publishes
+	// (schema apply); the source must already be stored at
+	// manifest.SchemaKey.
+	SchemaIdentity string
+}
+
+// StageFunc stages one table's change against base, the table at the
+// version the write reads, and returns the staged transaction (Empty when
+// nothing changes). It must not commit. For a table the branch has not
+// written yet it runs inside Commit, after the table is forked.
+type StageFunc func(ctx context.Context, base *table.Dataset) (*table.Staged, error)
+
+// Write is one prepared write attempt. It is not safe for concurrent use.
+type Write struct {
+	g      *Graph
+	opts   WriteOptions
+	base   *manifest.Entry
+	opID   string
+	commit string
+	tables map[string]*tableWrite
+	pins   map[string]manifest.TablePin // pointer-only pin updates
+	used   bool
+}
+
+type tableWrite struct {
+	pin        manifest.TablePin
+	firstTouch bool
+	fn         StageFunc
+	staged     *table.Staged
+	txnUUID    string
+}
+
+// Result is what a published write reports.
+type Result struct {
+	// Commit is the published commit; zero when NoOp.
+	Commit CommitInfo
+	// Snapshot is the branch head after the write.
+	Snapshot *Snapshot
+	// NoOp: nothing changed, so nothing was published.
+	NoOp bool
+	// Warnings are non-fatal problems after the publish (a sidecar that
+	// could not be deleted).
+	Warnings []string
+}
+
+// BeginWrite captures the branch-authority token of branch (on a warm
+// handle: one List, no GET) and returns an attempt to stage changes in. The
+// commit id and operation id are minted here.
+func (g *Graph) BeginWrite(ctx context.Context, branch string, opts WriteOptions) (*Write, error) {
+	if g.readOnly {
+		return nil, ErrReadOnly
+	}
+	if branch == "" {
+		branch = g.current
+	}
+	if err := manifest.ValidateBranchName(branch); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidBranch, err)
+	}
+	if opts.Kind == "" {
+		opts.Kind = KindMutation
+	}
+	if err := g.recoveryBarrier(ctx, branch); err != nil {
+		return nil, err
+	}
+	head, err := g.head(ctx, branch)
+	if err != nil {
+		return nil, err
+	}
+	return &Write{
+		g:      g,
+		opts:   opts,
+		base:   head,
+		opID:   newID(),
+		commit: newID(),
+		tables: map[string]*tableWrite{},
+		pins:   map[string]manifest.TablePin{},
+	}, nil
+}
+
+// Token is the authority this attempt prepared against.
+func (w *Write) Token() Token { return tokenOf(w.base) }
+
+// Snapshot is the immutable state the attempt validates against.
+func (w *Write) Snapshot() *Snapshot { return &Snapshot{g: w.g, entry: w.base} }
+
+// OperationID identifies the attempt (the recovery sidecar's id).
+func (w *Write) OperationID() string { return w.opID }
+
+// CommitID is the pre-minted id of the commit the attempt publishes.
+func (w *Write) CommitID() string { return w.commit }
+
+// FirstTouch reports whether writing table key forks it onto the branch
+// (the branch has not written it yet).
+func (w *Write) FirstTouch(key string) bool {
+	pin, ok := w.base.Pin(key)
+	return ok && pin.Branch != tableBranch(w.base.Branch, w.base.Incarnation)
+}
+
+// Stage registers one table's change. For a table already on the write's
+// branch, fn runs now, outside the gates, against the pinned version; for a
+// first-touch table it is kept and runs inside Commit after the fork.
+// Staging a table twice replaces the earlier change.
+func (w *Write) Stage(ctx context.Context, key string, fn StageFunc) error {
+	if w.used {
+		return errors.New("graph: Stage after Commit; begin a new write")
+	}
+	pin, ok := w.base.Pin(key)
+	if !ok {
+		return fmt.Errorf("no table %q in the graph", key)
+	}
+	tw := &tableWrite{pin: pin, fn: fn, firstTouch: w.FirstTouch(key)}
+	if !tw.firstTouch {
+		ds, err := w.g.openTable(ctx, pin.Path, pin.Branch, pin.Version)
+		if err != nil {
+			return fmt.Errorf("open table %s at its pinned version %d: %w", key, pin.Version, err)
+		}
+		st, err := fn(ctx, ds)
+		if err != nil {
+			return err
+		}
+		if st.Empty() {
+			delete(w.tables, key)
+			return nil
+		}
+		if st.ReadVersion != pin.Version || st.Branch != pin.Branch || st.Path != pin.Path {
+			return fmt.Errorf("graph: table %s was staged against %s@%d, the write reads %s@%d", key, st.Branch, st.ReadVersion, pin.Branch, pin.Version)
+		}
+		tw.staged = st
+	} else {
+		tw.txnUUID = newID()
+	}
+	w.tables[key] = tw
+	return nil
+}
+
+// SetPin records a pointer-only table update: the commit pins the table at
+// pin without a physical effect (a merge taking the source's version).
+func (w *Write) SetPin(pin manifest.TablePin) error {
+	if _, ok := w.base.Pin(pin.Key); !ok {
+		return fmt.Errorf("no table %q in the graph", pin.Key)
+	}
+	w.pins[pin.Key] = pin
+	return nil
+}
+
+// Commit runs the effect phase of the attempt (see the file comment). A
+// Write commits at most once.
+func (w *Write) Commit(ctx context.Context) (*Result, error) {
+	if w.used {
+		return nil, errors.New("graph: Write committed twice; begin a new write")
+	}
+	w.used = true
+	g := w.g
+	if len(w.tables) == 0 && len(w.pins) == 0 && w.opts.SchemaIdentity == "" {
+		return &Result{NoOp: true, Snapshot: w.Snapshot()}, nil
+	}
+	keys := make([]string, 0, len(w.tables))
+	for k := range w.tables {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	gateNames := make([]string, len(keys))
+	for i, k := range keys {
+		gateNames[i] = w.base.Branch + "\x00" + k
+	}
+	h, err := g.gates.acquire(ctx, w.opts.SchemaExclusive, []string{w.base.Branch}, gateNames)
+	if err != nil {
+		return nil, err
+	}
+	defer h.release()
+
+	// Phase A rides with the token re-check (one round trip): a sidecar is
+	// not an effect, and one armed for an attempt the re-check refuses is
+	// withdrawn (or discarded by the next sweep).
+	ctx = withOperation(ctx, w.opID)
+	intent := w.plan(keys)
+	armed := make(chan error, 1)
+	go func() { armed <- g.armIntent(ctx, intent) }()
+	if err := w.recheck(ctx); err != nil {
+		if <-armed == nil {
+			g.disarmIntent(ctx, intent)
+		}
+		return nil, err
+	}
+	if err := <-armed; err != nil {
+		return nil, fmt.Errorf("arm the recovery intent (nothing was written): %w", err)
+	}
+	effects, err := w.effects(ctx, keys, intent)
+	if err != nil {
+		if effects == 0 {
+			g.disarmIntent(ctx, intent) // nothing durable: the intent is moot
+			return nil, err
+		}
+		return nil, &RecoveryRequired{OperationID: w.opID, Reason: "a table commit failed after other effects", Err: err}
+	}
+	if err := g.failpoint(FailpointPostPhaseB); err != nil {
+		return nil, &RecoveryRequired{OperationID: w.opID, Reason: "stopped after the table commits", Err: err}
+	}
+	if err := g.man.Publish(ctx, intent.Entry); err != nil {
+		switch {
+		case errors.Is(err, backend.ErrUnknown):
+			return nil, &OutcomeUnknown{Branch: w.base.Branch, CommitID: w.commit, Version: intent.Entry.Version, Err: err}
+		case errors.Is(err, manifest.ErrHeadMoved) && effects == 0:
+			g.disarmIntent(ctx, intent)
+			return nil, w.changed("graph_head", fmt.Sprint(w.base.Version), "a newer version")
+		}
+		return nil, &RecoveryRequired{OperationID: w.opID, Reason: "the manifest publish failed after the table commits", Err: err}
+	}
+	g.remember(intent.Entry, "")
+	res := &Result{Commit: commitInfo(intent.Entry), Snapshot: &Snapshot{g: g, entry: intent.Entry}}
+	if err := g.disarmIntent(ctx, intent); err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the write is committed, but its recovery intent could not be removed (the next open removes it): %v", backend.Redact(err.Error())))
+	}
+	return res, nil
+}
+
+// recheck compares the live branch head with the captured token: one List.
+// The head key names the incarnation and version, and versions are
+// immutable, so an equal key means the whole token (schema identity
+// included) is unchanged.
+func (w *Write) recheck(ctx context.Context) error {
+	r, err := w.g.man.Probe(ctx, w.base.Branch)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !r.Live():
+		return w.changed("branch", "live", "deleted")
+	case r.Incarnation != w.base.Incarnation:
+		return w.changed("branch_identifier", fmt.Sprint(w.base.Incarnation), fmt.Sprint(r.Incarnation))
+	case r.Version != w.base.Version:
+		return w.changed("graph_head", fmt.Sprint(w.base.Version), fmt.Sprint(r.Version))
+	}
+	return w.g.pendingIntentBarrier(ctx, w.Token())
+}
+
+func (w *Write) changed(member, expected, actual string) error {
+	return &ReadSetChanged{Branch: w.base.Branch, Member: member, Expected: expected, Actual: actual, Retryable: !w.opts.Strict}
+}
+
+// plan builds the complete intent: every table effect with its exact
+// transaction identity and planned version, and the manifest version to
+// publish with its pre-minted commit.
+func (w *Write) plan(keys []string) *manifest.Intent {
+	tb := tableBranch(w.base.Branch, w.base.Incarnation)
+	next := w.base.Clone()
+	actor := w.g.actor
+	if w.opts.Actor != "" {
+		actor = w.opts.Actor
+	}
+	parents := []string{w.base.Head}
+	if w.opts.MergedParent != "" {
+		parents = append(parents, w.opts.MergedParent)
+	}
+	next.Kind = manifest.KindCommit
+	next.Version = w.base.Version + 1
+	next.Fork = nil
+	next.Commit = &manifest.Commit{ID: w.commit, Parents: parents, Actor: actor, TimeMicros: nowMicros()}
+	next.Head = w.commit
+	if w.opts.SchemaIdentity != "" {
+		next.SchemaIdentity = w.opts.SchemaIdentity
+	}
+	intent := &manifest.Intent{OperationID: w.opID, Kind: w.opts.Kind, Actor: actor, Token: w.Token()}
+	for _, k := range keys {
+		tw := w.tables[k]
+		it := manifest.IntentTable{Key: k, Path: tw.pin.Path, Branch: tb, ExpectedVersion: tw.pin.Version}
+		if tw.firstTouch {
+			it.FirstTouch, it.ForkBranch, it.ForkVersion = true, tw.pin.Branch, tw.pin.Version
+			it.PlannedVersion = forkedDataVersion(tw.pin.Version)
+			it.TxnUUID = tw.txnUUID
+		} else {
+			it.PlannedVersion = tw.staged.ReadVersion + 1
+			it.TxnUUID = tw.staged.UUID
+		}
+		intent.Tables = append(intent.Tables, it)
+	}
+	for i, p := range next.Tables {
+		if np, ok := w.pins[p.Key]; ok {
+			next.Tables[i] = np
+		}
+	}
+	for _, it := range intent.Tables {
+		setPin(next, manifest.TablePin{Key: it.Key, Path: it.Path, Branch: it.Branch, Version: it.PlannedVersion})
+	}
+	intent.Entry = next
+	return intent
+}
+
+// setPin replaces the pin of p.Key in e.
+func setPin(e *manifest.Entry, p manifest.TablePin) {
+	for i := range e.Tables {
+		if e.Tables[i].Key == p.Key {
+			e.Tables[i] = p
+		}
+	}
+}
+
+// effects runs Phase B and returns how many durable effects it made.
+func (w *Write) effects(ctx context.Context, keys []string, intent *manifest.Intent) (int, error) {
+	effects := 0
+	for i, k := range keys {
+		tw, it := w.tables[k], intent.Tables[i]
+		if tw.firstTouch {
+			// Counted before the call: a failed fork may still have left
+			// its ref, which the armed intent owns.
+			effects++
+			base, err := forkTable(ctx, w.g.store, it.Path, it.Branch, it.ForkBranch, it.ForkVersion)
+			if err != nil {
+				return effects, fmt.Errorf("fork table %s onto branch %q: %w", k, w.base.Branch, err)
+			}
+			st, err := tw.fn(ctx, base)
+			if err != nil {
+				return effects, err
+			}
+			if st.Empty() {
+				// Nothing to write: the commit keeps the inherited pin, and
+				// the untouched fork is adopted by the next first write.
+				if p, ok := w.base.Pin(k); ok {
+					setPin(intent.Entry, p)
+				}
+				continue
+			}
+			if st.ReadVersion+1 != it.PlannedVersion {
+				return effects, fmt.Errorf("graph: forked table %s staged version %d, planned %d", k, st.ReadVersion+1, it.PlannedVersion)
+			}
+			if err := st.SetUUID(it.TxnUUID); err != nil {
+				return effects, err
+			}
+			tw.staged = st
+		}
+		landed, err := w.g.commitExact(ctx, tw.staged)
+		if landed {
+			effects++
+		}
+		if err != nil {
+			if errors.Is(err, table.ErrConflict) && effects == 0 {
+				return 0, w.changed("table:"+k, fmt.Sprint(tw.staged.ReadVersion), "a newer version")
+			}
+			return effects, err
+		}
+	}
+	return effects, nil
+}
+
+// commitExact commits one staged transaction (one PutIfAbsent, no retry).
+// A lost answer is resolved by reading the version back and comparing the
+// exact transaction uuid. landed reports whether the version is ours.
+func (g *Graph) commitExact(ctx context.Context, st *table.Staged) (landed bool, err error) {
+	ds, err := table.Commit(ctx, st)
+	if err == nil {
+		g.cacheTable(ds) // the next write on this table stages without a GET
+		return true, nil
+	}
+	if !errors.Is(err, backend.ErrUnknown) {
+		return false, err
+	}
+	ok, rerr := table.ResolveCommit(ctx, g.store, st)
+	switch {
+	case rerr != nil:
+		return false, fmt.Errorf("table commit outcome unknown and read-back failed (%v): %w", rerr, err)
+	case ok:
+		return true, nil
+	}
+	return false, fmt.Errorf("table %s commit did not land (answer lost): %w", st.Path, err)
+}
+
+// Retry runs attempt up to n times while it fails with a retryable
+// ReadSetChanged (an insert, append or merge whose branch moved before any
+// effect). Each attempt must begin its own Write.
+func Retry(ctx context.Context, n int, attempt func(ctx context.Context) (*Result, error)) (*Result, error) {
+	var err error
+	for i := 0; i < max(n, 1); i++ {
+		var res *Result
+		res, err = attempt(ctx)
+		if err == nil || !IsRetryable(err) {
+			return res, err
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	return nil, fmt.Errorf("gave up after %d attempts: %w", max(n, 1), err)
+}
+
+// The recovery hooks, implemented in recovery.go (package recovery).
+
+// recoveryBarrier runs before a write captures its token: the in-process
+// roll-forward heal of intents relevant to branch. An intent that needs a
+// rollback returns *RecoveryRequired.
+func (g *Graph) recoveryBarrier(ctx context.Context, branch string) error {
+	return g.recoveryHeal(ctx, branch)
+}
+
+// pendingIntentBarrier runs inside the gates, after the token re-check: an
+// unresolved intent armed since capture that overlaps this write returns
+// *RecoveryRequired.
+func (g *Graph) pendingIntentBarrier(ctx context.Context, tok Token) error {
+	return g.recoveryPending(ctx, tok)
+}
+
+// armIntent is Phase A: make the intent durable (the recovery sidecar)
+// before the first durable effect, including a first-touch table fork. An
+// error aborts the write with nothing written.
+func (g *Graph) armIntent(ctx context.Context, in *manifest.Intent) error {
+	return g.recoveryArm(ctx, in)
+}
+
+// disarmIntent is Phase D: remove the intent after the publish (or after an
+// attempt that made no effect). Errors are reported as warnings only.
+func (g *Graph) disarmIntent(ctx context.Context, in *manifest.Intent) error {
+	return g.recoveryDisarm(ctx, in)
+}

@@ -1,0 +1,307 @@
+package table
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+)
+
+// Key index file (_indices/<uuid>/key.idx):
+//
+//	directory: magic, fragment ids, and per page its first key, byte
+//	           offset, length and entry count (DirLen bytes, recorded in
+//	           the manifest so one ranged GET fetches it)
+//	pages:     sorted entries (key, fragment ordinal, row offset)
+//
+// A lookup reads the directory (cached per handle) and the one or two pages
+// that can hold the key, never the whole index.
+const (
+	keyIndexMagic = "OGKIDX1\n"
+	keyIndexPage  = 4096
+)
+
+type keyEntry struct {
+	key  string
+	frag uint32
+	row  uint32
+}
+
+type keyPage struct {
+	first       string
+	off, length int64
+	count       int
+}
+
+type keyDir struct {
+	frags []string
+	pages []keyPage
+}
+
+func putUvarint(b *bytes.Buffer, v uint64) {
+	var tmp [binary.MaxVarintLen64]byte
+	b.Write(tmp[:binary.PutUvarint(tmp[:], v)])
+}
+
+func putString(b *bytes.Buffer, s string) {
+	putUvarint(b, uint64(len(s)))
+	b.WriteString(s)
+}
+
+// encodeKeyIndex sorts entries and lays out the directory and pages. It
+// returns the file and the directory length.
+func encodeKeyIndex(frags []string, entries []keyEntry) ([]byte, int64) {
+	sort.Slice(entries, func(i, j int) bool {
+		a, b := entries[i], entries[j]
+		if a.key != b.key {
+			return a.key < b.key
+		}
+		if a.frag != b.frag {
+			return a.frag < b.frag
+		}
+		return a.row < b.row
+	})
+	var pages bytes.Buffer
+	var dir []keyPage
+	for lo := 0; lo < len(entries); lo += keyIndexPage {
+		hi := min(lo+keyIndexPage, len(entries))
+		start := pages.Len()
+		for _, e := range entries[lo:hi] {
+			putString(&pages, e.key)
+			putUvarint(&pages, uint64(e.frag))
+			putUvarint(&pages, uint64(e.row))
+		}
+		dir = append(dir, keyPage{first: entries[lo].key, off: int64(start), length: int64(pages.Len() - start), count: hi - lo})
+	}
+	var head bytes.Buffer
+	head.WriteString(keyIndexMagic)
+	putUvarint(&head, uint64(len(frags)))
+	for _, f := range frags {
+		putString(&head, f)
+	}
+	putUvarint(&head, uint64(len(dir)))
+	for _, p := range dir {
+		putString(&head, p.first)
+		putUvarint(&head, uint64(p.off))
+		putUvarint(&head, uint64(p.length))
+		putUvarint(&head, uint64(p.count))
+	}
+	dirLen := int64(head.Len())
+	head.Write(pages.Bytes())
+	return head.Bytes(), dirLen
+}
+
+type byteReader struct {
+	b   []byte
+	err error
+}
+
+func (r *byteReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errorf(ErrCorrupt, "key index: bad varint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *byteReader) str() string {
+	n := r.uvarint()
+	if r.err != nil {
+		return ""
+	}
+	if uint64(len(r.b)) < n {
+		r.err = errorf(ErrCorrupt, "key index: truncated string")
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func decodeKeyDir(b []byte) (*keyDir, error) {
+	if !bytes.HasPrefix(b, []byte(keyIndexMagic)) {
+		return nil, errorf(ErrCorrupt, "key index: bad magic")
+	}
+	r := &byteReader{b: b[len(keyIndexMagic):]}
+	d := &keyDir{}
+	nf := r.uvarint()
+	for i := uint64(0); i < nf && r.err == nil; i++ {
+		d.frags = append(d.frags, r.str())
+	}
+	np := r.uvarint()
+	for i := uint64(0); i < np && r.err == nil; i++ {
+		p := keyPage{first: r.str()}
+		p.off = int64(r.uvarint())
+		p.length = int64(r.uvarint())
+		p.count = int(r.uvarint())
+		d.pages = append(d.pages, p)
+	}
+	return d, r.err
+}
+
+func decodeKeyPage(b []byte, count int) ([]keyEntry, error) {
+	r := &byteReader{b: b}
+	out := make([]keyEntry, 0, count)
+	for i := 0; i < count && r.err == nil; i++ {
+		e := keyEntry{key: r.str()}
+		e.frag = uint32(r.uvarint())
+		e.row = uint32(r.uvarint())
+		out = append(out, e)
+	}
+	return out, r.err
+}
+
+// keyIndex returns the key index on column, if this version has one.
+func (ds *Dataset) keyIndex(column string) *Index {
+	for i := range ds.m.Indexes {
+		if ix := &ds.m.Indexes[i]; ix.Kind == "key" && ix.Column == column {
+			return ix
+		}
+	}
+	return nil
+}
+
+// loadKeyDir fetches (once per handle) the index directory: one ranged GET.
+func (ds *Dataset) loadKeyDir(ctx context.Context, ix *Index) (*keyDir, error) {
+	ds.mu.Lock()
+	d := ds.keyDirs[ix.UUID]
+	ds.mu.Unlock()
+	if d != nil {
+		return d, nil
+	}
+	b, err := ds.store.GetRange(ctx, ds.path+"/"+ix.Path, 0, ix.DirLen)
+	if err != nil {
+		return nil, fmt.Errorf("read key index: %w", err)
+	}
+	d, err = decodeKeyDir(b)
+	if err != nil {
+		return nil, err
+	}
+	ds.mu.Lock()
+	if ds.keyDirs == nil {
+		ds.keyDirs = map[string]*keyDir{}
+	}
+	ds.keyDirs[ix.UUID] = d
+	ds.mu.Unlock()
+	return d, nil
+}
+
+// indexLookup returns fragment id -> physical row offsets of the keys
+// according to the index (deletions not applied). Pages are fetched with
+// one ranged GET each, shared by keys on the same page.
+func (ds *Dataset) indexLookup(ctx context.Context, ix *Index, keys []string) (map[string][]int64, error) {
+	d, err := ds.loadKeyDir(ctx, ix)
+	if err != nil {
+		return nil, err
+	}
+	want := map[int][]string{}
+	for _, k := range keys {
+		// Pages that may hold k: from the last page whose first key is < k
+		// (equal keys can spill over a page boundary) to the last page whose
+		// first key is <= k.
+		hi := sort.Search(len(d.pages), func(i int) bool { return d.pages[i].first > k }) - 1
+		if hi < 0 {
+			continue
+		}
+		lo := sort.Search(len(d.pages), func(i int) bool { return d.pages[i].first >= k }) - 1
+		lo = max(lo, 0)
+		for p := lo; p <= hi; p++ {
+			want[p] = append(want[p], k)
+		}
+	}
+	out := map[string][]int64{}
+	pages := make([]int, 0, len(want))
+	for p := range want {
+		pages = append(pages, p)
+	}
+	sort.Ints(pages)
+	for _, p := range pages {
+		pg := d.pages[p]
+		b, err := ds.store.GetRange(ctx, ds.path+"/"+ix.Path, ix.DirLen+pg.off, pg.length)
+		if err != nil {
+			return nil, fmt.Errorf("read key index page: %w", err)
+		}
+		entries, err := decodeKeyPage(b, pg.count)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range want[p] {
+			i := sort.Search(len(entries), func(i int) bool { return entries[i].key >= k })
+			for ; i < len(entries) && entries[i].key == k; i++ {
+				e := entries[i]
+				if int(e.frag) >= len(d.frags) {
+					return nil, errorf(ErrCorrupt, "key index: fragment ordinal %d out of range", e.frag)
+				}
+				id := d.frags[e.frag]
+				out[id] = append(out[id], int64(e.row))
+			}
+		}
+	}
+	for id := range out {
+		rows := out[id]
+		sort.Slice(rows, func(i, j int) bool { return rows[i] < rows[j] })
+		out[id] = dedupInt64(rows)
+	}
+	return out, nil
+}
+
+func dedupInt64(s []int64) []int64 {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// buildKeyIndex reads column of every fragment of m and writes a new key
+// index file under root. Deleted rows are indexed too; lookups apply the
+// deletion vectors current at their version.
+func buildKeyIndex(ctx context.Context, store backend.StorageAdapter, path, root string, m *Manifest, column string, colIdx int) (Index, string, error) {
+	var entries []keyEntry
+	frags := make([]string, 0, len(m.Fragments))
+	for fi, f := range m.Fragments {
+		frags = append(frags, f.ID)
+		ff, err := loadFragment(ctx, store, path, f)
+		if err != nil {
+			return Index{}, "", err
+		}
+		recs, err := ff.read(ctx, []int{colIdx}, nil)
+		if err != nil {
+			return Index{}, "", err
+		}
+		var off int64
+		for _, r := range recs {
+			sa, ok := r.Column(0).(stringArray)
+			if !ok {
+				releaseAll(recs)
+				return Index{}, "", errorf(ErrInvalid, "key index on %q: column is not a string column", column)
+			}
+			for j := 0; j < sa.Len(); j++ {
+				if !sa.IsNull(j) {
+					entries = append(entries, keyEntry{key: sa.Value(j), frag: uint32(fi), row: uint32(off + int64(j))})
+				}
+			}
+			off += r.NumRows()
+		}
+		releaseAll(recs)
+	}
+	data, dirLen := encodeKeyIndex(frags, entries)
+	id := newUUID()
+	rel := strings.TrimPrefix(root, path+"/") + "_indices/" + id + "/key.idx"
+	key := path + "/" + rel
+	if _, err := store.Put(ctx, key, data); err != nil {
+		return Index{}, "", fmt.Errorf("write key index: %w", err)
+	}
+	return Index{UUID: id, Kind: "key", Column: column, Path: rel, Size: int64(len(data)), DirLen: dirLen, Entries: int64(len(entries)), Fragments: frags}, key, nil
+}

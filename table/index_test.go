@@ -1,0 +1,156 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+func lookupRows(t *testing.T, ds *Dataset, ids ...string) []string {
+	t.Helper()
+	rec, err := ds.Lookup(context.Background(), ids...)
+	if err != nil {
+		t.Fatalf("lookup: %v", err)
+	}
+	defer rec.Release()
+	if !sameSchema(rec.Schema(), ds.Schema()) {
+		t.Fatalf("lookup schema = %s", rec.Schema())
+	}
+	return renderRecs([]arrow.Record{rec})
+}
+
+func TestKeyIndexLookup(t *testing.T) {
+	ctx := context.Background()
+	store, cnt := countedStore()
+	ds := mustCreate(t, store)
+	// Three fragments; the second spans several row groups and index pages.
+	ds = mustAppend(t, ds, people("a", 0, 10))
+	ds = mustAppend(t, ds, people("b", 0, 150_000))
+	ds = mustAppend(t, ds, people("c", 0, 10))
+
+	noIndex := lookupRows(t, ds, "b100000", "a000003", "missing")
+	want := render([]person{{"a000003", "name-3", 3}, {"b100000", "name-100000", 100000}})
+	if !equalRows(noIndex, want) {
+		t.Fatalf("lookup without index = %v", noIndex)
+	}
+
+	st, err := ds.StageCreateIndex(ctx, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Operation != OpCreateIndex || len(st.Files) != 1 {
+		t.Fatalf("staged index: %+v", st)
+	}
+	ds = mustCommit(t, st, nil)
+	ix := ds.Manifest().Indexes
+	if len(ix) != 1 || ix[0].Entries != 150_020 || len(ix[0].Fragments) != 3 {
+		t.Fatalf("index = %+v", ix)
+	}
+
+	// Indexed lookup reads the index directory, one page, and the footer and
+	// one row group of the fragment holding the key: never a whole fragment.
+	fresh, err := OpenVersion(ctx, store, testPath, MainBranch, ds.Version())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cnt.Reset()
+	if got := lookupRows(t, fresh, "b100000"); !equalRows(got, render([]person{{"b100000", "name-100000", 100000}})) {
+		t.Fatalf("indexed lookup = %v", got)
+	}
+	c := cnt.Snapshot()
+	if c.List != 0 || c.Get > 8 {
+		t.Fatalf("indexed lookup requests: %s (want no List, <= 8 ranged GETs)", c)
+	}
+	fragSize := ds.Manifest().Fragments[1].Size
+	t.Logf("indexed lookup: %s (fragment is %d bytes)", c, fragSize)
+
+	// Later appends are not covered: lookups scan them.
+	ds = mustAppend(t, ds, []person{{"d1", "late", 5}, {"a000004", "dup", 44}})
+	if got := lookupRows(t, ds, "d1", "a000004"); !equalRows(got, render([]person{{"d1", "late", 5}, {"a000004", "dup", 44}, {"a000004", "name-4", 4}})) {
+		t.Fatalf("lookup over uncovered fragment = %v", got)
+	}
+	// Deletion vectors hide indexed rows.
+	ds = mc(t)(ds.StageDelete(ctx, In("id", "b100000", "a000004")))
+	if got := lookupRows(t, ds, "b100000", "a000004", "b000001"); !equalRows(got, render([]person{{"b000001", "name-1", 1}})) {
+		t.Fatalf("lookup after delete = %v", got)
+	}
+	// Compaction rewrites fragments and rebuilds the index in one version.
+	ds = mc(t)(ds.StageCompact(ctx, CompactOptions{TargetRows: 1 << 20}))
+	if ds.Transaction().Operation != OpCompact {
+		t.Fatalf("op = %s", ds.Transaction().Operation)
+	}
+	m := ds.Manifest()
+	if len(m.Fragments) != 1 || m.Fragments[0].Deletion != nil || len(m.Indexes) != 1 || len(m.Indexes[0].Fragments) != 1 {
+		t.Fatalf("after compaction: %d fragments, indexes %+v", len(m.Fragments), m.Indexes)
+	}
+	if ds.RowCount() != 150_019 { // 150,022 rows, 3 deleted
+		t.Fatalf("rows after compaction = %d", ds.RowCount())
+	}
+	for _, id := range []string{"a000000", "b149999", "c000009", "d1"} {
+		if got := lookupRows(t, ds, id); len(got) != 1 {
+			t.Fatalf("lookup %s after compaction = %v", id, got)
+		}
+	}
+	if got := lookupRows(t, ds, "b100000"); len(got) != 0 {
+		t.Fatalf("deleted row came back: %v", got)
+	}
+}
+
+func TestKeyIndexDuplicatesAcrossPages(t *testing.T) {
+	// Many equal keys spill across page boundaries; every copy is found.
+	entries := make([]keyEntry, 0, 3*keyIndexPage)
+	for i := 0; i < 3*keyIndexPage; i++ {
+		k := fmt.Sprintf("k%05d", i)
+		if i >= keyIndexPage-10 && i < 2*keyIndexPage+10 {
+			k = "same"
+		}
+		entries = append(entries, keyEntry{key: k, frag: 0, row: uint32(i)})
+	}
+	data, dirLen := encodeKeyIndex([]string{"f"}, entries)
+	store := newStore()
+	ctx := context.Background()
+	if _, err := store.Put(ctx, "t/idx", data); err != nil {
+		t.Fatal(err)
+	}
+	ds := &Dataset{store: store, path: "t", m: &Manifest{}}
+	hits, err := ds.indexLookup(ctx, &Index{UUID: "u", Path: "idx", DirLen: dirLen}, []string{"same", "k00000", "nope"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(hits["f"]); n != keyIndexPage+20+1 {
+		t.Fatalf("hits = %d, want %d", n, keyIndexPage+21)
+	}
+}
+
+func TestCompactSmallFragments(t *testing.T) {
+	ctx := context.Background()
+	store := newStore()
+	ds := mustCreate(t, store)
+	var all []person
+	for i := 0; i < 6; i++ {
+		b := people("p", i*10, 10)
+		all = append(all, b...)
+		ds = mustAppend(t, ds, b)
+	}
+	ds = mc(t)(ds.StageDelete(ctx, Eq("age", 15)))
+	all = append(all[:15], all[16:]...)
+	ds = mc(t)(ds.StageCompact(ctx, CompactOptions{TargetRows: 25}))
+	m := ds.Manifest()
+	if len(m.Fragments) != 3 {
+		t.Fatalf("fragments = %d, want 3 (59 rows at 25 per fragment)", len(m.Fragments))
+	}
+	if got := rowsOf(t, ds); !equalRows(got, render(all)) {
+		t.Fatalf("rows changed by compaction")
+	}
+	// Nothing left to do: Empty.
+	st, err := ds.StageCompact(ctx, CompactOptions{TargetRows: 10})
+	if err != nil || !st.Empty() {
+		t.Fatalf("second compaction: empty=%v err=%v", st.Empty(), err)
+	}
+	same, err := ds.Compact(ctx, CompactOptions{TargetRows: 10})
+	if err != nil || same.Version() != ds.Version() {
+		t.Fatalf("Compact with nothing to do: %v", err)
+	}
+}

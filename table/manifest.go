@@ -1,0 +1,150 @@
+package table
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+)
+
+const formatVersion = 1
+
+// errorf wraps sentinel with a formatted explanation.
+func errorf(sentinel error, format string, args ...any) error {
+	return fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))
+}
+
+// newUUID mints a unique, time-ordered identifier (a lower-case ULID).
+func newUUID() string { return strings.ToLower(ulid.Make().String()) }
+
+// branchRoot is the key prefix (with trailing slash) under which a branch
+// keeps its version line and the files it writes.
+func branchRoot(path, branch string) string {
+	if branch == MainBranch {
+		return path + "/"
+	}
+	return path + "/tree/" + branch + "/"
+}
+
+func versionsPrefix(path, branch string) string { return branchRoot(path, branch) + "_versions/" }
+
+// versionKey names version v so that newer versions sort first.
+func versionKey(path, branch string, v uint64) string {
+	return fmt.Sprintf("%s%020d.json", versionsPrefix(path, branch), math.MaxUint64-v)
+}
+
+// parseVersionKey inverts versionKey's file name.
+func parseVersionKey(key string) (uint64, bool) {
+	i := strings.LastIndexByte(key, '/')
+	name := strings.TrimSuffix(key[i+1:], ".json")
+	if len(name) != 20 || !strings.HasSuffix(key, ".json") {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(name, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return math.MaxUint64 - n, true
+}
+
+func refKey(path, name string) string { return path + "/_refs/branches/" + name }
+
+func encodeSchema(s *arrow.Schema) ([]byte, error) {
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(s), ipc.WithAllocator(memory.DefaultAllocator))
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("encode schema: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func decodeSchema(b []byte) (*arrow.Schema, error) {
+	r, err := ipc.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, errorf(ErrCorrupt, "decode schema: %v", err)
+	}
+	defer r.Release()
+	return r.Schema(), nil
+}
+
+func encodeManifest(m *Manifest) ([]byte, error) {
+	return json.Marshal(m)
+}
+
+func decodeManifest(b []byte) (*Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, errorf(ErrCorrupt, "manifest: %v", err)
+	}
+	if m.FormatVersion != formatVersion {
+		return nil, errorf(ErrCorrupt, "manifest format %d, this build reads %d", m.FormatVersion, formatVersion)
+	}
+	return &m, nil
+}
+
+// clone returns a deep copy, so a staged manifest never aliases its parent.
+func (m *Manifest) clone() *Manifest {
+	c := *m
+	c.Fragments = append([]Fragment(nil), m.Fragments...)
+	for i := range c.Fragments {
+		if d := c.Fragments[i].Deletion; d != nil {
+			dd := *d
+			c.Fragments[i].Deletion = &dd
+		}
+	}
+	c.Indexes = append([]Index(nil), m.Indexes...)
+	for i := range c.Indexes {
+		c.Indexes[i].Fragments = append([]string(nil), m.Indexes[i].Fragments...)
+	}
+	return &c
+}
+
+// readManifest GETs one version manifest: exactly one request.
+func readManifest(ctx context.Context, store backend.StorageAdapter, path, branch string, v uint64) (*Manifest, error) {
+	b, _, err := store.Get(ctx, versionKey(path, branch, v))
+	if err != nil {
+		if backend.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: version %d of branch %q: %w", ErrNotFound, v, branch, err)
+		}
+		return nil, fmt.Errorf("read version %d of branch %q: %w", v, branch, err)
+	}
+	return decodeManifest(b)
+}
+
+// latestVersion issues one List request (one key) and parses the newest
+// version of the branch's own line. ok is false when the line is empty.
+func latestVersion(ctx context.Context, store backend.StorageAdapter, path, branch string) (uint64, bool, error) {
+	page, err := store.List(ctx, versionsPrefix(path, branch), backend.ListOptions{MaxKeys: 1})
+	if err != nil {
+		return 0, false, fmt.Errorf("list versions of branch %q: %w", branch, err)
+	}
+	for _, o := range page.Objects {
+		if v, ok := parseVersionKey(o.Key); ok {
+			return v, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+func validatePath(path string) error {
+	if err := backend.ValidateKey(path); err != nil {
+		return fmt.Errorf("%w: dataset path %q: %w", ErrInvalid, path, err)
+	}
+	return nil
+}
+
+func isConflict(err error) bool { return errors.Is(err, backend.ErrPrecondition) }
+
+func now() time.Time { return time.Now().UTC() }

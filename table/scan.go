@@ -1,0 +1,439 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// deletions returns the fragment's deletion vector (nil when it has none).
+// Each deletion file is fetched once per handle.
+func (ds *Dataset) deletions(ctx context.Context, f Fragment) (*roaring.Bitmap, error) {
+	if f.Deletion == nil {
+		return nil, nil
+	}
+	ds.mu.Lock()
+	b, ok := ds.delCache[f.Deletion.Path]
+	ds.mu.Unlock()
+	if !ok {
+		var err error
+		b, _, err = ds.store.Get(ctx, ds.path+"/"+f.Deletion.Path)
+		if err != nil {
+			return nil, fmt.Errorf("read deletion vector of fragment %s: %w", f.ID, err)
+		}
+		ds.mu.Lock()
+		if ds.delCache == nil {
+			ds.delCache = map[string][]byte{}
+		}
+		ds.delCache[f.Deletion.Path] = b
+		ds.mu.Unlock()
+	}
+	bm := roaring.New()
+	if err := bm.UnmarshalBinary(b); err != nil {
+		return nil, errorf(ErrCorrupt, "deletion vector of fragment %s: %v", f.ID, err)
+	}
+	return bm, nil
+}
+
+// fieldIndices resolves column names against the schema (nil: all).
+func fieldIndices(s *arrow.Schema, cols []string) ([]int, error) {
+	if cols == nil {
+		out := make([]int, s.NumFields())
+		for i := range out {
+			out[i] = i
+		}
+		return out, nil
+	}
+	out := make([]int, len(cols))
+	for i, c := range cols {
+		idx := s.FieldIndices(c)
+		if len(idx) == 0 {
+			return nil, errorf(ErrInvalid, "no column %q in the schema (columns: %v)", c, fieldNames(s))
+		}
+		out[i] = idx[0]
+	}
+	return out, nil
+}
+
+func fieldNames(s *arrow.Schema) []string {
+	out := make([]string, s.NumFields())
+	for i, f := range s.Fields() {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// neededFields is the sorted union of the projection and the filter columns.
+func neededFields(s *arrow.Schema, proj []int, filter Predicate) []int {
+	set := map[int]bool{}
+	for _, i := range proj {
+		set[i] = true
+	}
+	cols := map[string]bool{}
+	filter.columns(cols)
+	for c := range cols {
+		if idx := s.FieldIndices(c); len(idx) > 0 {
+			set[idx[0]] = true
+		}
+	}
+	out := make([]int, 0, len(set))
+	for i := range set {
+		out = append(out, i)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// physicalMapper maps the i-th row read from a set of row groups to its
+// physical offset in the fragment.
+func physicalMapper(starts []int64, total int64, rgs []int) func(int64) int64 {
+	if rgs == nil {
+		return func(i int64) int64 { return i }
+	}
+	type span struct{ logical, physical, n int64 }
+	var spans []span
+	var l int64
+	for _, g := range rgs {
+		end := total
+		if g+1 < len(starts) {
+			end = starts[g+1]
+		}
+		spans = append(spans, span{l, starts[g], end - starts[g]})
+		l += end - starts[g]
+	}
+	return func(i int64) int64 {
+		k := sort.Search(len(spans), func(k int) bool { return spans[k].logical+spans[k].n > i })
+		if k == len(spans) {
+			return -1
+		}
+		return spans[k].physical + i - spans[k].logical
+	}
+}
+
+// readMatching reads fields (sorted dataset field indices) of row groups rgs
+// (nil: all) of fragment f and keeps live rows that match filter and, when
+// keep is non-nil, whose physical offset keep accepts. It returns the kept
+// rows as records of the fields plus their physical offsets.
+func (ds *Dataset) readMatching(ctx context.Context, f Fragment, ff *fragmentFile, fields, rgs []int, filter Predicate, keep func(int64) bool) ([]arrow.Record, [][]int64, error) {
+	del, err := ds.deletions(ctx, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	recs, err := ff.read(ctx, fields, rgs)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer releaseAll(recs)
+	phys := physicalMapper(ff.rowGroupStarts(), f.Rows, rgs)
+	sub := schemaOf(ds.schema, fields)
+	var outRecs []arrow.Record
+	var outOffs [][]int64
+	var base int64
+	for _, r := range recs {
+		r = relabel(sub, r)
+		test, err := filter.compile(r)
+		if err != nil {
+			r.Release()
+			releaseAll(outRecs)
+			return nil, nil, err
+		}
+		var sel []int
+		var offs []int64
+		for i := 0; i < int(r.NumRows()); i++ {
+			p := phys(base + int64(i))
+			if del != nil && del.Contains(uint32(p)) {
+				continue
+			}
+			if keep != nil && !keep(p) {
+				continue
+			}
+			if test(i) {
+				sel = append(sel, i)
+				offs = append(offs, p)
+			}
+		}
+		base += r.NumRows()
+		if len(sel) > 0 {
+			t, err := takeRows(r, sel)
+			if err != nil {
+				r.Release()
+				releaseAll(outRecs)
+				return nil, nil, err
+			}
+			outRecs = append(outRecs, t)
+			outOffs = append(outOffs, offs)
+		}
+		r.Release()
+	}
+	return outRecs, outOffs, nil
+}
+
+func schemaOf(s *arrow.Schema, fields []int) *arrow.Schema {
+	fs := make([]arrow.Field, len(fields))
+	for i, f := range fields {
+		fs[i] = s.Field(f)
+	}
+	return arrow.NewSchema(fs, nil)
+}
+
+// relabel gives a record read from Parquet the dataset's own field
+// definitions (dropping reader metadata). It consumes r's reference.
+func relabel(s *arrow.Schema, r arrow.Record) arrow.Record {
+	out := array.NewRecordBatch(s, r.Columns(), r.NumRows())
+	r.Release()
+	return out
+}
+
+// project picks columns (dataset field indices, output order) from a record
+// holding the sorted fields.
+func project(s *arrow.Schema, fields, proj []int, r arrow.Record) arrow.Record {
+	pos := map[int]int{}
+	for i, f := range fields {
+		pos[f] = i
+	}
+	cols := make([]arrow.Array, len(proj))
+	for i, p := range proj {
+		cols[i] = r.Column(pos[p])
+	}
+	return array.NewRecordBatch(schemaOf(s, proj), cols, r.NumRows())
+}
+
+// Scan returns the live rows of this version that match opts.Filter, with
+// opts.Columns. Fragments whose statistics rule the filter out are not read;
+// each read fragment costs one GET (plus one for its deletion vector). The
+// caller releases the records.
+func (ds *Dataset) Scan(ctx context.Context, opts ScanOptions) ([]arrow.Record, error) {
+	proj, err := fieldIndices(ds.schema, opts.Columns)
+	if err != nil {
+		return nil, err
+	}
+	if err := opts.Filter.validate(ds.schema); err != nil {
+		return nil, err
+	}
+	fields := neededFields(ds.schema, proj, opts.Filter)
+	var out []arrow.Record
+	for _, f := range ds.m.Fragments {
+		if !opts.Filter.mayMatch(statsMap(f), f.Rows) {
+			continue
+		}
+		ff, err := loadFragment(ctx, ds.store, ds.path, f)
+		if err != nil {
+			releaseAll(out)
+			return nil, err
+		}
+		recs, _, err := ds.readMatching(ctx, f, ff, fields, nil, opts.Filter, nil)
+		if err != nil {
+			releaseAll(out)
+			return nil, err
+		}
+		for _, r := range recs {
+			out = append(out, project(ds.schema, fields, proj, r))
+			r.Release()
+		}
+	}
+	return out, nil
+}
+
+// ScanRecord is Scan concatenated into one record (possibly zero rows).
+func (ds *Dataset) ScanRecord(ctx context.Context, opts ScanOptions) (arrow.Record, error) {
+	proj, err := fieldIndices(ds.schema, opts.Columns)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := ds.Scan(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseAll(recs)
+	return concatRecords(schemaOf(ds.schema, proj), recs)
+}
+
+// concatRecords joins records of schema s into one.
+func concatRecords(s *arrow.Schema, recs []arrow.Record) (arrow.Record, error) {
+	if len(recs) == 1 {
+		recs[0].Retain()
+		return recs[0], nil
+	}
+	cols := make([]arrow.Array, s.NumFields())
+	var n int64
+	for _, r := range recs {
+		n += r.NumRows()
+	}
+	for c := range cols {
+		if len(recs) == 0 {
+			cols[c] = array.MakeArrayOfNull(memory.DefaultAllocator, s.Field(c).Type, 0)
+			continue
+		}
+		parts := make([]arrow.Array, len(recs))
+		for i, r := range recs {
+			parts[i] = r.Column(c)
+		}
+		a, err := array.Concatenate(parts, memory.DefaultAllocator)
+		if err != nil {
+			for _, x := range cols[:c] {
+				x.Release()
+			}
+			return nil, fmt.Errorf("concatenate: %w", err)
+		}
+		cols[c] = a
+	}
+	out := array.NewRecordBatch(s, cols, n)
+	for _, a := range cols {
+		a.Release()
+	}
+	return out, nil
+}
+
+// Lookup returns the live rows whose key is one of ids, as one record with
+// the full schema. With a key index it reads the index directory and pages
+// by ranged GET and, per fragment holding a hit, only the Parquet footer and
+// the row groups holding the hits; fragments the index does not cover (and
+// every fragment when there is no index) are scanned with statistics pruning.
+func (ds *Dataset) Lookup(ctx context.Context, ids ...string) (arrow.Record, error) {
+	all, _ := fieldIndices(ds.schema, nil)
+	if len(ids) == 0 {
+		return concatRecords(ds.schema, nil)
+	}
+	var out []arrow.Record
+	defer func() { releaseAll(out) }()
+	filter := In(ds.m.KeyColumn, ids...)
+	hits, covered, err := ds.indexHits(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range ds.m.Fragments {
+		if covered[f.ID] {
+			offs := hits[f.ID]
+			if len(offs) == 0 {
+				continue
+			}
+			ff, err := openFragmentRanged(ctx, ds.store, ds.path, f)
+			if err != nil {
+				return nil, err
+			}
+			starts := ff.rowGroupStarts()
+			var rgs []int
+			want := map[int64]bool{}
+			for _, o := range offs {
+				want[o] = true
+				g := sort.Search(len(starts), func(i int) bool { return starts[i] > o }) - 1
+				if len(rgs) == 0 || rgs[len(rgs)-1] != g {
+					rgs = append(rgs, g)
+				}
+			}
+			recs, _, err := ds.readMatching(ctx, f, ff, all, rgs, filter, func(p int64) bool { return want[p] })
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, recs...)
+			continue
+		}
+		if !filter.mayMatch(statsMap(f), f.Rows) {
+			continue
+		}
+		ff, err := loadFragment(ctx, ds.store, ds.path, f)
+		if err != nil {
+			return nil, err
+		}
+		recs, _, err := ds.readMatching(ctx, f, ff, all, nil, filter, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, recs...)
+	}
+	return concatRecords(ds.schema, out)
+}
+
+// indexHits consults the key index: physical offsets per covered fragment,
+// and which fragments of this version it covers.
+func (ds *Dataset) indexHits(ctx context.Context, ids []string) (map[string][]int64, map[string]bool, error) {
+	ix := ds.keyIndex(ds.m.KeyColumn)
+	if ix == nil {
+		return nil, nil, nil
+	}
+	covered := map[string]bool{}
+	for _, id := range ix.Fragments {
+		covered[id] = true
+	}
+	hits, err := ds.indexLookup(ctx, ix, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	return hits, covered, nil
+}
+
+// matchRows returns, per fragment id, the live row offsets matching pred.
+func (ds *Dataset) matchRows(ctx context.Context, pred Predicate, skip map[string]bool) (map[string]*roaring.Bitmap, error) {
+	fields := neededFields(ds.schema, nil, pred)
+	if len(fields) == 0 {
+		fields = []int{ds.schema.FieldIndices(ds.m.KeyColumn)[0]}
+	}
+	out := map[string]*roaring.Bitmap{}
+	for _, f := range ds.m.Fragments {
+		if skip[f.ID] || !pred.mayMatch(statsMap(f), f.Rows) {
+			continue
+		}
+		ff, err := loadFragment(ctx, ds.store, ds.path, f)
+		if err != nil {
+			return nil, err
+		}
+		recs, offs, err := ds.readMatching(ctx, f, ff, fields, nil, pred, nil)
+		releaseAll(recs)
+		if err != nil {
+			return nil, err
+		}
+		for _, os := range offs {
+			for _, o := range os {
+				bm := out[f.ID]
+				if bm == nil {
+					bm = roaring.New()
+					out[f.ID] = bm
+				}
+				bm.Add(uint32(o))
+			}
+		}
+	}
+	return out, nil
+}
+
+// locateKeys returns, per fragment id, the live row offsets whose key is in
+// keys: by the key index where it covers, by scanning elsewhere.
+func (ds *Dataset) locateKeys(ctx context.Context, keys []string) (map[string]*roaring.Bitmap, error) {
+	if len(keys) == 0 {
+		return map[string]*roaring.Bitmap{}, nil
+	}
+	hits, covered, err := ds.indexHits(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out, err := ds.matchRows(ctx, In(ds.m.KeyColumn, keys...), covered)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range ds.m.Fragments {
+		if !covered[f.ID] || len(hits[f.ID]) == 0 {
+			continue
+		}
+		del, err := ds.deletions(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range hits[f.ID] {
+			if del != nil && del.Contains(uint32(o)) {
+				continue
+			}
+			bm := out[f.ID]
+			if bm == nil {
+				bm = roaring.New()
+				out[f.ID] = bm
+			}
+			bm.Add(uint32(o))
+		}
+	}
+	return out, nil
+}
