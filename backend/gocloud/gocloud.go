@@ -435,18 +435,7 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 	if err := backend.ValidateKey(key); err != nil {
 		return false, err
 	}
-	_, err := s.Stat(ctx, key)
-	if err == nil {
-		return true, nil
-	}
-	if !backend.IsNotFound(err) {
-		return false, err
-	}
-	page, err := s.List(ctx, key+"/", backend.ListOptions{MaxKeys: 1})
-	if err != nil {
-		return false, err
-	}
-	return len(page.Objects) > 0, nil
+	return cloud.Exists(ctx, s, key)
 }
 
 // Delete implements backend.StorageAdapter.

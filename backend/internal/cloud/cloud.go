@@ -274,3 +274,21 @@ func TransportMsg(err error) string {
 	}
 	return "transport error: " + err.Error()
 }
+
+// Exists answers Exists for a flat object store: a metadata read of key,
+// then (only when it is missing) a one-key listing of key + "/", so that a
+// sibling such as "graphical" never makes "graph" exist.
+func Exists(ctx context.Context, s backend.StorageAdapter, key string) (bool, error) {
+	_, err := s.Stat(ctx, key)
+	if err == nil {
+		return true, nil
+	}
+	if !backend.IsNotFound(err) {
+		return false, err
+	}
+	page, err := s.List(ctx, key+"/", backend.ListOptions{MaxKeys: 1})
+	if err != nil {
+		return false, err
+	}
+	return len(page.Objects) > 0, nil
+}
