@@ -26,7 +26,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -133,7 +132,7 @@ var _ backend.StorageAdapter = (*Store)(nil)
 type Store struct {
 	client *container.Client
 	cfg    Config
-	reads  cloud.Policy
+	req    cloud.Requester
 
 	// markers remembers the service's continuation marker for the page
 	// that ended at a given key, so List with StartAfter usually costs one
@@ -202,7 +201,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		// The SDK's message may echo the connection string: keep only a summary.
 		return nil, configErr("azure: cannot build the client from the configured credentials")
 	}
-	return &Store{client: client, cfg: cfg, reads: cloud.DefaultPolicy(cfg.RequestTimeout), markers: map[string]string{}}, nil
+	return &Store{client: client, cfg: cfg, req: cloud.Requester{Policy: cloud.DefaultPolicy(cfg.RequestTimeout), Timeout: cfg.RequestTimeout, Classify: classify, Describe: describe}, markers: map[string]string{}}, nil
 }
 
 // connStringHTTP reports whether a connection string sends requests over
@@ -231,29 +230,17 @@ func connStringHTTP(cs string) bool {
 // Client exposes the SDK container client (tests create containers with it).
 func (s *Store) Client() *container.Client { return s.client }
 
-type mode int
+// mode says how a request may be retried (see cloud.Mode).
+type mode = cloud.Mode
 
 const (
-	read mode = iota
-	write
-	conditional
+	read        = cloud.Read
+	write       = cloud.Write
+	conditional = cloud.Conditional
 )
 
 func (s *Store) do(ctx context.Context, op, key string, m mode, fn func(ctx context.Context) error) error {
-	var err error
-	if m == conditional {
-		err = cloud.Once(ctx, s.cfg.RequestTimeout, fn)
-	} else {
-		err = s.reads.Do(ctx, fn, func(err error) cloud.Verdict {
-			_, v := classify(err, m)
-			return v
-		})
-	}
-	if err == nil {
-		return nil
-	}
-	kind, _ := classify(err, m)
-	return backend.NewError(op, key, kind, &cloud.Cause{Msg: describe(err), Err: err})
+	return s.req.Do(ctx, op, key, m, fn)
 }
 
 func respParts(err error) (status int, code string) {
@@ -356,8 +343,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, backend.Attrs, err
 		if err != nil {
 			return err
 		}
-		defer resp.Body.Close()
-		data, err = io.ReadAll(resp.Body)
+		data, err = cloud.ReadAll(resp.Body)
 		if err != nil {
 			return err
 		}
@@ -367,53 +353,30 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, backend.Attrs, err
 	if err != nil {
 		return nil, backend.Attrs{}, err
 	}
-	if data == nil {
-		data = []byte{}
-	}
-	return data, a, nil
+	return cloud.NonNil(data), a, nil
 }
 
 // GetRange implements backend.StorageAdapter.
 func (s *Store) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
-	if err := backend.ValidateKey(key); err != nil {
-		return nil, err
-	}
-	if offset < 0 {
-		offset = 0
-	}
-	if length == 0 {
-		if _, err := s.Stat(ctx, key); err != nil {
-			return nil, err
+	fetch := func(ctx context.Context, offset, length int64) (data []byte, err error) {
+		count := length
+		if count < 0 {
+			count = 0 // azblob: zero means to the end
 		}
-		return []byte{}, nil
-	}
-	count := length
-	if count < 0 {
-		count = 0 // azblob: zero means to the end
-	}
-	var data []byte
-	err := s.do(ctx, "get_range", key, read, func(ctx context.Context) error {
-		resp, err := s.client.NewBlobClient(key).DownloadStream(ctx, &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: offset, Count: count}})
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		data, err = io.ReadAll(resp.Body)
-		return err
-	})
-	if err != nil {
-		if status, _ := respParts(err); status == http.StatusRequestedRangeNotSatisfiable {
-			if _, serr := s.Stat(ctx, key); serr != nil {
-				return nil, serr
+		err = s.do(ctx, "get_range", key, read, func(ctx context.Context) error {
+			resp, err := s.client.NewBlobClient(key).DownloadStream(ctx, &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: offset, Count: count}})
+			if err != nil {
+				return err
 			}
-			return []byte{}, nil
-		}
-		return nil, err
+			data, err = cloud.ReadAll(resp.Body)
+			return err
+		})
+		return data, err
 	}
-	if data == nil {
-		data = []byte{}
-	}
-	return data, nil
+	return cloud.GetRange(ctx, s, key, offset, length, fetch, func(err error) bool {
+		status, _ := respParts(err)
+		return status == http.StatusRequestedRangeNotSatisfiable
+	})
 }
 
 // Stat implements backend.StorageAdapter.
@@ -512,10 +475,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts backend.ListOption
 	if err := backend.ValidatePrefix(prefix); err != nil {
 		return backend.ListPage{}, err
 	}
-	max := opts.MaxKeys
-	if max <= 0 || max > backend.DefaultPageSize {
-		max = backend.DefaultPageSize
-	}
+	max := cloud.PageSize(opts)
 	var marker string
 	if opts.StartAfter != "" {
 		s.mu.Lock()

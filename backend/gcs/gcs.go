@@ -19,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -70,7 +69,7 @@ type Store struct {
 	client *storage.Client
 	bucket *storage.BucketHandle
 	cfg    Config
-	reads  cloud.Policy
+	req    cloud.Requester
 }
 
 // New builds a Store; it makes no request.
@@ -94,35 +93,23 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	// The adapter is the only retry layer.
 	client.SetRetry(storage.WithPolicy(storage.RetryNever))
-	return &Store{client: client, bucket: client.Bucket(cfg.Bucket), cfg: cfg, reads: cloud.DefaultPolicy(cfg.RequestTimeout)}, nil
+	return &Store{client: client, bucket: client.Bucket(cfg.Bucket), cfg: cfg, req: cloud.Requester{Policy: cloud.DefaultPolicy(cfg.RequestTimeout), Timeout: cfg.RequestTimeout, Classify: classify, Describe: describe}}, nil
 }
 
 // Client exposes the SDK client (tests use it to create buckets).
 func (s *Store) Client() *storage.Client { return s.client }
 
-type mode int
+// mode says how a request may be retried (see cloud.Mode).
+type mode = cloud.Mode
 
 const (
-	read mode = iota
-	write
-	conditional
+	read        = cloud.Read
+	write       = cloud.Write
+	conditional = cloud.Conditional
 )
 
 func (s *Store) do(ctx context.Context, op, key string, m mode, fn func(ctx context.Context) error) error {
-	var err error
-	if m == conditional {
-		err = cloud.Once(ctx, s.cfg.RequestTimeout, fn)
-	} else {
-		err = s.reads.Do(ctx, fn, func(err error) cloud.Verdict {
-			_, v := classify(err, m)
-			return v
-		})
-	}
-	if err == nil {
-		return nil
-	}
-	kind, _ := classify(err, m)
-	return backend.NewError(op, key, kind, &cloud.Cause{Msg: describe(err), Err: err})
+	return s.req.Do(ctx, op, key, m, fn)
 }
 
 func status(err error) int {
@@ -215,8 +202,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, backend.Attrs, err
 		if err != nil {
 			return err
 		}
-		defer r.Close()
-		data, err = io.ReadAll(r)
+		data, err = cloud.ReadAll(r)
 		if err != nil {
 			return err
 		}
@@ -231,43 +217,20 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, backend.Attrs, err
 
 // GetRange implements backend.StorageAdapter.
 func (s *Store) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
-	if err := backend.ValidateKey(key); err != nil {
-		return nil, err
-	}
-	if offset < 0 {
-		offset = 0
-	}
-	if length == 0 {
-		if _, err := s.Stat(ctx, key); err != nil {
-			return nil, err
-		}
-		return []byte{}, nil
-	}
-	var data []byte
-	err := s.do(ctx, "get_range", key, read, func(ctx context.Context) error {
-		r, err := s.bucket.Object(key).NewRangeReader(ctx, offset, length)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		data, err = io.ReadAll(r)
-		return err
-	})
-	if err != nil {
-		if status(err) == http.StatusRequestedRangeNotSatisfiable {
-			// Starts at or past the end: an empty answer, once the object is
-			// known to exist.
-			if _, serr := s.Stat(ctx, key); serr != nil {
-				return nil, serr
+	fetch := func(ctx context.Context, offset, length int64) (data []byte, err error) {
+		err = s.do(ctx, "get_range", key, read, func(ctx context.Context) error {
+			r, err := s.bucket.Object(key).NewRangeReader(ctx, offset, length)
+			if err != nil {
+				return err
 			}
-			return []byte{}, nil
-		}
-		return nil, err
+			data, err = cloud.ReadAll(r)
+			return err
+		})
+		return data, err
 	}
-	if data == nil {
-		data = []byte{}
-	}
-	return data, nil
+	return cloud.GetRange(ctx, s, key, offset, length, fetch, func(err error) bool {
+		return status(err) == http.StatusRequestedRangeNotSatisfiable
+	})
 }
 
 // Stat implements backend.StorageAdapter.
@@ -367,10 +330,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts backend.ListOption
 	if err := backend.ValidatePrefix(prefix); err != nil {
 		return backend.ListPage{}, err
 	}
-	max := opts.MaxKeys
-	if max <= 0 || max > backend.DefaultPageSize {
-		max = backend.DefaultPageSize
-	}
+	max := cloud.PageSize(opts)
 	q := &storage.Query{Prefix: prefix}
 	if opts.StartAfter != "" {
 		// StartOffset is inclusive; no key holds a NUL byte, so this is the
@@ -416,10 +376,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	err := s.do(ctx, "delete", key, write, func(ctx context.Context) error {
 		return s.bucket.Object(key).Delete(ctx)
 	})
-	if backend.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return cloud.IgnoreNotFound(err)
 }
 
 // DeletePrefix implements backend.StorageAdapter.

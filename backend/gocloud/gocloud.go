@@ -127,48 +127,37 @@ var _ backend.StorageAdapter = (*Store)(nil)
 
 // Store adapts a *blob.Bucket.
 type Store struct {
-	b     *blob.Bucket
-	opts  Options
-	reads cloud.Policy
+	b    *blob.Bucket
+	opts Options
+	req  cloud.Requester
 }
 
 // New wraps b. The driver's own retries, if any, must be off (the s3
 // scheme builds its client with them off).
 func New(b *blob.Bucket, opts Options) *Store {
-	return &Store{b: b, opts: opts, reads: cloud.DefaultPolicy(opts.RequestTimeout)}
+	return &Store{b: b, opts: opts, req: cloud.Requester{Policy: cloud.DefaultPolicy(opts.RequestTimeout), Timeout: opts.RequestTimeout, Classify: classify, Describe: describe, CheckContext: true}}
 }
 
-type mode int
+// mode says how a request may be retried (see cloud.Mode).
+type mode = cloud.Mode
 
 const (
-	read mode = iota
-	write
-	conditional
+	read        = cloud.Read
+	write       = cloud.Write
+	conditional = cloud.Conditional
 )
 
 func (s *Store) do(ctx context.Context, op, key string, m mode, fn func(ctx context.Context) error) error {
-	// Some drivers (memblob) never look at the context: refuse a dead one
-	// here, before anything is sent.
-	err := ctx.Err()
-	switch {
-	case err != nil:
-	case m == conditional:
-		err = cloud.Once(ctx, s.opts.RequestTimeout, fn)
-	default:
-		err = s.reads.Do(ctx, fn, func(err error) cloud.Verdict {
-			_, v := classify(err, m)
-			return v
-		})
-	}
-	if err == nil {
-		return nil
-	}
-	kind, _ := classify(err, m)
+	return s.req.Do(ctx, op, key, m, fn)
+}
+
+// describe names a driver error by its portable code and HTTP status only.
+func describe(err error) string {
 	msg := "gocloud: " + gcerrors.Code(err).String()
 	if st := httpStatus(err); st != 0 {
 		msg += fmt.Sprintf(" (HTTP %d)", st)
 	}
-	return backend.NewError(op, key, kind, &cloud.Cause{Msg: msg, Err: err})
+	return msg
 }
 
 // classify maps gocloud's portable error codes to kinds.
@@ -247,8 +236,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, backend.Attrs, err
 		if err != nil {
 			return err
 		}
-		defer r.Close()
-		data, err = io.ReadAll(r)
+		data, err = cloud.ReadAll(r)
 		if err != nil {
 			return err
 		}
@@ -264,57 +252,37 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, backend.Attrs, err
 	if err != nil {
 		return nil, backend.Attrs{}, err
 	}
-	if data == nil {
-		data = []byte{}
-	}
-	return data, a, nil
+	return cloud.NonNil(data), a, nil
 }
 
 // GetRange implements backend.StorageAdapter.
 func (s *Store) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
-	if err := backend.ValidateKey(key); err != nil {
-		return nil, err
-	}
-	if offset < 0 {
-		offset = 0
-	}
-	if length == 0 {
-		if _, err := s.Stat(ctx, key); err != nil {
-			return nil, err
-		}
-		return []byte{}, nil
-	}
-	var data []byte
-	err := s.do(ctx, "get_range", key, read, func(ctx context.Context) error {
-		// Bound the range by the object's size: drivers disagree about
-		// ranges that start at or past the end.
-		attrs, err := s.b.Attributes(ctx, key)
-		if err != nil {
+	fetch := func(ctx context.Context, offset, length int64) (data []byte, err error) {
+		err = s.do(ctx, "get_range", key, read, func(ctx context.Context) error {
+			// Bound the range by the object's size: drivers disagree about
+			// ranges that start at or past the end.
+			attrs, err := s.b.Attributes(ctx, key)
+			if err != nil {
+				return err
+			}
+			if offset >= attrs.Size {
+				data = []byte{}
+				return nil
+			}
+			n := length
+			if n < 0 || offset+n > attrs.Size {
+				n = attrs.Size - offset
+			}
+			r, err := s.b.NewRangeReader(ctx, key, offset, n, nil)
+			if err != nil {
+				return err
+			}
+			data, err = cloud.ReadAll(r)
 			return err
-		}
-		if offset >= attrs.Size {
-			data = []byte{}
-			return nil
-		}
-		n := length
-		if n < 0 || offset+n > attrs.Size {
-			n = attrs.Size - offset
-		}
-		r, err := s.b.NewRangeReader(ctx, key, offset, n, nil)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		data, err = io.ReadAll(r)
-		return err
-	})
-	if err != nil {
-		return nil, err
+		})
+		return data, err
 	}
-	if data == nil {
-		data = []byte{}
-	}
-	return data, nil
+	return cloud.GetRange(ctx, s, key, offset, length, fetch, nil)
 }
 
 // Stat implements backend.StorageAdapter.
@@ -387,10 +355,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts backend.ListOption
 	if err := backend.ValidatePrefix(prefix); err != nil {
 		return backend.ListPage{}, err
 	}
-	max := opts.MaxKeys
-	if max <= 0 || max > backend.DefaultPageSize {
-		max = backend.DefaultPageSize
-	}
+	max := cloud.PageSize(opts)
 	lo := &blob.ListOptions{Prefix: prefix}
 	if opts.StartAfter != "" && s.opts.StartAfter != nil {
 		lo.BeforeList = s.opts.StartAfter(opts.StartAfter)
@@ -446,10 +411,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	err := s.do(ctx, "delete", key, write, func(ctx context.Context) error {
 		return s.b.Delete(ctx, key)
 	})
-	if backend.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return cloud.IgnoreNotFound(err)
 }
 
 // DeletePrefix implements backend.StorageAdapter.

@@ -23,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -156,7 +155,7 @@ type Store struct {
 	client    *s3.Client
 	bucket    string
 	cfg       Config
-	reads     cloud.Policy
+	req       cloud.Requester
 	threshold int64
 }
 
@@ -198,38 +197,25 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if th <= 0 {
 		th = DefaultMultipartThreshold
 	}
-	return &Store{client: client, bucket: cfg.Bucket, cfg: cfg, reads: cloud.DefaultPolicy(cfg.RequestTimeout), threshold: th}, nil
+	return &Store{client: client, bucket: cfg.Bucket, cfg: cfg, req: cloud.Requester{Policy: cloud.DefaultPolicy(cfg.RequestTimeout), Timeout: cfg.RequestTimeout, Classify: classify, Describe: describe}, threshold: th}, nil
 }
 
 // Client exposes the SDK client (tests use it to create buckets).
 func (s *Store) Client() *s3.Client { return s.client }
 
-// mode says how a request may be retried and how an ambiguous failure reads.
-type mode int
+// mode says how a request may be retried (see cloud.Mode).
+type mode = cloud.Mode
 
 const (
-	read        mode = iota // repeatable; every transient failure is retried
-	write                   // unconditional Put/Delete: retried only when the failure proves no effect
-	conditional             // PutIfAbsent/PutIfMatch: exactly one attempt
+	read        = cloud.Read
+	write       = cloud.Write
+	conditional = cloud.Conditional
 )
 
 // do runs one logical request under the retry rules of m and classifies
 // the final error.
 func (s *Store) do(ctx context.Context, op, key string, m mode, fn func(ctx context.Context) error) error {
-	var err error
-	if m == conditional {
-		err = cloud.Once(ctx, s.cfg.RequestTimeout, fn)
-	} else {
-		err = s.reads.Do(ctx, fn, func(err error) cloud.Verdict {
-			_, v := classify(err, m)
-			return v
-		})
-	}
-	if err == nil {
-		return nil
-	}
-	kind, _ := classify(err, m)
-	return backend.NewError(op, key, kind, &cloud.Cause{Msg: describe(err), Err: err})
+	return s.req.Do(ctx, op, key, m, fn)
 }
 
 // throttleCodes are the S3 error codes that mean "slow down".
@@ -352,8 +338,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, backend.Attrs, err
 		if err != nil {
 			return err
 		}
-		defer out.Body.Close()
-		data, err = io.ReadAll(out.Body)
+		data, err = cloud.ReadAll(out.Body)
 		if err != nil {
 			return err
 		}
@@ -371,48 +356,25 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, backend.Attrs, err
 
 // GetRange implements backend.StorageAdapter.
 func (s *Store) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
-	if err := backend.ValidateKey(key); err != nil {
-		return nil, err
-	}
-	if offset < 0 {
-		offset = 0
-	}
-	if length == 0 {
-		// An empty range is still an answer about existence.
-		if _, err := s.Stat(ctx, key); err != nil {
-			return nil, err
+	fetch := func(ctx context.Context, offset, length int64) (data []byte, err error) {
+		rng := fmt.Sprintf("bytes=%d-", offset)
+		if length > 0 {
+			rng = fmt.Sprintf("bytes=%d-%d", offset, offset+length-1)
 		}
-		return []byte{}, nil
-	}
-	rng := fmt.Sprintf("bytes=%d-", offset)
-	if length > 0 {
-		rng = fmt.Sprintf("bytes=%d-%d", offset, offset+length-1)
-	}
-	var data []byte
-	err := s.do(ctx, "get_range", key, read, func(ctx context.Context) error {
-		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key, Range: &rng})
-		if err != nil {
-			return err
-		}
-		defer out.Body.Close()
-		data, err = io.ReadAll(out.Body)
-		return err
-	})
-	if err != nil {
-		if status, _ := apiParts(err); status == http.StatusRequestedRangeNotSatisfiable {
-			// The range starts at or past the end (or the object is empty):
-			// confirm the object exists, then answer empty.
-			if _, serr := s.Stat(ctx, key); serr != nil {
-				return nil, serr
+		err = s.do(ctx, "get_range", key, read, func(ctx context.Context) error {
+			out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key, Range: &rng})
+			if err != nil {
+				return err
 			}
-			return []byte{}, nil
-		}
-		return nil, err
+			data, err = cloud.ReadAll(out.Body)
+			return err
+		})
+		return data, err
 	}
-	if data == nil {
-		data = []byte{}
-	}
-	return data, nil
+	return cloud.GetRange(ctx, s, key, offset, length, fetch, func(err error) bool {
+		status, _ := apiParts(err)
+		return status == http.StatusRequestedRangeNotSatisfiable
+	})
 }
 
 // Stat implements backend.StorageAdapter.
@@ -589,10 +551,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts backend.ListOption
 	if err := backend.ValidatePrefix(prefix); err != nil {
 		return backend.ListPage{}, err
 	}
-	max := opts.MaxKeys
-	if max <= 0 || max > backend.DefaultPageSize {
-		max = backend.DefaultPageSize
-	}
+	max := cloud.PageSize(opts)
 	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, MaxKeys: aws.Int32(int32(max))}
 	if prefix != "" {
 		in.Prefix = aws.String(prefix)
@@ -633,10 +592,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key})
 		return err
 	})
-	if backend.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return cloud.IgnoreNotFound(err)
 }
 
 // DeletePrefix implements backend.StorageAdapter.
