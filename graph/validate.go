@@ -381,7 +381,11 @@ func (s *writeStaging) checkCard(ctx context.Context, e *pg.EdgeType) error {
 	key := EdgeTableKey(e.Name)
 	p := s.tables[key]
 	np := s.tables[NodeTableKey(e.From)]
-	if (p == nil || p.empty()) && (np == nil || len(np.rows) == 0) {
+	// Only a minimum can fail for a source that gains no edge (a loaded
+	// node, the former source of a moved or deleted edge); only the
+	// sources of added edges can exceed a maximum.
+	needMin := e.Card.Min > 0
+	if (p == nil || p.empty()) && (!needMin || np == nil || len(np.rows) == 0) {
 		return nil
 	}
 	var sources []string
@@ -395,7 +399,7 @@ func (s *writeStaging) checkCard(ctx context.Context, e *pg.EdgeType) error {
 			first[src] = origin
 		}
 	}
-	if np != nil {
+	if np != nil && needMin {
 		for _, id := range np.order {
 			touch(id, np.origin[id])
 		}
@@ -406,6 +410,7 @@ func (s *writeStaging) checkCard(ctx context.Context, e *pg.EdgeType) error {
 			touch(src, p.origin[id])
 		}
 		switch {
+		case !needMin:
 		case p.overwrite:
 			old, err := s.scanRows(ctx, key, []string{pg.ColSrc}, table.Predicate{})
 			if err != nil {
@@ -480,8 +485,8 @@ func (s *writeStaging) checkCard(ctx context.Context, e *pg.EdgeType) error {
 				e.Name, src, c, e.Card.Max, e.Card)
 		}
 		if c < e.Card.Min {
-			return inputErrorf(first[src], "@card violation on edge %s: source %q has %d edges (min %d, @card(%s)); every %s needs at least %d %s edges: give them in the same write as the node, or delete the %s instead of its last edges",
-				e.Name, src, c, e.Card.Min, e.Card, e.From, e.Card.Min, e.Name, e.From)
+			return inputErrorf(first[src], "@card violation on edge %s: source %q has %d edges (min %d, @card(%s)); give a new %s its %s edges in the same write, and to drop the last edges of a %s delete the %s itself (or replace the edges in the same write)",
+				e.Name, src, c, e.Card.Min, e.Card, e.From, e.Name, e.From, e.From)
 		}
 	}
 	return nil
