@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/table"
 )
 
 // LoadMode says how loaded rows meet the rows a branch already has.
@@ -195,6 +196,12 @@ func (g *Graph) loadAttempt(ctx context.Context, cat *pg.Catalog, lines []loadLi
 	for et, c := range perEdge {
 		st.edgeTable(et).reserve(c)
 	}
+	var pairIDs map[int]string
+	if opts.Mode == LoadMerge {
+		if pairIDs, err = st.mergeEdgeIDs(ctx, lines); err != nil {
+			return nil, err
+		}
+	}
 	for i := range lines {
 		ln := &lines[i]
 		where := lineWhere(ln.line)
@@ -203,6 +210,9 @@ func (g *Graph) loadAttempt(ctx context.Context, cat *pg.Catalog, lines []loadLi
 		// sets the same physical columns again).
 		r := entityRow(ln.props)
 		id := ln.id
+		if pid, ok := pairIDs[i]; ok {
+			id = pid
+		}
 		fresh := false
 		if ln.node != nil {
 			p = st.nodeTable(ln.node)
@@ -251,6 +261,90 @@ func (g *Graph) loadAttempt(ctx context.Context, cat *pg.Catalog, lines []loadLi
 	}
 	res.Warnings = cr.Warnings
 	return res, nil
+}
+
+// mergeEdgeIDs gives each id-less edge line of a merge load its identity:
+// the endpoint pair. The edge of that type from the same source to the same
+// destination on the branch is replaced (its id kept), so loading one file
+// twice changes nothing the second time; with no such edge the line is a new
+// edge (not in the result: it gets a new ULID). A pair that names several
+// edges (parallel edges on the branch, or two id-less lines of the file) is
+// refused: only data.id can say which edge is meant. Keys of the result are
+// indexes into lines.
+func (st *writeStaging) mergeEdgeIDs(ctx context.Context, lines []loadLine) (map[int]string, error) {
+	type pair struct {
+		edge     *pg.EdgeType
+		from, to string
+	}
+	seen := map[pair]int{} // pair -> index of its line
+	bySrc := map[*pg.EdgeType][]string{}
+	var order []pair
+	for i := range lines {
+		ln := &lines[i]
+		if ln.edge == nil || ln.id != "" {
+			continue
+		}
+		k := pair{ln.edge, ln.from, ln.to}
+		if j, dup := seen[k]; dup {
+			return nil, inputErrorf(lineWhere(ln.line), "edge %s from %q to %q is already given at %s; --mode merge identifies an edge without data.id by its endpoints, so give each parallel edge its own data.id (or add them with --mode append)",
+				ln.edge.Name, ln.from, ln.to, lineWhere(lines[j].line))
+		}
+		seen[k] = i
+		order = append(order, k)
+		bySrc[ln.edge] = append(bySrc[ln.edge], ln.from)
+	}
+	out := map[int]string{}
+	for _, e := range st.cat.Edges {
+		srcs := bySrc[e]
+		if len(srcs) == 0 {
+			continue
+		}
+		committed, err := st.scanRows(ctx, EdgeTableKey(e.Name), []string{pg.ColID, pg.ColSrc, pg.ColDst}, table.In(pg.ColSrc, srcs...))
+		if err != nil {
+			return nil, fmt.Errorf("look up existing %s edges: %w", e.Name, err)
+		}
+		have := map[pair][]string{}
+		for _, cr := range committed {
+			src, _ := cr[pg.ColSrc].(string)
+			dst, _ := cr[pg.ColDst].(string)
+			k := pair{e, src, dst}
+			if _, wanted := seen[k]; !wanted {
+				continue
+			}
+			cid, _ := cr[pg.ColID].(string)
+			have[k] = append(have[k], cid)
+		}
+		for _, k := range order {
+			if k.edge != e {
+				continue
+			}
+			ids := have[k]
+			i := seen[k]
+			switch len(ids) {
+			case 0:
+			case 1:
+				out[i] = ids[0]
+			default:
+				sort.Strings(ids)
+				return nil, inputErrorf(lineWhere(lines[i].line), "branch %q has %d %s edges from %q to %q (ids %s); --mode merge identifies an edge without data.id by its endpoints, so give data.id to say which one to replace (or add another with --mode append)",
+					st.snap.Branch(), len(ids), e.Name, k.from, k.to, strings.Join(quoteAll(ids, 3), ", "))
+			}
+		}
+	}
+	return out, nil
+}
+
+// quoteAll quotes the first n of ids, adding "..." when there are more.
+func quoteAll(ids []string, n int) []string {
+	var out []string
+	for i, id := range ids {
+		if i == n {
+			out = append(out, "...")
+			break
+		}
+		out = append(out, fmt.Sprintf("%q", id))
+	}
+	return out
 }
 
 // checkAppendKeys refuses an append of an id the branch already holds,

@@ -228,7 +228,13 @@ func TestLoadModes(t *testing.T) {
 	}
 
 	// overwrite replaces each type in the file; other types keep theirs.
-	r.load(t, graph.LoadOverwrite, `{"type":"Person","data":{"handle":"dee","name":"Dee"}}`)
+	// (WorksAt is replaced too: its edge from ada would outlive ada.)
+	if _, err := r.g.Load(ctx, strings.NewReader(`{"type":"Person","data":{"handle":"dee","name":"Dee"}}`), graph.LoadOptions{Mode: graph.LoadOverwrite, Replace: []string{"WorksAt"}}); err != nil {
+		t.Fatalf("overwrite: %v", err)
+	}
+	if got := r.rows(t, "main", "edge:WorksAt"); len(got) != 0 {
+		t.Errorf("WorksAt after overwrite: %v", got)
+	}
 	if got := strings.Join(r.rows(t, "main", "node:Person", "name"), " "); got != "dee|name=Dee" {
 		t.Errorf("after overwrite: %s", got)
 	}

@@ -455,7 +455,7 @@ func (pm *PreparedMutation) delete(ctx context.Context, where string, s *gq.Muta
 			return fmt.Errorf("%s: %w", where, err)
 		}
 		for _, r := range rows {
-			if p.del(r[pg.ColID].(string)) {
+			if p.del(r[pg.ColID].(string), where) {
 				pm.result.AffectedEdges++
 			}
 		}
@@ -469,7 +469,7 @@ func (pm *PreparedMutation) delete(ctx context.Context, where string, s *gq.Muta
 	var ids []string
 	for _, r := range rows {
 		id := r[pg.ColID].(string)
-		if p.del(id) {
+		if p.del(id, where) {
 			ids = append(ids, id)
 			pm.result.AffectedNodes++
 		}
@@ -495,7 +495,7 @@ func (pm *PreparedMutation) delete(ctx context.Context, where string, s *gq.Muta
 			return fmt.Errorf("%s: find the edges of the deleted %s nodes: %w", where, s.Node.Name, err)
 		}
 		for _, r := range edges {
-			if ep.del(r[pg.ColID].(string)) {
+			if ep.del(r[pg.ColID].(string), where) {
 				pm.result.AffectedEdges++
 			}
 		}

@@ -44,9 +44,11 @@ type pendingTable struct {
 	seq map[string]int
 	// origin says where each row came from ("line 12", "statement 2").
 	origin map[string]string
-	// deletes are committed ids to delete.
-	deletes map[string]bool
-	delOrd  []string
+	// deletes are committed ids to delete; delOrigin says which
+	// statement deleted each.
+	deletes   map[string]bool
+	delOrd    []string
+	delOrigin map[string]string
 	// overwrite replaces the table's whole image with rows.
 	overwrite bool
 }
@@ -86,7 +88,7 @@ var stageSeq atomic.Int64
 func nextSeq() int { return int(stageSeq.Add(1)) }
 
 func newPendingTable(key string) *pendingTable {
-	return &pendingTable{key: key, rows: map[string]entityRow{}, fresh: map[string]bool{}, minted: map[string]bool{}, seq: map[string]int{}, origin: map[string]string{}, deletes: map[string]bool{}}
+	return &pendingTable{key: key, rows: map[string]entityRow{}, fresh: map[string]bool{}, minted: map[string]bool{}, seq: map[string]int{}, origin: map[string]string{}, deletes: map[string]bool{}, delOrigin: map[string]string{}}
 }
 
 // reserve sizes the table's maps for n more rows (bulk loads).
@@ -115,13 +117,14 @@ func (p *pendingTable) put(r entityRow, fresh bool, origin string) {
 	p.rows[id] = r
 }
 
-// del stages the deletion of a committed id.
-func (p *pendingTable) del(id string) bool {
+// del stages the deletion of a committed id; origin is where it was asked.
+func (p *pendingTable) del(id, origin string) bool {
 	if p.deletes[id] {
 		return false
 	}
 	p.deletes[id] = true
 	p.delOrd = append(p.delOrd, id)
+	p.delOrigin[id] = origin
 	return true
 }
 

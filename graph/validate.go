@@ -67,7 +67,9 @@ func (e *KeyConflict) Error() string {
 // Is makes errors.Is(err, ErrKeyConflict) hold.
 func (e *KeyConflict) Is(target error) bool { return target == ErrKeyConflict }
 
-// validate runs the end-of-write checks over every table with pending rows.
+// validate runs the end-of-write checks: uniqueness and edge endpoints over
+// every table with pending rows, then edges an overwrite would strand, then
+// @card over every touched source.
 func (s *writeStaging) validate(ctx context.Context) error {
 	keys := make([]string, 0, len(s.tables))
 	for k := range s.tables {
@@ -89,9 +91,16 @@ func (s *writeStaging) validate(ctx context.Context) error {
 			if err := s.checkEndpoints(ctx, p); err != nil {
 				return err
 			}
-			if err := s.checkCard(ctx, p); err != nil {
-				return err
-			}
+		}
+	}
+	for _, e := range s.cat.Edges {
+		if err := s.checkStranded(ctx, e); err != nil {
+			return err
+		}
+	}
+	for _, e := range s.cat.Edges {
+		if err := s.checkCard(ctx, e); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -290,33 +299,183 @@ func (s *writeStaging) checkEndpoints(ctx context.Context, p *pendingTable) erro
 	return nil
 }
 
-func (s *writeStaging) checkCard(ctx context.Context, p *pendingTable) error {
-	e := p.edge
+// ErrReferentialIntegrity matches a write refused because it would leave an
+// edge whose endpoint does not exist (it also matches ErrInvalidInput).
+var ErrReferentialIntegrity = errors.New("referential integrity")
+
+// strandedError is an *InputError that also matches ErrReferentialIntegrity.
+type strandedError struct{ InputError }
+
+func (e *strandedError) Is(target error) bool {
+	return target == ErrReferentialIntegrity || target == ErrInvalidInput
+}
+
+// checkStranded refuses a write that replaces the image of a node type
+// (load --mode overwrite) while committed edges of e it keeps still point at
+// nodes the new image drops: such an edge would outlive its endpoint.
+// Edges the write itself replaces or deletes are not kept, and an
+// overwritten edge table keeps none (its new rows are checked by
+// checkEndpoints).
+func (s *writeStaging) checkStranded(ctx context.Context, e *pg.EdgeType) error {
+	ep := s.tables[EdgeTableKey(e.Name)]
+	if ep != nil && ep.overwrite {
+		return nil
+	}
+	from := s.tables[NodeTableKey(e.From)]
+	to := s.tables[NodeTableKey(e.To)]
+	gone := func(p *pendingTable, id string) bool { return p != nil && p.overwrite && p.rows[id] == nil }
+	if (from == nil || !from.overwrite) && (to == nil || !to.overwrite) {
+		return nil
+	}
+	committed, err := s.scanRows(ctx, EdgeTableKey(e.Name), []string{pg.ColID, pg.ColSrc, pg.ColDst}, table.Predicate{})
+	if err != nil {
+		return fmt.Errorf("check the edges of %s: %w", e.Name, err)
+	}
+	var n int
+	var exID, exSrc, exDst, exCol, exNode, exEnd string
+	for _, cr := range committed {
+		cid, _ := cr[pg.ColID].(string)
+		if ep != nil && (ep.rows[cid] != nil || ep.deletes[cid]) {
+			continue
+		}
+		src, _ := cr[pg.ColSrc].(string)
+		dst, _ := cr[pg.ColDst].(string)
+		col, node, end := "", "", ""
+		switch {
+		case gone(from, src):
+			col, node, end = pg.ColSrc, e.From, src
+		case gone(to, dst):
+			col, node, end = pg.ColDst, e.To, dst
+		default:
+			continue
+		}
+		n++
+		if exID == "" || cid < exID {
+			exID, exSrc, exDst, exCol, exNode, exEnd = cid, src, dst, col, node, end
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	more := ""
+	if n > 1 {
+		more = fmt.Sprintf(" (and %d more %s edges)", n-1, e.Name)
+	}
+	return &strandedError{InputError{Msg: fmt.Sprintf(
+		"referential integrity: overwriting %s would leave edge %s %q (src %q -> dst %q) with %s %q not found in %s%s; "+
+			"put that %s in the file, or replace %s in the same load (give its edges in the file, or --type %s to empty it)",
+		exNode, e.Name, exID, exSrc, exDst, exCol, exEnd, exNode, more, exNode, e.Name, e.Name)}}
+}
+
+// checkCard enforces @card(min..max) of e on every source the write
+// touches, counted on the write's result (committed edges minus those it
+// replaces or deletes, plus its pending edges). Touched: a source node the
+// write inserts or loads, the source of every edge it adds or replaces, the
+// former source of every committed edge it replaces (an edge moved to
+// another source), deletes or overwrites. A source node the write deletes
+// is not checked: its edges go with it.
+func (s *writeStaging) checkCard(ctx context.Context, e *pg.EdgeType) error {
 	if e.Card.Min <= 0 && e.Card.Max < 0 {
 		return nil
 	}
-	count := map[string]int{}
+	key := EdgeTableKey(e.Name)
+	p := s.tables[key]
+	np := s.tables[NodeTableKey(e.From)]
+	// Only a minimum can fail for a source that gains no edge (a loaded
+	// node, the former source of a moved or deleted edge); only the
+	// sources of added edges can exceed a maximum.
+	needMin := e.Card.Min > 0
+	if (p == nil || p.empty()) && (!needMin || np == nil || len(np.rows) == 0) {
+		return nil
+	}
 	var sources []string
 	first := map[string]string{}
-	for _, id := range p.order {
-		src, _ := p.rows[id][pg.ColSrc].(string)
-		if _, ok := count[src]; !ok {
-			sources = append(sources, src)
-			first[src] = p.origin[id]
+	touch := func(src, origin string) {
+		if np != nil && (np.deletes[src] || (np.overwrite && np.rows[src] == nil)) {
+			return
 		}
-		count[src]++
+		if _, ok := first[src]; !ok {
+			sources = append(sources, src)
+			first[src] = origin
+		}
 	}
-	if !p.overwrite {
-		committed, err := s.scanRows(ctx, p.key, []string{pg.ColID, pg.ColSrc}, table.In(pg.ColSrc, sources...))
+	if np != nil && needMin {
+		for _, id := range np.order {
+			touch(id, np.origin[id])
+		}
+	}
+	if p != nil {
+		for _, id := range p.order {
+			src, _ := p.rows[id][pg.ColSrc].(string)
+			touch(src, p.origin[id])
+		}
+		switch {
+		case !needMin:
+		case p.overwrite:
+			old, err := s.scanRows(ctx, key, []string{pg.ColSrc}, table.Predicate{})
+			if err != nil {
+				return fmt.Errorf("check @card of %s: %w", e.Name, err)
+			}
+			for _, cr := range old {
+				src, _ := cr[pg.ColSrc].(string)
+				touch(src, "")
+			}
+		default:
+			// The former sources of the committed edges this write replaces
+			// or deletes.
+			var ids []string
+			for _, id := range p.order {
+				if !p.fresh[id] {
+					ids = append(ids, id)
+				}
+			}
+			ids = append(ids, p.delOrd...)
+			if len(ids) > 0 {
+				old, err := s.scanRows(ctx, key, []string{pg.ColID, pg.ColSrc}, table.In(pg.ColID, ids...))
+				if err != nil {
+					return fmt.Errorf("check @card of %s: %w", e.Name, err)
+				}
+				oldSrc := make(map[string]string, len(old))
+				for _, cr := range old {
+					cid, _ := cr[pg.ColID].(string)
+					oldSrc[cid], _ = cr[pg.ColSrc].(string)
+				}
+				for _, cid := range ids {
+					src, ok := oldSrc[cid]
+					if !ok {
+						continue
+					}
+					origin := p.origin[cid]
+					if p.deletes[cid] {
+						origin = p.delOrigin[cid]
+					}
+					touch(src, origin)
+				}
+			}
+		}
+	}
+	if len(sources) == 0 {
+		return nil
+	}
+	count := make(map[string]int, len(sources))
+	if p == nil || !p.overwrite {
+		committed, err := s.scanRows(ctx, key, []string{pg.ColID, pg.ColSrc}, table.In(pg.ColSrc, sources...))
 		if err != nil {
 			return fmt.Errorf("check @card of %s: %w", e.Name, err)
 		}
 		for _, cr := range committed {
 			cid, _ := cr[pg.ColID].(string)
-			if _, replaced := p.rows[cid]; replaced || p.deletes[cid] {
+			if p != nil && (p.rows[cid] != nil || p.deletes[cid]) {
 				continue
 			}
 			count[cr[pg.ColSrc].(string)]++
+		}
+	}
+	if p != nil {
+		for _, id := range p.order {
+			if src, _ := p.rows[id][pg.ColSrc].(string); hasKey(first, src) {
+				count[src]++
+			}
 		}
 	}
 	for _, src := range sources {
@@ -326,11 +485,16 @@ func (s *writeStaging) checkCard(ctx context.Context, p *pendingTable) error {
 				e.Name, src, c, e.Card.Max, e.Card)
 		}
 		if c < e.Card.Min {
-			return inputErrorf(first[src], "@card violation on edge %s: source %q has %d edges (min %d, @card(%s)); add the missing edges in the same write",
-				e.Name, src, c, e.Card.Min, e.Card)
+			return inputErrorf(first[src], "@card violation on edge %s: source %q has %d edges (min %d, @card(%s)); give a new %s its %s edges in the same write, and to drop the last edges of a %s delete the %s itself (or replace the edges in the same write)",
+				e.Name, src, c, e.Card.Min, e.Card, e.From, e.Name, e.From, e.From)
 		}
 	}
 	return nil
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // pushdownCmp turns `col op v` into a table predicate when the table layer
