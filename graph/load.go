@@ -399,6 +399,9 @@ func parseLoad(r io.Reader, cat *pg.Catalog, progress func(string, int64)) ([]lo
 	for sc.Scan() {
 		n++
 		b := sc.Bytes()
+		if n == 1 {
+			b = bytes.TrimPrefix(b, []byte("\ufeff")) // a UTF-8 byte order mark starts the file, not the line
+		}
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}

@@ -15,7 +15,8 @@
 // .omnigraph-lock#<n>, a temp shape, so they are never listed and cannot be
 // keys; a cleanup sweep must leave them alone (taking the lock re-checks that
 // the file it locked is still the one on disk, so even a swept lock file only
-// costs a retry).
+// costs a retry). Close removes the lock files no one holds, so a closed
+// store leaves none behind.
 //
 // A file and a directory cannot share a name, so the store declares
 // KeyAndChildCoexist false and refuses the second of "k" and "k/child" with a
@@ -122,8 +123,35 @@ func (s *Store) Capabilities() backend.Capabilities {
 	}
 }
 
-// Close implements backend.StorageAdapter.
-func (s *Store) Close() error { return nil }
+// Close implements backend.StorageAdapter. It removes the lock files that
+// no one holds, so a store used only briefly (omnigraph storage check, a
+// failed command) leaves no .omnigraph-lock#N files behind. A lock file is
+// unlinked only while its flock is held, and lock re-checks that the file
+// it locked is still the one at the name, so a writer in another process
+// (or another Store on the same root) that opened it just before only
+// retries. The Store stays usable: the next write creates the file again.
+func (s *Store) Close() error {
+	for i := range s.stripes {
+		mu := &s.stripes[i]
+		if !mu.TryLock() {
+			continue // a writer of this Store holds the stripe
+		}
+		name := filepath.Join(s.root, lockPrefix+strconv.Itoa(i))
+		if f, err := os.OpenFile(name, os.O_RDWR, 0); err == nil {
+			if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+				held, herr := f.Stat()
+				disk, derr := os.Stat(name)
+				if herr == nil && derr == nil && os.SameFile(held, disk) {
+					os.Remove(name)
+				}
+				unix.Flock(int(f.Fd()), unix.LOCK_UN)
+			}
+			f.Close()
+		}
+		mu.Unlock()
+	}
+	return nil
+}
 
 func check(ctx context.Context, op, key string) error {
 	if err := ctx.Err(); err != nil {

@@ -35,6 +35,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/internal/cloud"
@@ -175,6 +176,12 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		config.WithRegion(cfg.Region),
 		// The adapter is the only retry layer: the SDK makes one attempt.
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
+		// The SDK's default logger writes WARN lines to stderr (a skipped
+		// multipart checksum, an unparsable Date header, an IMDSv1
+		// fallback, a response body it could not drain). Every condition
+		// that matters reaches the caller as an error; nothing is logged.
+		config.WithLogger(logging.Nop{}),
+		config.WithClientLogMode(0),
 	}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
@@ -183,7 +190,12 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, backend.NewError("open", "", backend.KindConfiguration, &cloud.Cause{Msg: "loading AWS configuration failed", Err: err})
 	}
+	if awsCfg.Credentials != nil {
+		awsCfg.Credentials = credentialGuard{awsCfg.Credentials}
+	}
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		o.Logger = logging.Nop{}
+		o.ClientLogMode = 0
 		o.RetryMaxAttempts = 1
 		o.Retryer = aws.NopRetryer{}
 		// Stores that omit response checksums are normal; do not log it.
@@ -199,6 +211,30 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	return &Store{client: client, bucket: cfg.Bucket, cfg: cfg, req: cloud.Requester{Policy: cloud.DefaultPolicy(cfg.RequestTimeout), Timeout: cfg.RequestTimeout, Classify: classify, Describe: describe}, threshold: th}, nil
 }
+
+// credentialGuard marks a failure to find credentials, so classify calls it
+// a Configuration error rather than a transport failure (the SDK reports it
+// as "get identity: ..." before any request is sent).
+type credentialGuard struct{ aws.CredentialsProvider }
+
+func (g credentialGuard) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	c, err := g.CredentialsProvider.Retrieve(ctx)
+	if err != nil {
+		return c, &credentialsError{err}
+	}
+	return c, nil
+}
+
+// credentialsError is a credentials chain that found nothing usable.
+type credentialsError struct{ err error }
+
+func (e *credentialsError) Error() string {
+	return "no usable AWS credentials: " + e.err.Error()
+}
+func (e *credentialsError) Unwrap() error { return e.err }
+
+// noCredentialsMsg is what a user reads when the chain found nothing.
+const noCredentialsMsg = "credentials are missing: no AWS credentials were found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)"
 
 // Client exposes the SDK client (tests use it to create buckets).
 func (s *Store) Client() *s3.Client { return s.client }
@@ -249,6 +285,10 @@ func apiParts(err error) (status int, code string) {
 // classify maps an S3 failure to a kind and a retry verdict, from the typed
 // error code and the HTTP status only.
 func classify(err error, m mode) (backend.Kind, cloud.Verdict) {
+	var ce *credentialsError
+	if errors.As(err, &ce) {
+		return backend.KindConfiguration, cloud.Stop
+	}
 	status, code := apiParts(err)
 	if status == 0 && code == "" {
 		kind := cloud.TransportKind(err, m != read)
@@ -303,6 +343,10 @@ func classify(err error, m mode) (backend.Kind, cloud.Verdict) {
 }
 
 func describe(err error) string {
+	var ce *credentialsError
+	if errors.As(err, &ce) {
+		return noCredentialsMsg
+	}
 	status, code := apiParts(err)
 	if status == 0 && code == "" {
 		return cloud.TransportMsg(err)

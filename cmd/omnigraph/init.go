@@ -11,6 +11,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/pg"
 )
 
 // graphTarget holds the flags shared by the graph commands: where the graph
@@ -84,6 +85,10 @@ func init() {
 				src, err := os.ReadFile(schemaFile)
 				if err != nil {
 					return fmt.Errorf("read the schema: %w", err)
+				}
+				// Compile here first so a schema error names the file given.
+				if _, err := pg.CompileFile(schemaFile, string(src)); err != nil {
+					return fmt.Errorf("%w: %w", graph.ErrInvalidSchema, err)
 				}
 				store, err := t.openStore(c.Context())
 				if err != nil {

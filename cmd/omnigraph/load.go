@@ -45,7 +45,7 @@ func init() {
 				}
 				m, err := graph.ParseLoadMode(mode)
 				if err != nil {
-					return usageError{err.Error()}
+					return usageError{msg: err.Error()}
 				}
 				var in io.Reader = a.stdin
 				if data != "-" {

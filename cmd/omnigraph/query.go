@@ -9,6 +9,9 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -132,23 +135,89 @@ func queryParams(inline, file string) (map[string]any, error) {
 	return p, nil
 }
 
-// cellText renders a value for the text formats.
+// queryCell renders a value for the table and kv formats so that no two
+// different values print alike and every cell stays on one line: NULL is a
+// bare null; a string prints as it is unless it could be read as another
+// value or breaks the layout (see textNeedsQuotes), in which case it is
+// double-quoted with JSON escapes. Lists and structs print as JSON.
 func queryCell(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return "null"
 	case string:
+		if textNeedsQuotes(x) {
+			return quoteText(x)
+		}
 		return x
 	case json.RawMessage:
 		return string(x)
 	case []any, map[string]any:
-		b, err := json.Marshal(x)
-		if err != nil {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(x); err != nil {
 			return fmt.Sprint(x)
 		}
-		return string(b)
+		return strings.TrimSuffix(b.String(), "\n")
 	}
 	return fmt.Sprint(v)
+}
+
+// textNeedsQuotes reports whether a string printed bare would be mistaken
+// for another value (null, a boolean, a number, a list or object, the empty
+// cell), would hide spaces at its ends, or holds a character that is not
+// printable (newlines, tabs and other control characters break the layout).
+func textNeedsQuotes(s string) bool {
+	switch s {
+	case "", "null", "true", "false":
+		return true
+	}
+	if s[0] == '"' || s[0] == '[' || s[0] == '{' || s[0] == ' ' || s[len(s)-1] == ' ' {
+		return true
+	}
+	if (s[0] == '-' || s[0] >= '0' && s[0] <= '9') && json.Valid([]byte(s)) {
+		return true // a JSON number
+	}
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) && r != ' ' {
+			return true
+		}
+	}
+	return false
+}
+
+// quoteText double-quotes s with JSON escapes: \" \\ \n \t \r, and \uXXXX
+// for every other character that is not printable (invalid UTF-8 bytes
+// become \ufffd).
+func quoteText(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range strings.ToValidUTF8(s, "\ufffd") {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == ' ' || unicode.IsPrint(r):
+			b.WriteRune(r)
+		case r > 0xffff:
+			hi, lo := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, hi, lo)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 func writeQueryResult(w io.Writer, res *graph.QueryResult, format string) error {
@@ -172,8 +241,13 @@ func writeQueryResult(w io.Writer, res *graph.QueryResult, format string) error 
 		for i := range res.Rows {
 			rec := make([]string, len(cols))
 			for j := range cols {
-				if res.Rows[i][j] != nil {
-					rec[j] = cell(i, j)
+				// CSV has its own quoting: strings go in as they are.
+				switch v := res.JSONValue(i, j).(type) {
+				case nil:
+				case string:
+					rec[j] = v
+				default:
+					rec[j] = queryCell(v)
 				}
 			}
 			if err := cw.Write(rec); err != nil {
@@ -203,7 +277,7 @@ func writeQueryResult(w io.Writer, res *graph.QueryResult, format string) error 
 	for i := range res.Rows {
 		cells := make([]string, len(cols))
 		for j := range cols {
-			cells[j] = strings.ReplaceAll(cell(i, j), "\t", " ")
+			cells[j] = cell(i, j)
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}

@@ -36,12 +36,21 @@ func register(build func(*app) *cobra.Command) {
 	commandBuilders = append(commandBuilders, build)
 }
 
-// usageError marks bad invocations (exit 2).
-type usageError struct{ msg string }
+// usageError marks bad invocations (exit 2). Hint, when set, says where
+// to look (the command's --help).
+type usageError struct{ msg, hint string }
 
-func (e usageError) Error() string { return e.msg }
+func (e usageError) Error() string {
+	if e.hint == "" {
+		return e.msg
+	}
+	return e.msg + " (" + e.hint + ")"
+}
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error { return usageError{msg: fmt.Sprintf(format, args...)} }
+
+// seeHelp is the hint of a usage error of command c.
+func seeHelp(c *cobra.Command) string { return "see '" + c.CommandPath() + " --help'" }
 
 // exitCodeError carries a specific exit code with its message.
 type exitCodeError struct {
@@ -63,24 +72,90 @@ func newRootCmd(a *app) *cobra.Command {
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageError{err.Error() + " (see '" + c.CommandPath() + " --help')"}
+		return usageError{msg: err.Error(), hint: seeHelp(c)}
 	})
 	for _, build := range commandBuilders {
 		root.AddCommand(build(a))
 	}
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	usageEverywhere(root)
 	return root
 }
 
-// run executes one CLI invocation and returns its exit code.
+// usageEverywhere makes every bad invocation of every command a usage error
+// (exit 2): argument-count errors, a group command run without (or with an
+// unknown) subcommand, and "help" of an unknown command.
+func usageEverywhere(root *cobra.Command) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Args != nil {
+			check := c.Args
+			c.Args = func(c *cobra.Command, args []string) error {
+				err := check(c, args)
+				var ue usageError
+				if err != nil && !errors.As(err, &ue) {
+					return usageError{msg: err.Error(), hint: seeHelp(c)}
+				}
+				return err
+			}
+		}
+		if c != root && c.HasSubCommands() && !c.Runnable() {
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = func(c *cobra.Command, args []string) error {
+				var names []string
+				for _, sub := range c.Commands() {
+					if sub.IsAvailableCommand() {
+						names = append(names, sub.Name())
+					}
+				}
+				if len(args) > 0 {
+					return usageError{msg: fmt.Sprintf("unknown command %q for %q; use one of %s", args[0], c.CommandPath(), strings.Join(names, ", ")), hint: seeHelp(c)}
+				}
+				return usageError{msg: fmt.Sprintf("%s needs a subcommand: %s", c.CommandPath(), strings.Join(names, ", ")), hint: seeHelp(c)}
+			}
+		}
+		if c.Name() == "help" && c.Parent() == root && c.Run != nil {
+			show := c.Run
+			c.Run = nil
+			c.RunE = func(c *cobra.Command, args []string) error {
+				if t, _, err := root.Find(args); t == nil || err != nil {
+					return usageError{msg: fmt.Sprintf("no help for %q: there is no such command", strings.Join(args, " ")), hint: "see 'omnigraph --help'"}
+				}
+				show(c, args)
+				return nil
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// run executes one CLI invocation and returns its exit code. The error goes
+// to stderr: as "error: MESSAGE", or, when the invocation asked for JSON
+// (--json, or --format json|jsonl), as one line
+// {"error":{"code":...,"message":...,"hint":...}}.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCmd(a)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "error:", backend.Redact(err.Error()))
+	code := exitCodeOf(err)
+	if wantsJSON(cmd, args) {
+		writeJSONError(stderr, err, code)
+	} else {
+		fmt.Fprintln(stderr, "error:", backend.Redact(err.Error()))
+	}
+	return code
+}
+
+// exitCodeOf maps an error to the exit code table of docs/cli.md.
+func exitCodeOf(err error) int {
 	var ue usageError
 	var ce exitCodeError
 	switch {
@@ -92,11 +167,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return exitError
 }
 
-// isCobraUsage recognises cobra's own argument errors, which it returns
-// unwrapped.
+// isCobraUsage recognises cobra's own invocation errors that no hook sees:
+// an unknown top-level command and a missing required flag.
 func isCobraUsage(err error) bool {
 	m := err.Error()
-	return strings.HasPrefix(m, "unknown command") || strings.HasPrefix(m, "accepts ") ||
-		strings.HasPrefix(m, "requires at least") || strings.HasPrefix(m, "unknown flag") ||
-		strings.Contains(m, "required flag(s)")
+	return strings.HasPrefix(m, "unknown command") || strings.Contains(m, "required flag(s)")
 }

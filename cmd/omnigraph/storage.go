@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -72,7 +73,7 @@ func checkYesNo(b bool) string {
 func storageCheck(ctx context.Context, out io.Writer, url string) error {
 	store, err := backend.Open(ctx, url)
 	if err != nil {
-		return err
+		return checkAccessError(url, "open the store", err)
 	}
 	defer store.Close()
 	var rnd [8]byte
@@ -81,6 +82,15 @@ func storageCheck(ctx context.Context, out io.Writer, url string) error {
 	s := backend.WithPrefix(store, prefix)
 	caps := store.Capabilities()
 	fmt.Fprintf(out, "checking %s (temporary prefix %s)\n\n", backend.Redact(url), prefix)
+
+	// One plain write first: a store that refuses it (credentials, bucket)
+	// must not be blamed on the capability the first race happens to probe.
+	if _, err := s.Put(ctx, "reach", []byte("reach")); err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		_ = store.DeletePrefix(cctx, prefix)
+		return checkAccessError(url, "write a probe key", err)
+	}
 
 	var rows []checkRow
 	rows = append(rows, checkCreate(ctx, s, caps))
@@ -115,7 +125,8 @@ func storageCheck(ctx context.Context, out io.Writer, url string) error {
 	tw.Flush()
 	fmt.Fprintln(out)
 	if len(broken) > 0 {
-		return exitCodeError{code: exitError, err: fmt.Errorf("store check failed: %v; OmniGraph needs a working conditional create, and every declared capability must hold", broken)}
+		return exitCodeError{code: exitError, err: checkError{code: "storage_check_failed",
+			msg: fmt.Sprintf("store check failed: %v; OmniGraph needs a working conditional create, and every declared capability must hold", broken)}}
 	}
 	fmt.Fprintln(out, "OK: the store has what OmniGraph needs")
 	return nil
@@ -344,4 +355,56 @@ func checkVersionPerWrite(ctx context.Context, s backend.StorageAdapter, caps ba
 	p.observed = checkYesNo(a.Version != b.Version)
 	p.fatal = caps.VersionPerWrite && a.Version == b.Version
 	return p
+}
+
+// checkAccessError explains a store the check could not use at all. An
+// authentication failure says so, and names what to set for the URL's
+// scheme; anything else is reported as it is, never as a missing capability.
+func checkAccessError(url, what string, err error) error {
+	msg := backend.Redact(err.Error())
+	if !isAuthFailure(err) {
+		return checkError{code: errorCode(err, exitError),
+			msg: fmt.Sprintf("storage check could not %s, so no capability was probed: %s", what, msg)}
+	}
+	return checkError{code: "storage_credentials", msg: fmt.Sprintf(
+		"storage check could not %s: credentials were refused or missing (%s); set %s and run the check again (see docs/storage.md)",
+		what, msg, credentialHint(url))}
+}
+
+// authCodes are the error codes and phrases by which the adapters report
+// refused or missing credentials.
+var authCodes = []string{
+	"credentials", "HTTP 401", "HTTP 403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch",
+	"ExpiredToken", "InvalidToken", "AuthorizationHeaderMalformed", "AuthenticationFailed",
+	"AuthorizationFailure", "AuthorizationPermissionMismatch", "InvalidAuthenticationInfo",
+}
+
+// isAuthFailure reports whether err is a configuration failure that names
+// refused or missing credentials.
+func isAuthFailure(err error) bool {
+	if !errors.Is(err, backend.ErrConfiguration) {
+		return false
+	}
+	m := err.Error()
+	for _, c := range authCodes {
+		if strings.Contains(m, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// credentialHint names the environment a store of url's scheme reads its
+// credentials from.
+func credentialHint(url string) string {
+	scheme, _, _ := strings.Cut(url, "://")
+	switch strings.TrimPrefix(scheme, "gocloud+") {
+	case "s3":
+		return "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)"
+	case "gs":
+		return "GOOGLE_APPLICATION_CREDENTIALS (or log in with gcloud)"
+	case "az", "azblob":
+		return "AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN (or AZURE_STORAGE_CONNECTION_STRING)"
+	}
+	return "the store's credentials"
 }

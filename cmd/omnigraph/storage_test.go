@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -144,5 +147,70 @@ func TestStorageCheckEmulators(t *testing.T) {
 				t.Fatalf("compare-and-swap row = %q, want %q", r, c.swap)
 			}
 		})
+	}
+}
+
+// noAuth refuses every write the way a store with missing or wrong
+// credentials does.
+type noAuth struct{ *mem.Store }
+
+func (n noAuth) refused(op, key string) error {
+	return backend.NewError(op, key, backend.KindConfiguration, errors.New("s3 HTTP 403 InvalidAccessKeyId: The AWS Access Key Id you provided does not exist"))
+}
+
+func (n noAuth) Put(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	return backend.Attrs{}, n.refused("put", key)
+}
+
+func (n noAuth) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	return backend.Attrs{}, n.refused("put-if-absent", key)
+}
+
+// TestStorageCheckBlamesCredentials pins the rule that a store refusing the
+// check's writes for credentials is reported as a credentials problem, with
+// what to set, and not as a missing conditional create.
+func TestStorageCheckBlamesCredentials(t *testing.T) {
+	backend.Register("test-noauth", func(ctx context.Context, u *url.URL) (backend.StorageAdapter, error) {
+		return noAuth{mem.New()}, nil
+	})
+	code, out := storageCheckRun(t, "test-noauth://x")
+	if code != exitError {
+		t.Fatalf("exit %d, want %d", code, exitError)
+	}
+	if !strings.Contains(out, "credentials were refused or missing") || !strings.Contains(out, "InvalidAccessKeyId") {
+		t.Fatalf("the check does not say the credentials were refused:\n%s", out)
+	}
+	if strings.Contains(out, "conditional create") || strings.Contains(out, "BROKEN") {
+		t.Fatalf("the check blames a capability for refused credentials:\n%s", out)
+	}
+	if h := credentialHint("s3://b/p"); !strings.Contains(h, "AWS_ACCESS_KEY_ID") {
+		t.Fatalf("s3 credential hint = %q", h)
+	}
+}
+
+// TestStorageCheckLeavesNothingOnDisk pins the rule that the check of a
+// local directory leaves the directory as it found it: no probe keys, no
+// .omnigraph-lock#N files.
+func TestStorageCheckLeavesNothingOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := storageCheckRun(t, dir); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != "keep.txt" {
+		t.Fatalf("after the check the directory holds %v, want only keep.txt", names)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "keep.txt")); err != nil || string(b) != "mine" {
+		t.Fatalf("keep.txt = %q, %v", b, err)
 	}
 }

@@ -75,8 +75,10 @@ func (t token) describe() string {
 }
 
 // lex turns src into tokens. It stops at the first lexical error.
+// A leading UTF-8 byte order mark is skipped; positions count from the byte
+// after it.
 func lex(src string) ([]token, error) {
-	l := &lexer{src: src, line: 1, col: 1}
+	l := &lexer{src: strings.TrimPrefix(src, "\ufeff"), line: 1, col: 1}
 	var toks []token
 	for {
 		t, err := l.next()

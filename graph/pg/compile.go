@@ -24,7 +24,7 @@ func Compile(src string) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.Source = src
+	c.Source = StripBOM(src)
 	return c, nil
 }
 

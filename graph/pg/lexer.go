@@ -43,7 +43,16 @@ type lexer struct {
 	col  int
 }
 
-func newLexer(src string) *lexer { return &lexer{src: src, line: 1, col: 1} }
+// newLexer starts at the first byte of src, after a UTF-8 byte order mark if
+// the file begins with one (editors on Windows write it); positions count
+// from the first byte after it, as the editor shows them.
+func newLexer(src string) *lexer { return &lexer{src: StripBOM(src), line: 1, col: 1} }
+
+// bom is the UTF-8 encoding of U+FEFF, the byte order mark.
+const bom = "\ufeff"
+
+// StripBOM removes one leading UTF-8 byte order mark from src.
+func StripBOM(src string) string { return strings.TrimPrefix(src, bom) }
 
 func (l *lexer) pos() Pos { return Pos{Line: l.line, Col: l.col} }
 
