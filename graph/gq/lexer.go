@@ -74,14 +74,15 @@ func (t token) describe() string {
 	return t.kind.String()
 }
 
-// lex turns src into tokens. It stops at the first lexical error.
+// lex turns src into tokens. It stops at the first lexical error, returning
+// it with the tokens before it.
 func lex(src string) ([]token, error) {
 	l := &lexer{src: src, line: 1, col: 1}
 	var toks []token
 	for {
 		t, err := l.next()
 		if err != nil {
-			return nil, err
+			return toks, err
 		}
 		toks = append(toks, t)
 		if t.kind == tEOF {

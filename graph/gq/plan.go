@@ -44,6 +44,10 @@ type Param struct {
 	Name     string
 	Type     pg.Type
 	Nullable bool
+
+	// uses are the slot types the parameter is converted to (see
+	// Operand.As); Bind checks the bound value against each.
+	uses []paramUse
 }
 
 // Param returns the declared parameter with the given name.
@@ -235,6 +239,13 @@ type Operand struct {
 	Prop     *pg.Property // OperandProp
 	Type     pg.Type      // static type (for OperandVar: String, the id)
 	Nullable bool
+	// As is set on an OperandParam compared with (or stored into) a slot of
+	// another type, such as an F32 property compared with an F64 or integer
+	// parameter, or an enum property with a String one: the operand's value
+	// is the bound value converted to As exactly as a literal would be
+	// (Args.Value does it; Bind refuses values As cannot hold, such as an
+	// unknown enum value). Nil when the parameter's own value is used.
+	As *pg.Type
 }
 
 // ColumnKind says what an output column holds.
