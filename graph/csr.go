@@ -149,55 +149,73 @@ func (ix *edgeIndex) neighbours(n int32, d dir, fn func(step)) {
 	}
 }
 
-// reach returns the dense nodes reachable from s by walks of min..max
-// edges in direction d, each once, in first-reached order. seen and level
-// are scratch marks of len(nodes) that reach resets before returning.
+// reach returns the dense nodes a variable-length traversal from s reports,
+// each once, in first-reached order. It follows the original system's
+// breadth-first search: s is visited before the first hop, so no cycle ever
+// brings it back; hop k expands only the nodes first reached at hop k-1 and
+// reports the nodes it reaches first, when minHops <= k; a self-loop edge
+// of a node n expanded at hop k reports n (also s) when minHops <= k, and
+// reaches nothing new. So a node is reported when its shortest distance
+// from s lies in [minHops, maxHops], or when it carries a self-loop and one
+// more than that distance does. sc holds generation-stamped marks reused
+// across calls.
 func (ix *edgeIndex) reach(s int32, d dir, minHops, maxHops int, sc *reachScratch) []int32 {
-	sc.grow(len(ix.nodes))
+	call := sc.begin(len(ix.nodes))
 	var answer []int32
+	report := func(o int32) {
+		if sc.reported[o] != call {
+			sc.reported[o] = call
+			answer = append(answer, o)
+		}
+	}
+	sc.visited[s] = call
 	frontier := []int32{s}
 	for k := 1; k <= maxHops && len(frontier) > 0; k++ {
-		sc.gen++
 		var next []int32
 		for _, n := range frontier {
 			ix.neighbours(n, d, func(st step) {
 				o := st.other
-				if sc.level[o] == sc.gen {
-					return // already in this level's frontier
-				}
-				sc.level[o] = sc.gen
-				if k >= minHops {
-					if sc.inAnswer[o] == sc.call {
-						return // reported, and expanded at an earlier level
+				if o == n { // a self-loop: one hop that reaches nothing new
+					if k >= minHops {
+						report(o)
 					}
-					sc.inAnswer[o] = sc.call
-					answer = append(answer, o)
+					return
 				}
+				if sc.visited[o] == call {
+					return // reached at this or an earlier hop, or the source
+				}
+				sc.visited[o] = call
 				next = append(next, o)
+				if k >= minHops {
+					report(o)
+				}
 			})
 		}
 		frontier = next
 	}
-	sc.call++
 	return answer
 }
 
 // reachScratch holds generation-stamped marks so a query reuses them across
 // sources without clearing.
 type reachScratch struct {
-	level    []uint32
-	inAnswer []uint32
-	gen      uint32
+	visited  []uint32
+	reported []uint32
 	call     uint32
 }
 
-func (sc *reachScratch) grow(n int) {
-	if len(sc.level) < n {
-		sc.level = make([]uint32, n)
-		sc.inAnswer = make([]uint32, n)
-		sc.gen, sc.call = 0, 1
+// begin sizes the marks for n nodes and returns the stamp of a new call.
+func (sc *reachScratch) begin(n int) uint32 {
+	if len(sc.visited) < n {
+		sc.visited = make([]uint32, n)
+		sc.reported = make([]uint32, n)
+		sc.call = 0
 	}
-	if sc.call == 0 {
+	sc.call++
+	if sc.call == 0 { // wrapped: old stamps could collide, so clear them
+		clear(sc.visited)
+		clear(sc.reported)
 		sc.call = 1
 	}
+	return sc.call
 }

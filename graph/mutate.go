@@ -90,6 +90,11 @@ func (g *Graph) MutateQuery(ctx context.Context, src, name string, opts MutateOp
 	if q.Mutation == nil {
 		return nil, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", ErrInvalidInput, q.Name)
 	}
+	// D₂ belongs to this query alone: another query of the file that mixes
+	// inserts and deletes does not stop this one.
+	if err := q.CheckShape(); err != nil {
+		return nil, err
+	}
 	strict := false
 	for _, st := range q.Mutation {
 		if st.Kind != gq.StmtInsert {
@@ -169,6 +174,7 @@ func strictPlan(p *gq.Plan) bool {
 type PreparedMutation struct {
 	w      *Write
 	st     *writeStaging
+	query  string // the plan's name, for error messages
 	result MutateResult
 }
 
@@ -209,7 +215,7 @@ func (g *Graph) prepareMutation(ctx context.Context, strict bool, planFor func(*
 		return nil, err
 	}
 	st := newWriteStaging(snap, cat)
-	pm := &PreparedMutation{w: w, st: st}
+	pm := &PreparedMutation{w: w, st: st, query: plan.Name}
 	for i, stmt := range plan.Mutation.Statements {
 		if err := pm.run(ctx, i, stmt, args); err != nil {
 			return nil, err
@@ -240,13 +246,15 @@ func (pm *PreparedMutation) Commit(ctx context.Context) (*MutateResult, error) {
 	return &out, nil
 }
 
-func stmtWhere(i int, s *gq.MutationStmt) string {
-	return fmt.Sprintf("statement %d (%d:%d)", i+1, s.Pos.Line, s.Pos.Col)
+// stmtWhere locates statement i of query name for error messages, in the
+// shape of query errors: in query "x" at 6:3 (statement 2).
+func stmtWhere(name string, i int, s *gq.MutationStmt) string {
+	return fmt.Sprintf("in query %q at %d:%d (statement %d)", name, s.Pos.Line, s.Pos.Col, i+1)
 }
 
 func (pm *PreparedMutation) run(ctx context.Context, i int, s *gq.MutationStmt, args *gq.Args) error {
 	st := pm.st
-	where := stmtWhere(i, s)
+	where := stmtWhere(pm.query, i, s)
 	// The plan must have been checked against this snapshot's schema.
 	if s.Node != nil {
 		if n, ok := st.cat.Node(s.Node.Name); !ok || n != s.Node {

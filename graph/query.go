@@ -60,18 +60,28 @@ func (g *Graph) Query(ctx context.Context, branch, src, name string, params map[
 	return s.Query(ctx, src, name, params)
 }
 
-// Query compiles src against the snapshot's catalog, binds params and runs
-// the read query name on this snapshot.
+// Query compiles the query name of src (name may be "" when src holds one
+// query) against the snapshot's catalog, binds params and runs it on this
+// snapshot. Only that query is type-checked (the file's other queries need
+// only parse), and every error names it. Syntax, D₂, selection and
+// parameter errors are found before any table is read.
 func (s *Snapshot) Query(ctx context.Context, src, name string, params map[string]any) (*QueryResult, error) {
+	f, err := gq.Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	q, err := f.Query(name)
+	if err != nil {
+		return nil, err
+	}
+	if q.Mutation != nil {
+		return nil, fmt.Errorf("%w: query %q changes data; run it with 'omnigraph mutate'", ErrNotARead, q.Name)
+	}
 	cat, err := s.Catalog(ctx)
 	if err != nil {
 		return nil, err
 	}
-	prog, err := gq.Compile(src, cat)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := prog.Plan(name)
+	plan, err := gq.CheckQuery(q, cat)
 	if err != nil {
 		return nil, err
 	}

@@ -171,3 +171,51 @@ func TestCLIQueryUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestCLIRunsValidQueryOfAMixedFile pins: the type checks and the D₂ rule
+// apply to the query named on the command line, so `query` and `mutate`
+// run a valid query of a file whose other queries are wrong, and the
+// errors of the wrong ones name them.
+func TestCLIRunsValidQueryOfAMixedFile(t *testing.T) {
+	dir := queryGraph(t)
+	f := filepath.Join(t.TempDir(), "q.gq")
+	if err := os.WriteFile(f, []byte(`query adults() {
+  match { $p: Person  $p.age >= 30 }
+  return { $p.name }
+}
+query typo() {
+  match { $p: Persn }
+  return { $p }
+}
+mutation mixed() {
+  insert Company { name: "x" }
+  delete Person where name = "cy"
+}
+mutation hire($n: String) {
+  insert Company { name: $n }
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustCLI(t, "query", "--query", f, "adults", "--format", "csv", "--store", dir); out != "name\nada\n" {
+		t.Errorf("adults: %q", out)
+	}
+	if out := mustCLI(t, "mutate", "--query", f, "hire", "--params", `{"n":"initech"}`, "--store", dir); !strings.Contains(out, "1 nodes") {
+		t.Errorf("hire: %q", out)
+	}
+	if out := mustCLI(t, "query", "-e", `query q() { match { $c: Company } return { $c.name } }`, "--format", "csv", "--store", dir); out != "name\nacme\ninitech\n" {
+		t.Errorf("companies after hire: %q", out)
+	}
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"query", "--query", f, "typo", "--store", dir}, `GQ010 in query "typo" at 6:15`},
+		{[]string{"mutate", "--query", f, "mixed", "--store", dir}, `GQ002 in query "mixed" at 11:3`},
+	} {
+		code, _, errs := cli(t, tc.args...)
+		if code != exitError || !strings.Contains(errs, tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", tc.args, code, errs, tc.msg)
+		}
+	}
+}

@@ -45,6 +45,24 @@ type QueryDecl struct {
 	Annotations []*Annotation
 	Read        *ReadBody
 	Mutation    []Statement
+
+	// mixed is the D₂ violation of a mutation body, reported when this
+	// query is checked (not when the file is parsed, so the file's other
+	// queries still run).
+	mixed *Error
+}
+
+// CheckShape reports the rules a declaration must satisfy whatever the
+// schema: the D₂ rule (a mutation either inserts/updates or deletes, never
+// both). The error is an *Error with CodeMixedMutation that names the query;
+// it needs no I/O, so a caller can refuse the query before any.
+func (q *QueryDecl) CheckShape() error {
+	if q.mixed == nil {
+		return nil
+	}
+	e := *q.mixed
+	e.Query = q.Name
+	return &e
 }
 
 // Annotation is `@name("text")` on a query declaration (description, instruction).

@@ -19,11 +19,18 @@ type Args struct {
 	// Now is the value of now() for the whole execution: microseconds since
 	// the Unix epoch, UTC.
 	Now int64
+
+	// as holds each parameter converted to the types it is compared with
+	// (Operand.As), keyed by asKey.
+	as map[string]any
 }
 
 // Bind checks params (as decoded from JSON, or Go values of the canonical
 // types) against the plan's declared parameters and coerces each to its
-// declared type with pg's value rules. A parameter that is missing is NULL
+// declared type with pg's value rules, then to the type of every slot it is
+// compared with or stored into (Operand.As): an unknown enum value, or a
+// number out of an F32's range, is refused here, before any I/O, with the
+// code a literal of that value gets (CodeBadValue). A parameter that is missing is NULL
 // when declared nullable and an error otherwise; an undeclared name is an
 // error; a limit parameter must be >= 0. Errors are *Error values with
 // CodeMissingParam or CodeBadValue, classified by ErrInvalidQuery. now() is
@@ -34,6 +41,14 @@ func Bind(p *Plan, params map[string]any) (*Args, error) {
 
 // BindAt is Bind with now() fixed to the given instant.
 func BindAt(p *Plan, params map[string]any, now time.Time) (*Args, error) {
+	a, err := bindAt(p, params, now)
+	if err != nil {
+		return nil, inQuery(err, p.Name)
+	}
+	return a, nil
+}
+
+func bindAt(p *Plan, params map[string]any, now time.Time) (*Args, *Error) {
 	a := &Args{Values: make(map[string]any, len(p.Params)), Now: now.UnixMicro()}
 	var unknown []string
 	for name := range params {
@@ -43,12 +58,12 @@ func BindAt(p *Plan, params map[string]any, now time.Time) (*Args, error) {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return nil, errorf(CodeMissingParam, Pos{}, "query %s has no parameter %s; it takes %s", p.Name, strings.Join(unknown, ", "), paramList(p))
+		return nil, errorf(CodeMissingParam, Pos{}, "there is no parameter %s; the query takes %s", strings.Join(unknown, ", "), paramList(p))
 	}
 	for _, pr := range p.Params {
 		raw, given := params[pr.Name]
 		if !given && !pr.Nullable {
-			return nil, errorf(CodeMissingParam, Pos{}, "parameter $%s (%s) is required by query %s; pass it, as in {%q: %s}", pr.Name, pr.Type, p.Name, pr.Name, example(pr.Type))
+			return nil, errorf(CodeMissingParam, Pos{}, "parameter $%s (%s) is required; pass it, as in {%q: %s}", pr.Name, pr.Type, pr.Name, example(pr.Type))
 		}
 		v, err := bareProperty(pr.Type, pr.Nullable).Coerce(raw)
 		if err != nil {
@@ -60,6 +75,16 @@ func BindAt(p *Plan, params map[string]any, now time.Time) (*Args, error) {
 			return nil, errorf(CodeBadValue, Pos{}, "parameter $%s: %s", pr.Name, msg)
 		}
 		a.Values[pr.Name] = v
+		for _, u := range pr.uses {
+			cv, err := convertParam(v, u.t)
+			if err != nil {
+				return nil, errorf(CodeBadValue, u.pos, "parameter $%s: %s: %v", pr.Name, u.what, err)
+			}
+			if a.as == nil {
+				a.as = map[string]any{}
+			}
+			a.as[asKey(pr.Name, u.t)] = cv
+		}
 	}
 	if rp := p.Read; rp != nil && rp.Limit != nil && rp.Limit.Kind == OperandParam {
 		if n, ok := limitValue(a.Values[rp.Limit.Param]); !ok || n < 0 {
@@ -105,7 +130,19 @@ func (a *Args) Value(o Operand) any {
 	case OperandLiteral:
 		return o.Value
 	case OperandParam:
-		return a.Values[o.Param]
+		v := a.Values[o.Param]
+		if o.As == nil {
+			return v
+		}
+		if cv, ok := a.as[asKey(o.Param, *o.As)]; ok {
+			return cv
+		}
+		// Args not made by Bind: convert now; a value the type cannot hold
+		// stays as it is and matches nothing of that type.
+		if cv, err := convertParam(v, *o.As); err == nil {
+			return cv
+		}
+		return v
 	case OperandNow:
 		return a.Now
 	}

@@ -23,6 +23,22 @@ func Compile(src string, cat *pg.Catalog) (*Program, error) {
 	return Check(f, cat)
 }
 
+// CompileQuery parses src, picks the query name (name may be "" when src
+// holds one query) and checks only that query against cat. The file's other
+// queries must parse but are not type-checked, so an error in one of them
+// does not stop this one from running.
+func CompileQuery(src, name string, cat *pg.Catalog) (*Plan, error) {
+	f, err := Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	q, err := f.Query(name)
+	if err != nil {
+		return nil, err
+	}
+	return CheckQuery(q, cat)
+}
+
 // Check type-checks every query of f against cat and plans it. All errors
 // found are returned together as an ErrorList, in source order.
 func Check(f *File, cat *pg.Catalog) (*Program, error) {
@@ -48,7 +64,13 @@ func Check(f *File, cat *pg.Catalog) (*Program, error) {
 
 // CheckQuery type-checks one declaration and plans it. The error, if any, is
 // an ErrorList.
+//
+// Only q is checked: the other queries of its file may hold errors of their
+// own. Every error names q.
 func CheckQuery(q *QueryDecl, cat *pg.Catalog) (*Plan, error) {
+	if err := q.CheckShape(); err != nil {
+		return nil, ErrorList{err.(*Error)}
+	}
 	c := &checker{cat: cat, params: map[string]*Param{}}
 	pl := &Plan{Name: q.Name, Pos: q.Pos}
 	for _, a := range q.Annotations {
@@ -86,7 +108,7 @@ func CheckQuery(q *QueryDecl, cat *pg.Catalog) (*Plan, error) {
 			a, b := c.errs[i].Pos, c.errs[j].Pos
 			return a.Line < b.Line || (a.Line == b.Line && a.Col < b.Col)
 		})
-		return nil, c.errs
+		return nil, inQuery(c.errs, q.Name)
 	}
 	return pl, nil
 }
@@ -292,7 +314,9 @@ func (c *checker) valueOperand(e *Expr, t pg.Type, nullable bool, what string, a
 			c.add(errorf(CodeTypeMismatch, e.Pos, "%s is %s but $%s is %s; declare %s", what, t, e.Var, p.Type, paramDecl(e.Var, t)))
 			return Operand{}, false
 		}
-		return Operand{Kind: OperandParam, Param: e.Var, Type: p.Type, Nullable: p.Nullable}, true
+		op := Operand{Kind: OperandParam, Param: e.Var, Type: p.Type, Nullable: p.Nullable}
+		c.useParam(&op, t, what, e.Pos)
+		return op, true
 	case ExprNow:
 		if t.Kind != pg.KindDateTime {
 			c.add(errorf(CodeTypeMismatch, e.Pos, "%s is %s but now() is a DateTime; use a %s value, as in %s", what, t, t, example(t)))

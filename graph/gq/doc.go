@@ -44,8 +44,10 @@
 //     of Where (a cross product with existing bindings). When Key is set the
 //     node is a point lookup of the key id (pg key identity of Key values).
 //   - ExpandStep: for each row, follow Edge from the node at From in Dir
-//     for MinHops..MaxHops hops (walk semantics; each destination at most
-//     once per row, see ExpandStep); bind To (or check it when ToBound) and
+//     for MinHops..MaxHops hops (breadth-first: the source is never its
+//     own destination except through a self-loop, and each destination
+//     appears at most once per row, see ExpandStep); bind To (or check it
+//     when ToBound) and
 //     EdgeVar (one row per edge) when EdgeVar >= 0.
 //   - FilterStep: keep rows where Pred holds (see Predicate for NULL and
 //     comparison rules).

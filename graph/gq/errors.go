@@ -51,15 +51,28 @@ const (
 // offending text. Its message says what to write instead.
 type Error struct {
 	Code Code
-	Pos  Pos // zero for errors not tied to query text (e.g. Bind)
-	Msg  string
+	// Query names the query declaration the error is about; it is empty
+	// only for errors about the file as a whole (no query declared yet,
+	// selecting a query by name).
+	Query string
+	Pos   Pos // zero for errors not tied to query text (e.g. Bind)
+	Msg   string
 }
 
+// Error renders `CODE in query "x" at L:C: message`, dropping the parts
+// that are unknown.
 func (e *Error) Error() string {
-	if e.Pos.Line == 0 {
-		return fmt.Sprintf("%s: %s", e.Code, e.Msg)
+	var b strings.Builder
+	b.WriteString(string(e.Code))
+	if e.Query != "" {
+		fmt.Fprintf(&b, " in query %q", e.Query)
 	}
-	return fmt.Sprintf("%s at %d:%d: %s", e.Code, e.Pos.Line, e.Pos.Col, e.Msg)
+	if e.Pos.Line != 0 {
+		fmt.Fprintf(&b, " at %d:%d", e.Pos.Line, e.Pos.Col)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	return b.String()
 }
 
 // Is reports ErrInvalidQuery as the class of every *Error.
@@ -67,6 +80,24 @@ func (e *Error) Is(target error) bool { return target == ErrInvalidQuery }
 
 func errorf(code Code, pos Pos, format string, args ...any) *Error {
 	return &Error{Code: code, Pos: pos, Msg: fmt.Sprintf(format, args...)}
+}
+
+// inQuery names query q on err (an *Error or ErrorList) where it does not
+// name one yet, and returns err.
+func inQuery(err error, q string) error {
+	switch e := err.(type) {
+	case *Error:
+		if e.Query == "" {
+			e.Query = q
+		}
+	case ErrorList:
+		for _, x := range e {
+			if x.Query == "" {
+				x.Query = q
+			}
+		}
+	}
+	return err
 }
 
 // ErrorList holds every error the type checker found, in source order.

@@ -74,16 +74,16 @@ func (t token) describe() string {
 	return t.kind.String()
 }
 
-// lex turns src into tokens. It stops at the first lexical error.
-// A leading UTF-8 byte order mark is skipped; positions count from the byte
-// after it.
+// lex turns src into tokens. It stops at the first lexical error, returning
+// it with the tokens before it. A leading UTF-8 byte order mark is skipped;
+// positions count from the byte after it.
 func lex(src string) ([]token, error) {
 	l := &lexer{src: strings.TrimPrefix(src, "\ufeff"), line: 1, col: 1}
 	var toks []token
 	for {
 		t, err := l.next()
 		if err != nil {
-			return nil, err
+			return toks, err
 		}
 		toks = append(toks, t)
 		if t.kind == tEOF {

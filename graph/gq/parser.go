@@ -9,12 +9,15 @@ import (
 const maxDepth = 64
 
 // Parse parses the text of a .gq file. It returns the first syntax error as an
-// *Error with CodeSyntax (or CodeMixedMutation for the D₂ rule, or
-// CodeDuplicateQuery). Parse needs no schema; Check resolves names.
+// *Error with CodeSyntax (or CodeDuplicateQuery), naming the query it is in
+// once its name has been read. Parse needs no schema; Check resolves names.
+// The D₂ rule is a property of one query: Parse records a violation and
+// CheckShape (also run by CheckQuery) reports it, so one mixed mutation does
+// not stop the file's other queries from running.
 func Parse(src string) (*File, error) {
 	toks, err := lex(src)
 	if err != nil {
-		return nil, err
+		return nil, inQuery(err, enclosingQuery(toks))
 	}
 	p := &parser{toks: toks}
 	f, err := p.file()
@@ -24,10 +27,33 @@ func Parse(src string) (*File, error) {
 	return f, nil
 }
 
+// enclosingQuery names the declaration the end of toks is inside: the last
+// top-level `query name` or `mutation name` whose body is not closed yet.
+func enclosingQuery(toks []token) string {
+	name, depth := "", 0
+	for i, t := range toks {
+		switch t.kind {
+		case tLBrace:
+			depth++
+		case tRBrace:
+			depth--
+			if depth <= 0 {
+				depth, name = 0, ""
+			}
+		case tIdent:
+			if depth == 0 && (t.text == "query" || t.text == "mutation") && i+1 < len(toks) && toks[i+1].kind == tIdent {
+				name = toks[i+1].text
+			}
+		}
+	}
+	return name
+}
+
 type parser struct {
 	toks  []token
 	i     int
 	depth int
+	query string // the name of the declaration being parsed, once known
 }
 
 func (p *parser) peek() token       { return p.toks[p.i] }
@@ -77,12 +103,13 @@ func (p *parser) file() (*File, error) {
 	f := &File{}
 	seen := map[string]Pos{}
 	for p.peek().kind != tEOF {
+		p.query = ""
 		q, err := p.queryDecl()
 		if err != nil {
-			return nil, err
+			return nil, inQuery(err, p.query)
 		}
 		if prev, dup := seen[q.Name]; dup {
-			return nil, errorf(CodeDuplicateQuery, q.Pos, "query %q is already declared at %s; give each query its own name", q.Name, prev)
+			return nil, inQuery(errorf(CodeDuplicateQuery, q.Pos, "query %q is already declared at %s; give each query its own name", q.Name, prev), q.Name)
 		}
 		seen[q.Name] = q.Pos
 		f.Queries = append(f.Queries, q)
@@ -105,6 +132,7 @@ func (p *parser) queryDecl() (*QueryDecl, error) {
 		return nil, err
 	}
 	q.Name = nameTok.text
+	p.query = q.Name
 	if _, err := p.expect(tLParen, "write the parameter list after the name: "+q.Name+"() or "+q.Name+"($name: String)"); err != nil {
 		return nil, err
 	}
@@ -159,11 +187,11 @@ func (p *parser) queryDecl() (*QueryDecl, error) {
 			return nil, errorf(CodeSyntax, q.Pos, "a `mutation` holds insert/update/delete statements; declare a read with `query %s(...) { match ... }`", q.Name)
 		}
 	} else if p.isWord("insert") || p.isWord("update") || p.isWord("delete") {
-		stmts, err := p.mutationBody()
+		stmts, mixed, err := p.mutationBody()
 		if err != nil {
 			return nil, err
 		}
-		q.Mutation = stmts
+		q.Mutation, q.mixed = stmts, mixed
 	} else {
 		return nil, p.unexpected(p.peek(), "a query body starts with `match` (a read) or with insert/update/delete (a mutation)")
 	}
@@ -654,43 +682,45 @@ func (p *parser) valueExpr() (*Expr, error) {
 	return nil, p.unexpected(t, "expected a value: a string, a number, true/false, a $parameter, date(\"...\"), datetime(\"...\"), now() or a list [..]")
 }
 
-func (p *parser) mutationBody() ([]Statement, error) {
-	var stmts []Statement
+// mutationBody parses the statements of a mutation. A D₂ violation is not
+// a syntax error: it comes back as mixed, so that only running this query
+// fails, not every query of the file.
+func (p *parser) mutationBody() (stmts []Statement, mixed *Error, err error) {
 	firstWrite, firstDelete := -1, -1
 	for p.isWord("insert") || p.isWord("update") || p.isWord("delete") {
 		kt := p.next()
 		s := Statement{Pos: kt.pos, Kind: StmtKind(kt.text)}
 		tt, err := p.expect(tIdent, "write the type name after `"+kt.text+"`, as in "+kt.text+" Person ...")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		s.Type, s.TPos = tt.text, tt.pos
 		switch s.Kind {
 		case StmtInsert:
 			if _, err := p.expect(tLBrace, "insert takes a block of values: insert "+s.Type+" { prop: value }"); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			s.Set, err = p.propValues("insert values are written { name: \"Ada\", age: $age }")
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		case StmtUpdate:
 			if err := p.expectWord("set", "write update "+s.Type+" set { prop: value } where prop = value"); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if _, err := p.expect(tLBrace, "write update "+s.Type+" set { prop: value } where prop = value"); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			s.Set, err = p.propValues("assignments are written { age: 31 }")
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if s.Where, err = p.where(s); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		case StmtDelete:
 			if s.Where, err = p.where(s); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		stmts = append(stmts, s)
@@ -702,20 +732,20 @@ func (p *parser) mutationBody() ([]Statement, error) {
 		} else if firstWrite < 0 {
 			firstWrite = cur
 		}
-		if firstWrite >= 0 && firstDelete >= 0 {
+		if firstWrite >= 0 && firstDelete >= 0 && mixed == nil {
 			other := stmts[firstWrite]
 			if cur == firstWrite {
 				other = stmts[firstDelete]
 			}
-			return nil, errorf(CodeMixedMutation, s.Pos,
+			mixed = errorf(CodeMixedMutation, s.Pos,
 				"this %s is in the same query as the %s at %s; one mutation query may either insert/update or delete, not both. Split it into two queries and run the inserts/updates first, then the deletes (or do both on a branch and merge it for a single commit)",
 				s.Kind, other.Kind, other.Pos)
 		}
 	}
 	if p.peek().kind != tRBrace {
-		return nil, p.unexpected(p.peek(), "a mutation body holds only insert, update and delete statements")
+		return nil, nil, p.unexpected(p.peek(), "a mutation body holds only insert, update and delete statements")
 	}
-	return stmts, nil
+	return stmts, mixed, nil
 }
 
 func (p *parser) where(s Statement) (*FilterClause, error) {

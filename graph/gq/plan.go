@@ -44,6 +44,10 @@ type Param struct {
 	Name     string
 	Type     pg.Type
 	Nullable bool
+
+	// uses are the slot types the parameter is converted to (see
+	// Operand.As); Bind checks the bound value against each.
+	uses []paramUse
 }
 
 // Param returns the declared parameter with the given name.
@@ -149,14 +153,18 @@ func (d Direction) String() string {
 
 // ExpandStep follows Edge from the bound node variable From.
 //
-// Hops: the destinations of a source s are the nodes v for which some walk
-// of k edges (each followed in Dir) leads from s to v with MinHops <= k <=
-// MaxHops; s itself is a destination when a cycle brings it back. Each
-// destination is produced at most once per input row (set semantics), also
-// for MinHops = MaxHops = 1, so parallel edges do not duplicate rows.
-// MinHops >= 1; MaxHops >= MinHops. A frontier search is enough: frontier F0
-// = {s}, Fk = neighbours(F(k-1)); answer = union of Fk for k in [Min, Max];
-// once k >= MinHops a node already in the answer need not be expanded again.
+// Hops: the destinations of a source s are those of the original system's
+// breadth-first search over Edge (each edge followed in Dir). s is visited
+// before the first hop, so a cycle back to s never makes it a destination;
+// hop k expands the nodes first reached at hop k-1 and yields the nodes it
+// reaches for the first time, which are destinations when MinHops <= k. A
+// self-loop is one hop that reaches nothing new: the self-loop of a node
+// expanded at hop k (s included) makes that node a destination when
+// MinHops <= k. Put shortly: v != s is a destination when its shortest
+// distance from s lies in [MinHops, MaxHops], and a node with a self-loop
+// also when that distance plus one does. Each destination is produced at
+// most once per input row (set semantics), also for MinHops = MaxHops = 1,
+// so parallel edges do not duplicate rows. MinHops >= 1; MaxHops >= MinHops.
 //
 // EdgeVar >= 0 (only with MinHops = MaxHops = 1) binds each matching edge:
 // one output row per edge, parallel edges included.
@@ -231,6 +239,13 @@ type Operand struct {
 	Prop     *pg.Property // OperandProp
 	Type     pg.Type      // static type (for OperandVar: String, the id)
 	Nullable bool
+	// As is set on an OperandParam compared with (or stored into) a slot of
+	// another type, such as an F32 property compared with an F64 or integer
+	// parameter, or an enum property with a String one: the operand's value
+	// is the bound value converted to As exactly as a literal would be
+	// (Args.Value does it; Bind refuses values As cannot hold, such as an
+	// unknown enum value). Nil when the parameter's own value is used.
+	As *pg.Type
 }
 
 // ColumnKind says what an output column holds.

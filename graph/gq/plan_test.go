@@ -347,7 +347,7 @@ func TestBind(t *testing.T) {
 		msg          string
 	}{
 		{"missing required", `{"big":1,"d":"2024-01-31","t":"2024-01-31T12:00:00Z","tags":[],"v":[0,0],"n":1}`, CodeMissingParam, `parameter $h (String) is required`},
-		{"unknown name", `{` + base + `,"x":1}`, CodeMissingParam, "has no parameter x; it takes $h: String, $age: I32?"},
+		{"unknown name", `{` + base + `,"x":1}`, CodeMissingParam, "there is no parameter x; the query takes $h: String, $age: I32?"},
 		{"wrong kind", `{` + base + `,"age":"old"}`, CodeBadValue, "parameter $age"},
 		{"overflow", `{` + base + `,"age":3000000000}`, CodeBadValue, "parameter $age"},
 		{"null required", `{` + strings.Replace(base, `"h":"ada"`, `"h":null`, 1) + `}`, CodeBadValue, "parameter $h"},

@@ -693,9 +693,13 @@ func (c *checker) filter(fc *FilterClause, sc *scope) *pred {
 			c.add(errorf(CodeTypeMismatch, fc.OpPos, "%s is %s but %s is %s; %s", lname, l.Type, describeOperand(c, r, right), r.Type, hint))
 			return nil
 		}
-		if l.Kind == OperandParam && r.Kind != OperandProp && l.Type.Kind == pg.KindList {
-			// `$list contains $x` is fine; nothing more to check.
-			_ = l
+		// A parameter compared with a property takes the property's type,
+		// as a literal would (F32 width, enum membership).
+		c.useParam(&r, rt, lname, right.Pos)
+		if l.Kind == OperandParam && r.Kind == OperandProp && op == OpContains && l.Type.Kind == pg.KindList {
+			// `$list contains $p.status`: each element takes the property's type.
+			et := r.Type
+			c.useParam(&l, pg.Type{Kind: pg.KindList, Elem: &et}, describeOperand(c, r, right), left.Pos)
 		}
 	}
 	var deps []int
