@@ -31,7 +31,7 @@ func allowed(pkg string) []string {
 		return nil
 	case strings.HasPrefix(pkg, "backend/"):
 		return []string{"backend", "backend/..."}
-	case pkg == "conformance":
+	case pkg == "conformance", pkg == "clusterlock":
 		return []string{"backend"}
 	case pkg == "table":
 		return []string{"backend"}
