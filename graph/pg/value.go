@@ -184,131 +184,158 @@ func coerceType(t Type, v any) (any, string) {
 		if s, ok := v.(string); ok {
 			return s, ""
 		}
-		return bad()
 	case KindEnum:
-		s, ok := v.(string)
-		if !ok {
-			return bad()
+		if s, ok := v.(string); ok {
+			return coerceEnum(t, s)
 		}
-		i := sort.SearchStrings(t.Values, s)
-		if i < len(t.Values) && t.Values[i] == s {
-			return s, ""
-		}
-		msg := fmt.Sprintf("expected one of %s, got %q", strings.Join(t.Values, ", "), clip(s))
-		if h := didYouMean(s, t.Values); h != "" {
-			msg += "; " + h
-		}
-		return nil, msg
 	case KindBool:
 		if b, ok := v.(bool); ok {
 			return b, ""
 		}
-		return bad()
 	case KindI32, KindI64, KindU32, KindU64:
-		neg, mag, ok := intValue(v)
-		if !ok {
-			return bad()
-		}
-		switch t.Kind {
-		case KindI32:
-			if neg && mag <= 1<<31 || !neg && mag < 1<<31 {
-				return int32(signed(neg, mag)), ""
-			}
-		case KindI64:
-			if neg && mag <= 1<<63 || !neg && mag < 1<<63 {
-				return signed(neg, mag), ""
-			}
-		case KindU32:
-			if !neg && mag <= math.MaxUint32 || neg && mag == 0 {
-				return uint32(mag), ""
-			}
-		case KindU64:
-			if !neg || mag == 0 {
-				return mag, ""
-			}
-		}
-		return nil, "expected " + t.describe() + ", got " + got(v) + " (out of range)"
+		return coerceInt(t, v, bad)
 	case KindF32, KindF64:
-		f, ok := floatValue(v)
-		if !ok {
-			return bad()
-		}
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, "expected " + t.describe() + ", got " + got(v)
-		}
-		if t.Kind == KindF64 {
-			return f, ""
-		}
-		if math.Abs(f) > math.MaxFloat32 {
-			return nil, "expected " + t.describe() + ", got " + got(v) + " (out of range)"
-		}
-		return float32(f), ""
+		return coerceFloat(t, v, bad)
 	case KindDate:
 		return coerceDate(v, bad)
 	case KindDateTime:
 		return coerceDateTime(v, bad)
 	case KindBlob:
-		switch x := v.(type) {
-		case []byte:
-			return x, ""
-		case string:
-			payload := strings.TrimPrefix(x, "base64:")
-			b, err := base64.StdEncoding.DecodeString(payload)
-			if err != nil {
-				if b, err = base64.RawStdEncoding.DecodeString(payload); err != nil {
-					return nil, "expected " + t.describe() + ", got a string that is not base64 (external Blob URIs are not supported)"
-				}
-			}
-			return b, ""
-		}
-		return bad()
+		return coerceBlob(t, v, bad)
 	case KindVector:
-		var out []float32
-		switch x := v.(type) {
-		case []float32:
-			out = append([]float32(nil), x...)
-		default:
-			items, ok := sliceOf(v)
-			if !ok {
-				return bad()
-			}
-			out = make([]float32, len(items))
-			for i, it := range items {
-				f, ok := floatValue(it)
-				if !ok || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxFloat32 {
-					return nil, fmt.Sprintf("element %d: expected a finite F32 number, got %s", i, got(it))
-				}
-				out[i] = float32(f)
-			}
-		}
-		for i, f := range out {
-			if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-				return nil, fmt.Sprintf("element %d: expected a finite F32 number, got %s", i, got(f))
-			}
-		}
-		if len(out) != t.Dim {
-			return nil, fmt.Sprintf("expected %d numbers for Vector(%d), got %d", t.Dim, t.Dim, len(out))
-		}
-		return out, ""
+		return coerceVector(t, v, bad)
 	case KindList:
-		items, ok := sliceOf(v)
-		if !ok || t.Elem == nil {
-			return bad()
-		}
-		out := make([]any, len(items))
-		for i, it := range items {
-			if it == nil {
-				return nil, fmt.Sprintf("element %d: list elements cannot be null", i)
-			}
-			c, msg := coerceType(*t.Elem, it)
-			if msg != "" {
-				return nil, fmt.Sprintf("element %d: %s", i, msg)
-			}
-			out[i] = c
-		}
-		return out, ""
+		return coerceList(t, v, bad)
 	}
 	return bad()
+}
+
+func coerceEnum(t Type, s string) (any, string) {
+	i := sort.SearchStrings(t.Values, s)
+	if i < len(t.Values) && t.Values[i] == s {
+		return s, ""
+	}
+	msg := fmt.Sprintf("expected one of %s, got %q", strings.Join(t.Values, ", "), clip(s))
+	if h := didYouMean(s, t.Values); h != "" {
+		msg += "; " + h
+	}
+	return nil, msg
+}
+
+// coerceInt takes any integral number (JSON numbers, Go integers, floats
+// with no fraction) that fits t.
+func coerceInt(t Type, v any, bad func() (any, string)) (any, string) {
+	neg, mag, ok := intValue(v)
+	if !ok {
+		return bad()
+	}
+	switch t.Kind {
+	case KindI32:
+		if neg && mag <= 1<<31 || !neg && mag < 1<<31 {
+			return int32(signed(neg, mag)), ""
+		}
+	case KindI64:
+		if neg && mag <= 1<<63 || !neg && mag < 1<<63 {
+			return signed(neg, mag), ""
+		}
+	case KindU32:
+		if !neg && mag <= math.MaxUint32 || neg && mag == 0 {
+			return uint32(mag), ""
+		}
+	case KindU64:
+		if !neg || mag == 0 {
+			return mag, ""
+		}
+	}
+	return nil, "expected " + t.describe() + ", got " + got(v) + " (out of range)"
+}
+
+// coerceFloat takes any finite number that fits t.
+func coerceFloat(t Type, v any, bad func() (any, string)) (any, string) {
+	f, ok := floatValue(v)
+	if !ok {
+		return bad()
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, "expected " + t.describe() + ", got " + got(v)
+	}
+	if t.Kind == KindF64 {
+		return f, ""
+	}
+	if math.Abs(f) > math.MaxFloat32 {
+		return nil, "expected " + t.describe() + ", got " + got(v) + " (out of range)"
+	}
+	return float32(f), ""
+}
+
+// coerceBlob takes bytes, or a string of base64 (padded or not, with an
+// optional "base64:" prefix).
+func coerceBlob(t Type, v any, bad func() (any, string)) (any, string) {
+	switch x := v.(type) {
+	case []byte:
+		return x, ""
+	case string:
+		payload := strings.TrimPrefix(x, "base64:")
+		b, err := base64.StdEncoding.DecodeString(payload)
+		if err != nil {
+			if b, err = base64.RawStdEncoding.DecodeString(payload); err != nil {
+				return nil, "expected " + t.describe() + ", got a string that is not base64 (external Blob URIs are not supported)"
+			}
+		}
+		return b, ""
+	}
+	return bad()
+}
+
+// coerceVector takes exactly t.Dim finite F32 numbers.
+func coerceVector(t Type, v any, bad func() (any, string)) (any, string) {
+	var out []float32
+	switch x := v.(type) {
+	case []float32:
+		out = append([]float32(nil), x...)
+	default:
+		items, ok := sliceOf(v)
+		if !ok {
+			return bad()
+		}
+		out = make([]float32, len(items))
+		for i, it := range items {
+			f, ok := floatValue(it)
+			if !ok || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxFloat32 {
+				return nil, fmt.Sprintf("element %d: expected a finite F32 number, got %s", i, got(it))
+			}
+			out[i] = float32(f)
+		}
+	}
+	for i, f := range out {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return nil, fmt.Sprintf("element %d: expected a finite F32 number, got %s", i, got(f))
+		}
+	}
+	if len(out) != t.Dim {
+		return nil, fmt.Sprintf("expected %d numbers for Vector(%d), got %d", t.Dim, t.Dim, len(out))
+	}
+	return out, ""
+}
+
+// coerceList coerces every element to t.Elem; elements cannot be null.
+func coerceList(t Type, v any, bad func() (any, string)) (any, string) {
+	items, ok := sliceOf(v)
+	if !ok || t.Elem == nil {
+		return bad()
+	}
+	out := make([]any, len(items))
+	for i, it := range items {
+		if it == nil {
+			return nil, fmt.Sprintf("element %d: list elements cannot be null", i)
+		}
+		c, msg := coerceType(*t.Elem, it)
+		if msg != "" {
+			return nil, fmt.Sprintf("element %d: %s", i, msg)
+		}
+		out[i] = c
+	}
+	return out, ""
 }
 
 func signed(neg bool, mag uint64) int64 {
