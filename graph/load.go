@@ -428,25 +428,40 @@ func parseLoad(r io.Reader, cat *pg.Catalog, progress func(string, int64)) ([]lo
 }
 
 func parseLoadLine(b []byte, cat *pg.Catalog) (loadLine, error) {
-	var ln loadLine
 	v, err := parseJSONLine(b)
 	if err != nil {
-		return ln, err
+		return loadLine{}, err
 	}
 	env, ok := v.(map[string]any)
 	if !ok {
-		return ln, errors.New(`each line must be one JSON object: {"type":..,"data":{..}} or {"edge":..,"from":..,"to":..,"data":{..}}`)
+		return loadLine{}, errors.New(`each line must be one JSON object: {"type":..,"data":{..}} or {"edge":..,"from":..,"to":..,"data":{..}}`)
 	}
-	typ, isNode := env["type"]
-	edge, isEdge := env["edge"]
+	_, isNode := env["type"]
+	_, isEdge := env["edge"]
 	switch {
 	case isNode && isEdge:
-		return ln, errors.New(`a line has either "type" (a node) or "edge" (an edge), not both`)
+		return loadLine{}, errors.New(`a line has either "type" (a node) or "edge" (an edge), not both`)
 	case !isNode && !isEdge:
-		return ln, errors.New(`a line needs "type" (a node line) or "edge" (an edge line)`)
+		return loadLine{}, errors.New(`a line needs "type" (a node line) or "edge" (an edge line)`)
 	}
+	if err := checkEnvelopeFields(env, isNode); err != nil {
+		return loadLine{}, err
+	}
+	data, givenID, err := lineData(env)
+	if err != nil {
+		return loadLine{}, err
+	}
+	if isNode {
+		return nodeLine(env["type"], data, givenID, cat)
+	}
+	return edgeLine(env, data, givenID, cat)
+}
+
+// checkEnvelopeFields refuses fields other than a node line's type and data,
+// or an edge line's edge, from, to and data.
+func checkEnvelopeFields(env map[string]any, isNode bool) error {
 	allowed := map[string]bool{"type": true, "data": true}
-	if isEdge {
+	if !isNode {
 		allowed = map[string]bool{"edge": true, "from": true, "to": true, "data": true}
 	}
 	var fields []string
@@ -457,65 +472,77 @@ func parseLoadLine(b []byte, cat *pg.Catalog) (loadLine, error) {
 	for _, k := range fields {
 		if !allowed[k] {
 			if isNode {
-				return ln, fmt.Errorf("unknown field %q; a node line has only \"type\" and \"data\"", k)
+				return fmt.Errorf("unknown field %q; a node line has only \"type\" and \"data\"", k)
 			}
-			return ln, fmt.Errorf("unknown field %q; an edge line has only \"edge\", \"from\", \"to\" and \"data\"", k)
+			return fmt.Errorf("unknown field %q; an edge line has only \"edge\", \"from\", \"to\" and \"data\"", k)
 		}
 	}
+	return nil
+}
+
+// lineData returns a line's property values without data.id, and data.id.
+func lineData(env map[string]any) (map[string]any, string, error) {
 	data := map[string]any{}
 	if d, ok := env["data"]; ok && d != nil {
 		m, ok := d.(map[string]any)
 		if !ok {
-			return ln, errors.New(`"data" must be a JSON object of property values`)
+			return nil, "", errors.New(`"data" must be a JSON object of property values`)
 		}
 		data = m
 	}
 	for _, f := range reservedLoadFields {
 		if _, ok := data[f]; ok {
-			return ln, fmt.Errorf("data field %q is reserved for the storage layer; remove it", f)
+			return nil, "", fmt.Errorf("data field %q is reserved for the storage layer; remove it", f)
 		}
 	}
 	var givenID string
 	if idv, ok := data[pg.ColID]; ok {
 		s, ok := idv.(string)
 		if !ok || s == "" {
-			return ln, fmt.Errorf(`data.id must be a non-empty string, got %s`, jsonText(idv))
+			return nil, "", fmt.Errorf(`data.id must be a non-empty string, got %s`, jsonText(idv))
 		}
 		givenID = s
 		delete(data, pg.ColID)
 	}
-	if isNode {
-		name, ok := typ.(string)
-		if !ok {
-			return ln, errors.New(`"type" must be a node type name (a string)`)
+	return data, givenID, nil
+}
+
+// nodeLine types a node line; a keyed node's id is the one its @key gives.
+func nodeLine(typ any, data map[string]any, givenID string, cat *pg.Catalog) (loadLine, error) {
+	var ln loadLine
+	name, ok := typ.(string)
+	if !ok {
+		return ln, errors.New(`"type" must be a node type name (a string)`)
+	}
+	n, ok := cat.Node(name)
+	if !ok {
+		if _, isE := cat.Edge(name); isE {
+			return ln, fmt.Errorf("%s is an edge type; write edge lines as {\"edge\":%q,\"from\":..,\"to\":..}", name, name)
 		}
-		n, ok := cat.Node(name)
-		if !ok {
-			if _, isE := cat.Edge(name); isE {
-				return ln, fmt.Errorf("%s is an edge type; write edge lines as {\"edge\":%q,\"from\":..,\"to\":..}", name, name)
-			}
-			return ln, fmt.Errorf("unknown node type %q; the schema's node types are %s", name, nodeList(cat))
-		}
-		props, err := n.CoerceRow(data)
+		return ln, fmt.Errorf("unknown node type %q; the schema's node types are %s", name, nodeList(cat))
+	}
+	props, err := n.CoerceRow(data)
+	if err != nil {
+		return ln, err
+	}
+	ln.node, ln.props, ln.id = n, props, givenID
+	if len(n.Key) > 0 {
+		id, err := n.IDFor(props)
 		if err != nil {
 			return ln, err
 		}
-		ln.node, ln.props = n, props
-		if len(n.Key) > 0 {
-			id, err := n.IDFor(props)
-			if err != nil {
-				return ln, err
-			}
-			if givenID != "" && givenID != id {
-				return ln, fmt.Errorf("data.id %q does not match the id %q its @key gives; drop data.id or fix it", givenID, id)
-			}
-			ln.id = id
-		} else {
-			ln.id = givenID
+		if givenID != "" && givenID != id {
+			return ln, fmt.Errorf("data.id %q does not match the id %q its @key gives; drop data.id or fix it", givenID, id)
 		}
-		return ln, nil
+		ln.id = id
 	}
-	name, ok := edge.(string)
+	return ln, nil
+}
+
+// edgeLine types an edge line; its endpoints come from "from" and "to".
+func edgeLine(env, data map[string]any, givenID string, cat *pg.Catalog) (loadLine, error) {
+	var ln loadLine
+	name, ok := env["edge"].(string)
 	if !ok {
 		return ln, errors.New(`"edge" must be an edge type name (a string)`)
 	}
