@@ -282,7 +282,7 @@ func settle(ctx context.Context, s backend.StorageAdapter, p *Poison, rec Record
 	}
 	p.Mark(LockKey)
 	o.logger().Error("cluster lock create outcome unknown", "failure_class", backend.KindOf(werr).String(), "scoped", true, "lock_id", rec.LockID)
-	return "", fmt.Errorf("cluster lock: creating lock %s: the outcome is unknown; run `omnigraph lock status` and, if it shows this id, unlock it: %w", rec.LockID, werr)
+	return "", fmt.Errorf("cluster lock %s: the outcome of creating it is unknown; run `omnigraph lock status` and, if it shows this id, unlock it (%w)", rec.LockID, wrapStorage("creating the lock", werr))
 }
 
 func heldError(f found, o Options) *HeldError {
