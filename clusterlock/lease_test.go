@@ -453,7 +453,9 @@ func TestLeaseOnStoreWithoutConditionalUpdate(t *testing.T) {
 
 type noCAS struct{ backend.StorageAdapter }
 
-func (noCAS) Capabilities() backend.Capabilities { return backend.Capabilities{ConditionalCreate: true} }
+func (noCAS) Capabilities() backend.Capabilities {
+	return backend.Capabilities{ConditionalCreate: true}
+}
 
 // TestReleaseWithoutConditionalUpdate: on a store with no compare-and-swap
 // the release reads, compares the id and deletes.
@@ -469,5 +471,90 @@ func TestReleaseWithoutConditionalUpdate(t *testing.T) {
 	}
 	if ok, _ := s.Exists(ctx, LockKey); ok {
 		t.Error("record left after release")
+	}
+}
+
+// gatedStore holds PutIfAbsent of one key until released: a request the
+// old owner sent before it stopped, still on the wire.
+type gatedStore struct {
+	backend.StorageAdapter
+	key     string
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedStore) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	if key == g.key {
+		close(g.entered)
+		<-g.release
+		return g.StorageAdapter.PutIfAbsent(context.WithoutCancel(ctx), key, data)
+	}
+	return g.StorageAdapter.PutIfAbsent(ctx, key, data)
+}
+
+// TestStalePublishAfterTakeoverCollides pins the conditional-publish case of
+// docs/dev/cluster-lock.md: a manifest publish (put-if-absent of the next
+// version key) the old owner sent before it lost its lease, landing after a
+// successor took over and published that version, fails its condition and
+// leaves the successor's commit in place; landing first, it makes the
+// successor's publish collide (an ordinary conflict), never a silent
+// overwrite.
+func TestStalePublishAfterTakeoverCollides(t *testing.T) {
+	const versionKey = "graph/_manifest/v000005"
+	for _, staleFirst := range []bool{false, true} {
+		t.Run(map[bool]string{false: "successor_first", true: "stale_first"}[staleFirst], func(t *testing.T) {
+			ctx := context.Background()
+			inner := mem.New()
+			cut := &cutStore{StorageAdapter: inner, prefix: LeasePrefix, kind: backend.KindTransient}
+			gate := &gatedStore{StorageAdapter: cut, key: versionKey, entered: make(chan struct{}), release: make(chan struct{})}
+			clk := newFakeClock()
+			old, err := AcquireLeased(ctx, gate, leaseOpts(clk, Options{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stale := make(chan error, 1)
+			go func() {
+				_, err := old.Guard(gate).PutIfAbsent(ctx, versionKey, []byte("old owner's commit"))
+				stale <- err
+			}()
+			<-gate.entered // past the guard, on the wire
+			cut.set(true)  // the old owner's heartbeats stop
+			clk.drive(t, 250*time.Millisecond, constant(2), old.Lost())
+			cut.set(false)
+
+			res, _ := starters(t, inner, clk, 1, leaseOpts(clk, Options{}))
+			if res[0].err != nil {
+				t.Fatalf("takeover: %v", res[0].err)
+			}
+			succ := old.Guard(inner) // the old owner's guard refuses it any new write
+			if _, err := succ.Put(ctx, "graph/x", nil); !errors.Is(err, ErrLeaseLost) {
+				t.Errorf("old owner's new write after takeover: %v", err)
+			}
+			var succErr error
+			if staleFirst {
+				close(gate.release)
+				if err := <-stale; err != nil {
+					t.Fatalf("stale publish landing first: %v", err)
+				}
+				_, succErr = res[0].l.Guard(inner).PutIfAbsent(ctx, versionKey, []byte("successor's commit"))
+				if !backend.IsPrecondition(succErr) {
+					t.Errorf("successor's publish over a landed stale one: %v, want a conflict", succErr)
+				}
+			} else {
+				if _, succErr = res[0].l.Guard(inner).PutIfAbsent(ctx, versionKey, []byte("successor's commit")); succErr != nil {
+					t.Fatal(succErr)
+				}
+				close(gate.release)
+				if err := <-stale; !backend.IsPrecondition(err) {
+					t.Errorf("stale publish after the successor's: %v, want ErrPrecondition", err)
+				}
+			}
+			b, _, _ := inner.Get(ctx, versionKey)
+			want := map[bool]string{false: "successor's commit", true: "old owner's commit"}[staleFirst]
+			if string(b) != want {
+				t.Errorf("version holds %q, want %q", b, want)
+			}
+			_ = res[0].l.Release(ctx)
+		})
 	}
 }
