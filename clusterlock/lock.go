@@ -251,8 +251,13 @@ func create(ctx context.Context, s backend.StorageAdapter, p *Poison, rec Record
 			continue // released in between
 		case f.format == nil && f.rec.Released:
 			if !s.Capabilities().ConditionalUpdate {
-				// Only a CAS store writes tombstones; treat a stray one as
-				// free by the same rule a release uses without CAS.
+				// A tombstone another adapter of the same bucket left (e.g.
+				// native s3 vs gocloud+s3): remove it by the read-compare-
+				// delete rule a release uses without CAS, then create.
+				if err := s.Delete(ctx, LockKey); err != nil {
+					p.Observe(LockKey, err)
+					return "", nil, wrapStorage("clearing a released lock", err)
+				}
 				continue
 			}
 			a, err := s.PutIfMatch(ctx, LockKey, data, f.version)

@@ -478,3 +478,25 @@ func TestAcquireLostAnswerSettledByReadBack(t *testing.T) {
 		t.Errorf("message names a key: %q", err)
 	}
 }
+
+// TestTombstoneWithoutConditionalUpdate: a tombstone left by a CAS adapter
+// of the same bucket is free for an adapter without CAS too (no endless
+// loop).
+func TestTombstoneWithoutConditionalUpdate(t *testing.T) {
+	ctx := context.Background()
+	inner := mem.New()
+	a, err := Acquire(ctx, inner, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Acquire(ctx, noCAS{inner}, Options{Operation: "load"})
+	if err != nil {
+		t.Fatalf("acquire over a tombstone without CAS: %v", err)
+	}
+	if rec, _ := getRecord(t, inner); rec.LockID != b.ID() {
+		t.Errorf("record = %+v", rec)
+	}
+}
