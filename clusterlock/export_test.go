@@ -1,0 +1,5 @@
+package clusterlock
+
+import "os"
+
+func osPID() int { return os.Getpid() }
