@@ -28,8 +28,8 @@ func tableBranch(branch string, incarnation uint64) string {
 	return branch + "@" + strconv.FormatUint(incarnation, 10)
 }
 
-// createTables creates one empty table per node and edge type, in parallel,
-// and returns their pins sorted by key.
+// createTables creates (or adopts, see createOrAdoptTable) one empty table
+// per node and edge type, in parallel, and returns their pins sorted by key.
 func createTables(ctx context.Context, store backend.StorageAdapter, cat *pg.Catalog) ([]manifest.TablePin, error) {
 	type spec struct{ key, path string }
 	var specs []spec
@@ -37,12 +37,12 @@ func createTables(ctx context.Context, store backend.StorageAdapter, cat *pg.Cat
 	for _, n := range cat.Nodes {
 		k, p, s := NodeTableKey(n.Name), NodeTablePath(n.Name), n.ArrowSchema()
 		specs = append(specs, spec{k, p})
-		schemas[k] = func() (*table.Dataset, error) { return table.Create(ctx, store, p, s, idColumn) }
+		schemas[k] = func() (*table.Dataset, error) { return createOrAdoptTable(ctx, store, p, s) }
 	}
 	for _, e := range cat.Edges {
 		k, p, s := EdgeTableKey(e.Name), EdgeTablePath(e.Name), e.ArrowSchema()
 		specs = append(specs, spec{k, p})
-		schemas[k] = func() (*table.Dataset, error) { return table.Create(ctx, store, p, s, idColumn) }
+		schemas[k] = func() (*table.Dataset, error) { return createOrAdoptTable(ctx, store, p, s) }
 	}
 	pins := make([]manifest.TablePin, len(specs))
 	errs := make([]error, len(specs))

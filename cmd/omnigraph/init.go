@@ -65,11 +65,15 @@ func init() {
 	register(func(a *app) *cobra.Command {
 		var t graphTarget
 		var schemaFile string
+		var force bool
 		c := &cobra.Command{
 			Use:   "init --schema FILE.pg URL",
 			Short: "Create a graph from a .pg schema",
 			Long: "Create a graph at URL (or --store URL): one table per node and edge type,\n" +
-				"the accepted schema, and the first commit on main. An existing graph is refused.",
+				"the accepted schema, and the first commit on main. An existing graph is refused,\n" +
+				"and so is a store that does not fence concurrent writers (see 'omnigraph storage check').\n" +
+				"Leftovers of an interrupted init of the same schema are reused; other leftovers\n" +
+				"are refused unless --force is given.",
 			Args: cobra.MaximumNArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
 				if len(args) == 1 {
@@ -90,7 +94,7 @@ func init() {
 					return err
 				}
 				defer store.Close()
-				g, err := graph.Init(c.Context(), store, string(src), graph.InitOptions{Actor: t.actor})
+				g, err := graph.Init(c.Context(), store, string(src), graph.InitOptions{Actor: t.actor, ReclaimLeftovers: force})
 				if err != nil {
 					return err
 				}
@@ -118,6 +122,7 @@ func init() {
 			},
 		}
 		c.Flags().StringVar(&schemaFile, "schema", "", "the .pg schema file (required)")
+		c.Flags().BoolVar(&force, "force", false, "delete the tables and schema files an interrupted init left (never an existing graph); only when no other init of this location is running")
 		t.addStore(c)
 		t.addJSON(c)
 		t.addActor(c)
