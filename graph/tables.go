@@ -120,13 +120,22 @@ func (s *Snapshot) TableStats(ctx context.Context) ([]TableStat, error) {
 	return out, nil
 }
 
-// reclaimTableForks deletes, best-effort, the table forks a deleted branch
-// incarnation owned. Failures are left to cleanup: the forks are
-// unreachable either way.
+// reclaimTableForks deletes, best-effort, every file the deleted branch
+// incarnation owned alone: for each table of its head (whether the head
+// pins the fork or not: a write that failed before publishing may have
+// forked it), the table branch's ref and everything under its tree. Failures
+// are left to cleanup: the forks are unreachable either way.
 func reclaimTableForks(ctx context.Context, store backend.StorageAdapter, head *manifest.Entry, owned string) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
 	for _, p := range head.Tables {
-		if p.Branch == owned {
-			_ = deleteTableBranch(ctx, store, p.Path, owned)
-		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(path string) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_ = deleteTableBranch(ctx, store, path, owned)
+		}(p.Path)
 	}
+	wg.Wait()
 }
