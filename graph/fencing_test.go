@@ -8,6 +8,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/counter"
+	_ "github.com/omnigraph-go/omnigraph/backend/gocloud" // gocloud+mem://
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 )
 
@@ -193,4 +194,25 @@ func mustInsertPerson(t *testing.T, g *Graph, name string) {
 	if _, err := g.MutateQuery(context.Background(), `mutation q($n: String) { insert Person { name: $n } }`, "q", MutateOptions{Branch: "main", Params: map[string]any{"n": name}}); err != nil {
 		t.Fatalf("insert %s: %v", name, err)
 	}
+}
+
+// TestInitOnTheGocloudBridge pins that the gocloud bridge, which declares
+// conditional create but no compare-and-swap, passes the fencing probe
+// and holds a graph that writes.
+func TestInitOnTheGocloudBridge(t *testing.T) {
+	ctx := context.Background()
+	s, err := backend.Open(ctx, "gocloud+mem://graph-init-fencing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	g, err := Init(ctx, s, testSchema, InitOptions{})
+	if err != nil {
+		t.Fatalf("Init on the gocloud bridge: %v", err)
+	}
+	root, err := ReadRoot(ctx, s)
+	if err != nil || root.Fencing.CompareAndSwap != "not declared" || root.Fencing.ConditionalCreate != "ok" {
+		t.Fatalf("root = %+v, %v", root, err)
+	}
+	mustInsertPerson(t, g, "ada")
 }
