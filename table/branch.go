@@ -199,6 +199,14 @@ func ReclaimBranch(ctx context.Context, store backend.StorageAdapter, path, name
 	if err := validateBranchName(name, false); err != nil {
 		return err
 	}
+	// Most tables were never forked by the branch: one List says so.
+	page, err := store.List(ctx, branchRoot(path, name), backend.ListOptions{MaxKeys: 1})
+	if err != nil {
+		return fmt.Errorf("reclaim branch %q: %w", name, err)
+	}
+	if len(page.Objects) == 0 {
+		return nil
+	}
 	refs, err := ListBranches(ctx, store, path)
 	if err != nil {
 		return err
