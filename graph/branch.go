@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/omnigraph-go/omnigraph/backend"
@@ -21,8 +22,9 @@ type BranchInfo struct {
 // CreateBranch creates branch name from the head of from (default main). It
 // is logically atomic: the branch exists exactly when its genesis manifest
 // version does, and that is one PutIfAbsent, so a name never half-exists.
-// main, internal names ("__..."), names already live, and names that are a
-// path ancestor or descendant of a live name are refused. Tables are not
+// main, internal names ("__..."), names with upper-case letters (names are
+// unique ignoring case), names already live, and names that are a path
+// ancestor or descendant of a live name are refused. Tables are not
 // copied: each is forked on the branch's first write to it.
 //
 // Cost on a handle that knows from's head: a freshness probe of from and
@@ -30,6 +32,9 @@ type BranchInfo struct {
 // two round trips. Cold: one more GET.
 func (g *Graph) CreateBranch(ctx context.Context, name, from string) (*Snapshot, error) {
 	if err := checkUserBranch(name, "create"); err != nil {
+		return nil, err
+	}
+	if err := checkLowercase(name); err != nil {
 		return nil, err
 	}
 	return g.createBranch(ctx, name, from)
@@ -99,8 +104,46 @@ func (g *Graph) createBranch(ctx context.Context, name, from string) (*Snapshot,
 		}
 		return nil, err
 	}
+	if from != manifest.MainBranch {
+		if err := g.checkSourceSurvived(ctx, e, src); err != nil {
+			return nil, err
+		}
+	}
 	g.remember(e, "")
 	return &Snapshot{g: g, entry: e}, nil
+}
+
+// checkSourceSurvived closes the race of a create --from X with a delete of
+// X: the delete tombstones X and then looks for children before it
+// reclaims X's table forks, and the create, after publishing the child,
+// probes X. Whichever runs second sees the other: either the delete sees
+// the child and keeps the forks, or the create sees the tombstone and
+// withdraws the child (tombstones it) before anyone was told it exists, so
+// no live branch is left pinned to reclaimed data. main is never deleted,
+// so a create from main skips the probe.
+func (g *Graph) checkSourceSurvived(ctx context.Context, child, src *manifest.Entry) error {
+	r, err := g.man.Probe(ctx, src.Branch)
+	if err == nil && r.Live() && r.Incarnation == src.Incarnation {
+		return nil
+	}
+	withdraw := g.man.Tombstone(ctx, manifest.Ref{Branch: child.Branch, Incarnation: child.Incarnation, Version: child.Version, Exists: true})
+	if err != nil || withdraw != nil {
+		return fmt.Errorf("creating branch %q: could not confirm that %q still exists (%v), and withdrawing the new branch failed (%v); check with 'omnigraph branch list' and delete %q if it is listed",
+			child.Branch, src.Branch, err, withdraw, child.Branch)
+	}
+	return fmt.Errorf("%w: %q was deleted while branch %q was being created from it; nothing was created", manifest.ErrBranchNotFound, src.Branch, child.Branch)
+}
+
+// checkLowercase makes new branch names unique ignoring case, with no I/O
+// and no race: a new name may not contain an upper-case letter. Branch
+// names are storage paths, and a case-insensitive filesystem cannot keep
+// "Feature" beside "feature" (or "MAIN" beside "main"). Branches made by
+// older binaries with upper-case names still open, read, write and delete.
+func checkLowercase(name string) error {
+	if low := strings.ToLower(name); low != name {
+		return fmt.Errorf("%w: branch names are lower-case, so they stay unique on case-insensitive storage; use %q", ErrInvalidBranch, low)
+	}
+	return nil
 }
 
 // checkUserBranch refuses names users may not create or delete.
@@ -190,6 +233,13 @@ func (g *Graph) deleteBranch(ctx context.Context, name string) error {
 		return err
 	}
 	g.forget(name)
+	// A create --from this branch that read its head before the tombstone
+	// may have published a child meanwhile; its forks must stay (the
+	// creator withdraws the child when it sees the tombstone, see
+	// checkSourceSurvived, and cleanup reclaims the forks then).
+	if kids, err := g.children(ctx, name, r.Incarnation); err != nil || len(kids) > 0 {
+		return nil
+	}
 	reclaimTableForks(ctx, g.store, head, tableBranch(name, r.Incarnation))
 	return nil
 }

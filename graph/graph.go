@@ -14,6 +14,7 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/omnigraph-go/omnigraph/backend"
@@ -100,6 +102,11 @@ type cachedHead struct {
 type InitOptions struct {
 	// Actor is recorded on the initial commit (default DefaultActor).
 	Actor string
+	// ReclaimLeftovers deletes the tables and schema sources an interrupted
+	// init left (never an existing graph) instead of refusing leftovers
+	// that cannot be adopted. Only for when no other init of the location
+	// is running: the CLI's init --force.
+	ReclaimLeftovers bool
 }
 
 // OpenOptions tune Open.
@@ -163,6 +170,11 @@ func Open(ctx context.Context, store backend.StorageAdapter, opts OpenOptions) (
 	}
 	if err := manifest.ValidateBranchName(branch); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidBranch, err)
+	}
+	if !opts.ReadOnly {
+		if err := requireFencing(store, "writing to it"); err != nil {
+			return nil, err
+		}
 	}
 	man := manifest.New(store)
 	// A read-write open lists __recovery/ beside the head read.
@@ -282,10 +294,20 @@ func (g *Graph) catalog(ctx context.Context, identity string) (*pg.Catalog, erro
 }
 
 // Init creates a graph in store from a .pg schema: one table per node and
-// edge type, the accepted schema, and the initial commit on main. It refuses
-// a store that already holds a graph and a schema that does not compile
-// (changing nothing). Leftovers of an init that was interrupted before its
-// commit (tables and schema files with no manifest) are reclaimed.
+// edge type, the graph root object (RootKey), the accepted schema, and the
+// initial commit on main. It refuses a store that already holds a graph, a
+// schema that does not compile, a location holding foreign objects, and a
+// store that does not fence writers (the adapter must declare conditional
+// create, and a cheap probe of the live store must see its conditions hold);
+// every refusal changes nothing.
+//
+// Init never deletes what it did not create in this attempt: a racing init
+// may be using any file it finds. The tables and schema file of an init
+// that was interrupted (or is running now) are adopted when they are
+// exactly what this init would write (an untouched, empty version 1 with
+// the same columns); anything else is refused, and only
+// InitOptions.ReclaimLeftovers deletes it. Of racing inits exactly one
+// publishes; every other gets ErrGraphExists.
 func Init(ctx context.Context, store backend.StorageAdapter, schemaSrc string, opts InitOptions) (*Graph, error) {
 	cat, err := pg.Compile(schemaSrc)
 	if err != nil {
@@ -302,15 +324,41 @@ func Init(ctx context.Context, store backend.StorageAdapter, schemaSrc string, o
 	if err := checkInitLocation(ctx, store); err != nil {
 		return nil, err
 	}
-	// Nothing is reachable without a manifest version, so earlier partial
-	// inits are garbage.
-	for _, p := range graphPrefixes {
-		if err := store.DeletePrefix(ctx, p); err != nil {
-			return nil, fmt.Errorf("reclaim an interrupted init: %w", err)
+	if err := requireFencing(store, "writers"); err != nil {
+		return nil, err
+	}
+	probe, err := probeFencing(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	g, err := initGraph(ctx, store, man, cat, probe, opts)
+	if err != nil && !errors.Is(err, ErrGraphExists) && !errors.Is(err, backend.ErrUnknown) {
+		// A racing init that published first explains any conflict this
+		// one met on the way.
+		if exists, xerr := man.Exists(ctx); xerr == nil && exists {
+			return nil, ErrGraphExists
 		}
 	}
-	if _, err := store.Put(ctx, manifest.SchemaKey(cat.Identity), []byte(cat.Source)); err != nil {
-		return nil, fmt.Errorf("store the schema: %w", err)
+	return g, err
+}
+
+// initGraph writes the graph once the location is known to be usable.
+func initGraph(ctx context.Context, store backend.StorageAdapter, man *manifest.Store, cat *pg.Catalog, probe FencingProbe, opts InitOptions) (*Graph, error) {
+	if opts.ReclaimLeftovers {
+		// The caller vouches that no other init of this location is
+		// running: earlier partial inits are garbage (nothing is reachable
+		// without a manifest version).
+		for _, p := range graphPrefixes {
+			if err := store.DeletePrefix(ctx, p); err != nil {
+				return nil, fmt.Errorf("reclaim an interrupted init: %w", err)
+			}
+		}
+	}
+	if err := writeRoot(ctx, store, probe); err != nil {
+		return nil, err
+	}
+	if err := putSchemaSource(ctx, store, cat); err != nil {
+		return nil, err
 	}
 	pins, err := createTables(ctx, store, cat)
 	if err != nil {
@@ -355,12 +403,57 @@ func Init(ctx context.Context, store backend.StorageAdapter, schemaSrc string, o
 	return g, nil
 }
 
+// putSchemaSource stores the accepted schema source with one put-if-absent;
+// an existing copy (a racing or interrupted init of the same schema) is
+// adopted when its bytes are the same.
+func putSchemaSource(ctx context.Context, store backend.StorageAdapter, cat *pg.Catalog) error {
+	key := manifest.SchemaKey(cat.Identity)
+	_, err := store.PutIfAbsent(ctx, key, []byte(cat.Source))
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, backend.ErrPrecondition) && !errors.Is(err, backend.ErrUnknown) {
+		return fmt.Errorf("store the schema: %w", err)
+	}
+	got, _, gerr := store.Get(ctx, key)
+	if gerr != nil {
+		return fmt.Errorf("store the schema: %w (reading it back: %v)", err, gerr)
+	}
+	if !bytes.Equal(got, []byte(cat.Source)) {
+		return fmt.Errorf("%w: an interrupted init left a different source for schema %s; %s", ErrNotEmpty, cat.Identity, leftoverHint)
+	}
+	return nil
+}
+
+// leftoverHint ends the refusals of leftovers init cannot adopt.
+const leftoverHint = "if no other init of this location is running, run init again with --force to reclaim the leftovers"
+
+// createOrAdoptTable creates the empty table at path, or adopts the one an
+// interrupted or racing init of the same type left there: version 1, no
+// rows, the same key column and columns. Anything else is refused; init
+// never deletes a table it did not create.
+func createOrAdoptTable(ctx context.Context, store backend.StorageAdapter, path string, schema *arrow.Schema) (*table.Dataset, error) {
+	ds, err := table.Create(ctx, store, path, schema, idColumn)
+	if err == nil || (!errors.Is(err, table.ErrExists) && !errors.Is(err, backend.ErrUnknown)) {
+		return ds, err
+	}
+	old, oerr := table.Open(ctx, store, path, table.MainBranch)
+	if oerr != nil {
+		return nil, fmt.Errorf("%w (opening the existing table: %v)", err, oerr)
+	}
+	if old.Version() != 1 || len(old.Manifest().Fragments) != 0 || old.KeyColumn() != idColumn || !old.Schema().Equal(schema) {
+		return nil, fmt.Errorf("%w: an interrupted init (or one running now) left table %s with other contents or columns; %s", ErrNotEmpty, path, leftoverHint)
+	}
+	return old, nil
+}
+
 // graphPrefixes are the top-level prefixes a graph writes besides
 // __manifest/ (and the recovery layer's __recovery/).
 var graphPrefixes = []string{"nodes/", "edges/", manifest.SchemaDir}
 
 // checkInitLocation refuses a location holding objects that are not an
-// interrupted init's leftovers: init never writes into someone else's data.
+// interrupted or running init's (tables, schema sources, fencing probes):
+// init never writes into someone else's data.
 func checkInitLocation(ctx context.Context, store backend.StorageAdapter) error {
 	opts := backend.ListOptions{}
 	for {
@@ -369,7 +462,10 @@ func checkInitLocation(ctx context.Context, store backend.StorageAdapter) error 
 			return fmt.Errorf("check the location is empty: %w", err)
 		}
 		for _, o := range page.Objects {
-			ours := strings.HasPrefix(o.Key, "__recovery/")
+			if strings.HasPrefix(o.Key, manifest.Dir) {
+				return ErrGraphExists // a racing init published meanwhile
+			}
+			ours := strings.HasPrefix(o.Key, "__recovery/") || strings.HasPrefix(o.Key, probeDir) || o.Key == RootKey
 			for _, p := range graphPrefixes {
 				ours = ours || strings.HasPrefix(o.Key, p)
 			}

@@ -28,8 +28,8 @@ func tableBranch(branch string, incarnation uint64) string {
 	return branch + "@" + strconv.FormatUint(incarnation, 10)
 }
 
-// createTables creates one empty table per node and edge type, in parallel,
-// and returns their pins sorted by key.
+// createTables creates (or adopts, see createOrAdoptTable) one empty table
+// per node and edge type, in parallel, and returns their pins sorted by key.
 func createTables(ctx context.Context, store backend.StorageAdapter, cat *pg.Catalog) ([]manifest.TablePin, error) {
 	type spec struct{ key, path string }
 	var specs []spec
@@ -37,12 +37,12 @@ func createTables(ctx context.Context, store backend.StorageAdapter, cat *pg.Cat
 	for _, n := range cat.Nodes {
 		k, p, s := NodeTableKey(n.Name), NodeTablePath(n.Name), n.ArrowSchema()
 		specs = append(specs, spec{k, p})
-		schemas[k] = func() (*table.Dataset, error) { return table.Create(ctx, store, p, s, idColumn) }
+		schemas[k] = func() (*table.Dataset, error) { return createOrAdoptTable(ctx, store, p, s) }
 	}
 	for _, e := range cat.Edges {
 		k, p, s := EdgeTableKey(e.Name), EdgeTablePath(e.Name), e.ArrowSchema()
 		specs = append(specs, spec{k, p})
-		schemas[k] = func() (*table.Dataset, error) { return table.Create(ctx, store, p, s, idColumn) }
+		schemas[k] = func() (*table.Dataset, error) { return createOrAdoptTable(ctx, store, p, s) }
 	}
 	pins := make([]manifest.TablePin, len(specs))
 	errs := make([]error, len(specs))
@@ -120,13 +120,22 @@ func (s *Snapshot) TableStats(ctx context.Context) ([]TableStat, error) {
 	return out, nil
 }
 
-// reclaimTableForks deletes, best-effort, the table forks a deleted branch
-// incarnation owned. Failures are left to cleanup: the forks are
-// unreachable either way.
+// reclaimTableForks deletes, best-effort, every file the deleted branch
+// incarnation owned alone: for each table of its head (whether the head
+// pins the fork or not: a write that failed before publishing may have
+// forked it), the table branch's ref and everything under its tree. Failures
+// are left to cleanup: the forks are unreachable either way.
 func reclaimTableForks(ctx context.Context, store backend.StorageAdapter, head *manifest.Entry, owned string) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
 	for _, p := range head.Tables {
-		if p.Branch == owned {
-			_ = deleteTableBranch(ctx, store, p.Path, owned)
-		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(path string) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_ = deleteTableBranch(ctx, store, path, owned)
+		}(p.Path)
 	}
+	wg.Wait()
 }

@@ -50,11 +50,13 @@ func forkTable(ctx context.Context, store backend.StorageAdapter, path, name, fr
 // parent's number, so the first data commit is v+1.
 func forkedDataVersion(v uint64) uint64 { return v + 1 }
 
-// deleteTableBranch removes a table branch (best-effort reclaim).
+// deleteTableBranch removes a table branch and the files it owned alone
+// (best-effort reclaim); with no ref left, it reclaims the residue a
+// crashed fork or delete left under the branch's tree.
 func deleteTableBranch(ctx context.Context, store backend.StorageAdapter, path, name string) error {
 	err := table.DeleteBranch(ctx, store, path, name, "")
 	if errors.Is(err, table.ErrNotFound) {
-		return nil
+		return table.ReclaimBranch(ctx, store, path, name)
 	}
 	return err
 }

@@ -117,7 +117,9 @@ func TestRequestBudgets(t *testing.T) {
 		{"open + read a named branch head", deep.openReadNamed, 2, 2},
 		{"read an unchanged branch (warm)", deep.probeRead, 1, 1},
 		{"branch create", deep.create, 4, 3},
-		{"branch create from an uncached branch", deep.createCold, 4, 3},
+		// From a branch other than main: plus the probe of the source after
+		// the publish that fences a racing delete of it (checkSourceSurvived).
+		{"branch create from an uncached branch", deep.createCold, 5, 4},
 	}
 	for _, ck := range checks {
 		if ck.got.total > ck.maxRequests || ck.got.rt > ck.maxRT {

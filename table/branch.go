@@ -164,8 +164,9 @@ func ListBranches(ctx context.Context, store backend.StorageAdapter, path string
 // DeleteBranch removes branch name. If expectID is non-empty the ref must
 // carry that ID (a different one is ErrConflict: the branch was deleted and
 // recreated). The ref is deleted first, which is the logical delete; the
-// branch's version line is then removed best-effort (Cleanup reclaims any
-// residue and the files no live version references).
+// files the branch owned alone (its version line and every data, deletion
+// and index file under its tree) are then removed best-effort, see
+// ReclaimBranch (Cleanup reclaims any residue).
 func DeleteBranch(ctx context.Context, store backend.StorageAdapter, path, name, expectID string) error {
 	if err := validatePath(path); err != nil {
 		return err
@@ -180,6 +181,50 @@ func DeleteBranch(ctx context.Context, store backend.StorageAdapter, path, name,
 	if err := store.Delete(ctx, refKey(path, name)); err != nil {
 		return fmt.Errorf("delete branch %q: %w", name, err)
 	}
-	_ = store.DeletePrefix(ctx, versionsPrefix(path, name))
+	_ = ReclaimBranch(ctx, store, path, name)
+	return nil
+}
+
+// ReclaimBranch deletes the files of a branch that has no ref (deleted, or
+// half-created): everything under its tree, version line and data, deletion
+// and index files alike. A branch's own writes land only under its tree, so
+// those files are its alone, unless a live branch was forked from it (its
+// shallow clone shares them): then only the version line is deleted and
+// the rest is left to Cleanup, which follows references. A live ref of name
+// itself is ErrConflict.
+func ReclaimBranch(ctx context.Context, store backend.StorageAdapter, path, name string) error {
+	if err := validatePath(path); err != nil {
+		return err
+	}
+	if err := validateBranchName(name, false); err != nil {
+		return err
+	}
+	// Most tables were never forked by the branch: one List says so.
+	page, err := store.List(ctx, branchRoot(path, name), backend.ListOptions{MaxKeys: 1})
+	if err != nil {
+		return fmt.Errorf("reclaim branch %q: %w", name, err)
+	}
+	if len(page.Objects) == 0 {
+		return nil
+	}
+	refs, err := ListBranches(ctx, store, path)
+	if err != nil {
+		return err
+	}
+	for _, r := range refs {
+		if r.Name == name {
+			return fmt.Errorf("%w: branch %q is live; delete it instead", ErrConflict, name)
+		}
+		if r.ParentBranch == name {
+			// A live child shares the files.
+			if err := store.DeletePrefix(ctx, versionsPrefix(path, name)); err != nil {
+				return fmt.Errorf("reclaim branch %q: %w", name, err)
+			}
+			return nil
+		}
+	}
+	if err := store.DeletePrefix(ctx, branchRoot(path, name)); err != nil {
+		return fmt.Errorf("reclaim branch %q: %w", name, err)
+	}
 	return nil
 }

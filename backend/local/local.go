@@ -87,22 +87,44 @@ func init() {
 	})
 }
 
-// New opens (creating if needed) the directory root as a store.
+// New opens the directory root as a store. Opening creates nothing: a
+// missing directory reads as an empty store, and the first write creates it
+// (with its parents), so a read-only command or a command that fails before
+// writing never leaves a directory behind. A path that exists but is not a
+// directory is refused.
 func New(root string) (*Store, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, backend.NewError("open", "", backend.KindConfiguration, err)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return nil, backend.NewError("open", "", backend.KindConfiguration,
-			fmt.Errorf("cannot create the store directory: %v", errnoOf(err)))
-	}
 	fi, err := os.Stat(abs)
-	if err != nil || !fi.IsDir() {
+	switch {
+	case err == nil && !fi.IsDir():
 		return nil, backend.NewError("open", "", backend.KindConfiguration,
 			fmt.Errorf("the store path is not a directory; give a directory path"))
+	case err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(errnoOf(err), unix.ENOTDIR):
+		return nil, backend.NewError("open", "", backend.KindConfiguration,
+			fmt.Errorf("cannot read the store directory: %v", errnoOf(err)))
+	case err != nil && errors.Is(errnoOf(err), unix.ENOTDIR):
+		return nil, backend.NewError("open", "", backend.KindConfiguration,
+			fmt.Errorf("a parent of the store path is not a directory; give a directory path"))
 	}
 	return &Store{root: abs}, nil
+}
+
+// RootExists reports whether the store's directory exists yet.
+func (s *Store) RootExists() bool {
+	fi, err := os.Stat(s.root)
+	return err == nil && fi.IsDir()
+}
+
+// ensureRoot creates the store's directory (and its parents) for a write.
+func (s *Store) ensureRoot(op, key string) error {
+	if err := os.MkdirAll(s.root, 0o755); err != nil {
+		return backend.NewError(op, key, backend.KindConfiguration,
+			fmt.Errorf("cannot create the store directory: %v", errnoOf(err)))
+	}
+	return nil
 }
 
 // Root returns the store's directory.
@@ -468,6 +490,9 @@ func (s *Store) mkdirs(op, key string) ([]string, error) {
 	segs := strings.Split(key, "/")
 	dir := s.root
 	var created []string
+	if err := s.ensureRoot(op, key); err != nil {
+		return nil, err
+	}
 	for i, seg := range segs[:len(segs)-1] {
 		dir = filepath.Join(dir, seg)
 		err := os.Mkdir(dir, 0o755)
@@ -710,6 +735,12 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := check(ctx, "delete", key); err != nil {
 		return err
 	}
+	// Deleting a missing key is a no-op that takes no lock, so it creates
+	// nothing (no store directory, no lock file). A concurrent Put of the key
+	// is ordered after this delete.
+	if _, err := os.Lstat(s.path(key)); errors.Is(err, os.ErrNotExist) || errors.Is(errnoOf(err), unix.ENOTDIR) {
+		return nil
+	}
 	unlock, err := s.lock(ctx, "delete", key)
 	if err != nil {
 		return err
@@ -776,6 +807,11 @@ func (s *Store) lock(ctx context.Context, op, key string) (func(), error) {
 			return nil, backend.NewError(op, key, backend.KindTransient, err)
 		}
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil && errors.Is(err, os.ErrNotExist) {
+			if err = s.ensureRoot(op, key); err == nil {
+				f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+			}
+		}
 		if err != nil {
 			mu.Unlock()
 			return nil, classify(op, key, err)

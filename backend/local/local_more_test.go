@@ -218,3 +218,58 @@ func TestOpenURLs(t *testing.T) {
 		t.Fatalf("New(file) = %v, want Configuration", err)
 	}
 }
+
+// TestOpenAndReadsCreateNothing pins "nothing is created by a command that
+// only reads": opening a missing directory, and every read and no-op
+// delete on it, leave the filesystem untouched; the first write creates
+// the directory with its parents.
+func TestOpenAndReadsCreateNothing(t *testing.T) {
+	ctx := t.Context()
+	parent := t.TempDir()
+	root := filepath.Join(parent, "typo", "graph")
+	s, err := local.New(root)
+	if err != nil {
+		t.Fatalf("New(missing dir) = %v", err)
+	}
+	if s.RootExists() {
+		t.Fatal("RootExists on a missing directory")
+	}
+	if _, _, err := s.Get(ctx, "a/b"); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("Get = %v, want NotFound", err)
+	}
+	if _, err := s.Stat(ctx, "a"); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("Stat = %v, want NotFound", err)
+	}
+	if ok, err := s.Exists(ctx, "a"); ok || err != nil {
+		t.Fatalf("Exists = %v, %v", ok, err)
+	}
+	if page, err := s.List(ctx, "", backend.ListOptions{}); err != nil || len(page.Objects) != 0 {
+		t.Fatalf("List = %+v, %v", page, err)
+	}
+	if err := s.Delete(ctx, "a/b"); err != nil {
+		t.Fatalf("Delete of a missing key = %v", err)
+	}
+	if err := s.DeletePrefix(ctx, "a/"); err != nil {
+		t.Fatalf("DeletePrefix = %v", err)
+	}
+	if _, err := s.PutIfMatch(ctx, "a", []byte("x"), "v"); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("PutIfMatch = %v, want NotFound", err)
+	}
+	if ents, _ := os.ReadDir(parent); len(ents) != 0 {
+		t.Fatalf("reads created %v", ents)
+	}
+	if _, err := s.PutIfAbsent(ctx, "a/b", []byte("x")); err != nil {
+		t.Fatalf("first write: %v", err)
+	}
+	if got, _, err := s.Get(ctx, "a/b"); err != nil || string(got) != "x" {
+		t.Fatalf("Get after the first write = %q, %v", got, err)
+	}
+	if !s.RootExists() {
+		t.Fatal("the first write did not create the directory")
+	}
+	// A fresh store's first Put takes the lock, whose file lives in the root.
+	s2, _ := local.New(filepath.Join(parent, "second"))
+	if _, err := s2.Put(ctx, "k", []byte("v")); err != nil {
+		t.Fatalf("Put into a missing directory: %v", err)
+	}
+}

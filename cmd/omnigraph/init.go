@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -23,7 +25,7 @@ type graphTarget struct {
 }
 
 func (t *graphTarget) addStore(c *cobra.Command) {
-	c.Flags().StringVar(&t.store, "store", "", "graph location: a directory, file://, mem://, s3://, gs:// or az:// URL")
+	c.Flags().StringVar(&t.store, "store", "", "graph location: a directory, file://, s3://, gs:// or az:// URL")
 }
 
 func (t *graphTarget) addJSON(c *cobra.Command) {
@@ -34,12 +36,31 @@ func (t *graphTarget) addActor(c *cobra.Command) {
 	c.Flags().StringVar(&t.actor, "as", "", "actor id recorded on the commit (default "+graph.DefaultActor+")")
 }
 
-// openStore opens the storage location named by --store.
+// processLocalStores lets graph commands use mem:// stores, which live only
+// inside one process: the in-process CLI tests run many commands in one
+// process and set it. The binary leaves it off, so `init mem://x` is refused
+// instead of reporting a graph that vanishes when the command exits.
+var processLocalStores = false
+
+// errProcessLocalStore refuses mem:// locations in the CLI.
+var errProcessLocalStore = errors.New("mem:// stores live only inside one process, so a graph there would vanish when this command exits; give a directory path, file://, s3://, gs:// or az:// URL (mem:// is for the Go API and tests)")
+
+// openStore opens the storage location named by --store. Opening creates
+// nothing: a command that only reads, or that fails, leaves no directory.
 func (t *graphTarget) openStore(ctx context.Context) (backend.StorageAdapter, error) {
 	if t.store == "" {
-		return nil, usagef("no graph location: pass --store URL (a directory, file://, mem://, s3://, gs:// or az:// URL)")
+		return nil, usagef("no graph location: pass --store URL (a directory, file://, s3://, gs:// or az:// URL)")
+	}
+	if isProcessLocal(t.store) && !processLocalStores {
+		return nil, errProcessLocalStore
 	}
 	return backend.Open(ctx, t.store)
+}
+
+// isProcessLocal reports whether url names a store that lives only inside
+// this process (mem://, gocloud+mem://).
+func isProcessLocal(url string) bool {
+	return strings.HasPrefix(url, "mem://") || strings.HasPrefix(url, "gocloud+mem://")
 }
 
 // openGraph opens the graph at --store; read-only unless write is set.
@@ -66,11 +87,15 @@ func init() {
 	register(func(a *app) *cobra.Command {
 		var t graphTarget
 		var schemaFile string
+		var force bool
 		c := &cobra.Command{
 			Use:   "init --schema FILE.pg URL",
 			Short: "Create a graph from a .pg schema",
 			Long: "Create a graph at URL (or --store URL): one table per node and edge type,\n" +
-				"the accepted schema, and the first commit on main. An existing graph is refused.",
+				"the accepted schema, and the first commit on main. An existing graph is refused,\n" +
+				"and so is a store that does not fence concurrent writers (see 'omnigraph storage check').\n" +
+				"Leftovers of an interrupted init of the same schema are reused; other leftovers\n" +
+				"are refused unless --force is given.",
 			Args: cobra.MaximumNArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
 				if len(args) == 1 {
@@ -95,7 +120,7 @@ func init() {
 					return err
 				}
 				defer store.Close()
-				g, err := graph.Init(c.Context(), store, string(src), graph.InitOptions{Actor: t.actor})
+				g, err := graph.Init(c.Context(), store, string(src), graph.InitOptions{Actor: t.actor, ReclaimLeftovers: force})
 				if err != nil {
 					return err
 				}
@@ -123,6 +148,7 @@ func init() {
 			},
 		}
 		c.Flags().StringVar(&schemaFile, "schema", "", "the .pg schema file (required)")
+		c.Flags().BoolVar(&force, "force", false, "delete the tables and schema files an interrupted init left (never an existing graph); only when no other init of this location is running")
 		t.addStore(c)
 		t.addJSON(c)
 		t.addActor(c)

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -16,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/backend/local"
 )
 
 func init() {
@@ -31,7 +34,9 @@ func init() {
 under a fresh temporary prefix (_omnigraph_check/<random>/) that is deleted
 at the end. It races 8 conditional creates on one key, races 8
 compare-and-swaps (when the store declares them), and checks
-list-after-write, ranged reads and deletes. It prints a capability table and
+list-after-write, ranged reads and deletes. On a local directory it refuses a
+directory that does not exist (it creates nothing) and leaves no lock files.
+It prints a capability table and
 exits 1 when the store lacks a working conditional create, or when a
 capability it declares does not hold. Run it before pointing a graph at a
 new S3-compatible store.`,
@@ -49,6 +54,9 @@ new S3-compatible store.`,
 		return storage
 	})
 }
+
+// checkPrefix holds storage check's temporary probe directories.
+const checkPrefix = "_omnigraph_check/"
 
 // checkRaceWriters is the number of concurrent writers in each race.
 const checkRaceWriters = 8
@@ -78,8 +86,42 @@ func storageCheck(ctx context.Context, out io.Writer, url string) error {
 	defer store.Close()
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	prefix := "_omnigraph_check/" + hex.EncodeToString(rnd[:]) + "/"
+	prefix := checkPrefix + hex.EncodeToString(rnd[:]) + "/"
 	s := backend.WithPrefix(store, prefix)
+	// clean deletes every probe key; leftKeys lists what it missed.
+	clean := func(ctx context.Context) error { return store.DeletePrefix(ctx, prefix) }
+	leftKeys := func(ctx context.Context) (int, error) {
+		left, err := backend.ListAll(ctx, store, prefix)
+		return len(left), err
+	}
+	if ls, ok := store.(*local.Store); ok {
+		// A directory that does not exist is not probed: the check creates
+		// nothing where there is nothing (init creates the directory).
+		if !ls.RootExists() {
+			return exitCodeError{code: exitError, err: errors.New("the directory does not exist; storage check probes an existing location and creates nothing there (omnigraph init creates the directory)")}
+		}
+		// The local store keeps its lock files in its root: probe a store
+		// rooted at the temporary directory, so they go away with it.
+		dir := filepath.Join(ls.Root(), filepath.FromSlash(prefix))
+		sub, err := local.New(dir)
+		if err != nil {
+			return err
+		}
+		s = sub
+		clean = func(context.Context) error {
+			if err := os.RemoveAll(dir); err != nil {
+				return err
+			}
+			_ = os.Remove(filepath.Dir(dir)) // the shared parent, when empty
+			return nil
+		}
+		leftKeys = func(context.Context) (int, error) {
+			if _, err := os.Stat(dir); err == nil {
+				return 1, nil
+			}
+			return 0, nil
+		}
+	}
 	caps := store.Capabilities()
 	fmt.Fprintf(out, "checking %s (temporary prefix %s)\n\n", backend.Redact(url), prefix)
 
@@ -104,13 +146,13 @@ func storageCheck(ctx context.Context, out io.Writer, url string) error {
 	// Cleanup runs even when the caller's context is done.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	clean := checkRow{name: "cleanup of probe keys", declared: "-", observed: "yes"}
-	if err := store.DeletePrefix(cctx, prefix); err != nil {
-		clean.observed, clean.fatal = "FAILED: "+err.Error(), true
-	} else if left, err := backend.ListAll(cctx, store, prefix); err != nil || len(left) > 0 {
-		clean.observed, clean.fatal = fmt.Sprintf("FAILED: %d keys left", len(left)), true
+	cleanRow := checkRow{name: "cleanup of probe keys", declared: "-", observed: "yes"}
+	if err := clean(cctx); err != nil {
+		cleanRow.observed, cleanRow.fatal = "FAILED: "+err.Error(), true
+	} else if n, err := leftKeys(cctx); err != nil || n > 0 {
+		cleanRow.observed, cleanRow.fatal = fmt.Sprintf("FAILED: %d keys left", n), true
 	}
-	rows = append(rows, clean)
+	rows = append(rows, cleanRow)
 
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "capability\tdeclared\tobserved")
