@@ -50,20 +50,8 @@ type intentRegistry struct {
 	deleting map[string]bool
 }
 
-var (
-	registriesMu sync.Mutex
-	registries   = map[string]*intentRegistry{}
-)
-
-func registryOf(graphID string) *intentRegistry {
-	registriesMu.Lock()
-	defer registriesMu.Unlock()
-	r := registries[graphID]
-	if r == nil {
-		r = &intentRegistry{pending: map[string]*recovery.Sidecar{}, deferred: map[string]bool{}, retired: map[string]bool{}, deleting: map[string]bool{}}
-		registries[graphID] = r
-	}
-	return r
+func newIntentRegistry() *intentRegistry {
+	return &intentRegistry{pending: map[string]*recovery.Sidecar{}, deferred: map[string]bool{}, retired: map[string]bool{}, deleting: map[string]bool{}}
 }
 
 func (r *intentRegistry) add(sc *recovery.Sidecar) {
@@ -211,7 +199,7 @@ func (g *Graph) lockIntent(ctx context.Context, sc *recovery.Sidecar) (func(), e
 }
 
 func (g *Graph) recoveryOptions(mode recovery.Mode) recovery.Options {
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	return recovery.Options{
 		Mode:      mode,
 		Manifests: graphManifests{g},
@@ -230,9 +218,14 @@ func listPending(ctx context.Context, store backend.StorageAdapter) ([]string, e
 }
 
 // openRecovery is the read-write open sweep over the keys Open listed:
-// every pending sidecar is rolled forward, rolled back or discarded, or the
-// open fails closed with the sidecar kept. Sidecars of writes this process
-// already saw published are only deleted.
+// every pending sidecar is read, classified from storage and rolled
+// forward, rolled back or discarded with its audit row, or the open fails
+// closed with the sidecar kept. The one sidecar it leaves alone is a live
+// writer's of this same process (its gates are held, or it published and
+// only its deferred delete is left): the sweep waits for the writer's gates
+// and then skips it, deleting nothing; one that only waits for its deferred
+// Phase D delete gets that delete first. A restarted process remembers no
+// intent, so it classifies and audits every sidecar it finds.
 func (g *Graph) openRecovery(ctx context.Context, keys []string, listErr error) error {
 	if listErr != nil {
 		return fmt.Errorf("open graph: recovery: %w", listErr)
@@ -240,18 +233,16 @@ func (g *Graph) openRecovery(ctx context.Context, keys []string, listErr error) 
 	if len(keys) == 0 {
 		return nil
 	}
-	reg := registryOf(g.graphID)
-	var todo []string
+	// Writes this process published and whose Phase D delete is still
+	// deferred finish that delete now (it is their writer's last step, not
+	// a recovery); the sweep then finds them gone.
 	for _, k := range keys {
-		if id, ok := recovery.OperationIDOf(k); ok && reg.isRetired(id) {
-			if recovery.Disarm(ctx, g.store, id) == nil {
-				reg.remove(id)
-			}
-			continue
+		if id, ok := recovery.OperationIDOf(k); ok && g.intents.isRetired(id) {
+			g.flushRetired(ctx)
+			break
 		}
-		todo = append(todo, k)
 	}
-	rep, err := recovery.SweepKeys(ctx, g.store, todo, g.recoveryOptions(recovery.Full))
+	rep, err := recovery.SweepKeys(ctx, g.store, keys, g.recoveryOptions(recovery.Full))
 	g.forgetResolved(rep)
 	if err != nil {
 		return fmt.Errorf("open graph: recovery: %w", err)
@@ -263,7 +254,7 @@ func (g *Graph) forgetResolved(rep *recovery.Report) {
 	if rep == nil {
 		return
 	}
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	for _, o := range rep.Outcomes {
 		// A skipped sidecar is its live writer's business (it may be
 		// retired with its delete deferred): leave its state alone.
@@ -294,7 +285,7 @@ func (g *Graph) PendingRecovery(ctx context.Context) ([]*recovery.Assessment, er
 	if err != nil {
 		return nil, err
 	}
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	var out []*recovery.Assessment
 	for _, k := range keys {
 		sc, err := recovery.Read(ctx, g.store, k)
@@ -325,7 +316,7 @@ func (g *Graph) RecoveryAudit(ctx context.Context) ([]recovery.Record, error) {
 // heal of the intents this process left unresolved on branch. With none
 // (the steady state) it makes no request.
 func (g *Graph) recoveryHeal(ctx context.Context, branch string) error {
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	opts := g.recoveryOptions(recovery.RollForwardOnly)
 	opts.Unresolved = func(sc *recovery.Sidecar) bool { return reg.isPending(sc.Intent.OperationID) }
 	for _, sc := range reg.on(branch) {
@@ -350,7 +341,7 @@ func (g *Graph) recoveryHeal(ctx context.Context, branch string) error {
 // writer that is no longer live and left it unresolved.
 func (g *Graph) recoveryPending(ctx context.Context, tok Token) error {
 	self, _ := ctx.Value(opCtxKey{}).(string)
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	for _, sc := range reg.on(tok.Branch) {
 		if sc.Intent.OperationID == self {
 			continue
@@ -376,7 +367,7 @@ func (g *Graph) recoveryArm(ctx context.Context, in *manifest.Intent) error {
 		return g.failpoint(FailpointPostPhaseA)
 	}
 	sc := recovery.New(in, newID(), time.Now())
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	var wg sync.WaitGroup
 	for _, id := range reg.takeRetired() {
 		wg.Add(1)
@@ -402,7 +393,7 @@ func (g *Graph) recoveryDisarm(ctx context.Context, in *manifest.Intent) error {
 	if len(in.Tables) == 0 {
 		return nil // nothing was armed
 	}
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	if g.publishedHere(in) {
 		if err := g.failpoint(FailpointPostPhaseC); err != nil {
 			return err
@@ -419,7 +410,7 @@ func (g *Graph) recoveryDisarm(ctx context.Context, in *manifest.Intent) error {
 
 // flushRetired sends the deferred Phase D deletes now.
 func (g *Graph) flushRetired(ctx context.Context) {
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	for _, id := range reg.takeRetired() {
 		reg.deleted(id, recovery.Disarm(ctx, g.store, id))
 	}
@@ -461,7 +452,7 @@ func (g *Graph) Repair(ctx context.Context, confirm bool) (*RepairReport, error)
 	if err != nil {
 		return nil, err
 	}
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	for _, k := range keys {
 		if id, ok := recovery.OperationIDOf(k); ok && reg.isRetired(id) {
 			continue // a published write's sidecar, delete still deferred
