@@ -190,7 +190,9 @@ func withName(names []string, name string) []string {
 	return out
 }
 
-func sameNames(a, b []string) bool { return strings.Join(a, "\x00") == strings.Join(b, "\x00") && len(a) == len(b) }
+func sameNames(a, b []string) bool {
+	return strings.Join(a, "\x00") == strings.Join(b, "\x00") && len(a) == len(b)
+}
 
 func stateOf(t testing.TB, g *Graph, branch string) state {
 	t.Helper()
