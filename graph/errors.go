@@ -74,6 +74,30 @@ func (e *OutcomeUnknown) Unwrap() error { return e.Err }
 // reclassified on the way.
 func (e *OutcomeUnknown) Is(target error) bool { return target == backend.ErrUnknown }
 
+// TableDrift is returned, before anything is written, when a table the
+// write targets has a live HEAD that differs from its manifest pin and no
+// recovery intent covers it (a table commit no graph commit published, for
+// example left by a tool or an older binary). Writing over it would commit
+// the other tables and then fail; 'omnigraph repair' previews the drift
+// and 'omnigraph repair --confirm' restores it. Matches ErrTableDrift.
+type TableDrift struct {
+	Branch string
+	Table  string
+	Pin    uint64
+	Head   uint64
+}
+
+func (e *TableDrift) Error() string {
+	return fmt.Sprintf("table %s on branch %q is at version %d but the branch's last commit pins version %d, and no recovery intent covers the difference; nothing was written: run 'omnigraph repair' to see the drift and 'omnigraph repair --confirm' to restore it, then run the write again",
+		e.Table, e.Branch, e.Head, e.Pin)
+}
+
+// ErrTableDrift matches every *TableDrift.
+var ErrTableDrift = errors.New("table drift")
+
+// Is makes errors.Is(err, ErrTableDrift) hold.
+func (e *TableDrift) Is(target error) bool { return target == ErrTableDrift }
+
 // RecoveryRequired is returned when a write failed after a durable table
 // effect, or when an unresolved recovery intent covers what a write needs.
 // The graph stays consistent at its last published commit; the next

@@ -430,6 +430,13 @@ func (g *Graph) publishedHere(in *manifest.Intent) bool {
 
 // RepairReport is what Repair found and, when confirmed, did.
 type RepairReport struct {
+	// Pending lists the recovery sidecars found, with what recovery does
+	// with each (preview) or did (Recovered, after --confirm).
+	Pending []*recovery.Assessment `json:"pending,omitempty"`
+	// Recovered are the audit rows of the interrupted writes repair
+	// resolved first (rolled forward, rolled back, discarded), with
+	// --confirm.
+	Recovered []recovery.Record `json:"recovered,omitempty"`
 	// Drift lists the tables whose HEAD differs from their manifest pin
 	// with no recovery sidecar covering them.
 	Drift []recovery.Drift `json:"drift"`
@@ -439,33 +446,79 @@ type RepairReport struct {
 	Records []recovery.Record `json:"records,omitempty"`
 }
 
-// Repair finds table drift no recovery sidecar covers and, when confirm is
-// set, restores each drifted table to its pin and publishes one commit per
-// branch by omnigraph:recovery. It refuses while any sidecar is pending
-// (recovery.ErrPending): that drift belongs to recovery. Without confirm it
-// writes nothing (a read-only handle may preview).
+// OpenForRepair opens the graph read-write for Repair without the
+// fail-closed open sweep: Repair runs that sweep itself, in Compensate
+// mode, so it can also resolve the intents a plain read-write open refuses
+// (foreign table state under an intent). Use it only to call Repair.
+func OpenForRepair(ctx context.Context, store backend.StorageAdapter, opts OpenOptions) (*Graph, error) {
+	opts.ReadOnly = true
+	g, err := Open(ctx, store, opts)
+	if err != nil {
+		return nil, err
+	}
+	g.readOnly = false
+	return g, nil
+}
+
+// Repair resolves every state a write can leave. Without confirm it only
+// reports: the pending recovery sidecars with their classification, and
+// the table drift (HEAD != manifest pin) no sidecar covers. With confirm it
+// first resolves every pending sidecar in Compensate mode (roll forward
+// what is complete, roll back the write's own effects otherwise, leaving
+// foreign table state alone), then restores each drifted table to its pin
+// and publishes one commit per branch by omnigraph:recovery. Only an
+// invariant violation (HEAD behind its pin) is refused.
 func (g *Graph) Repair(ctx context.Context, confirm bool) (*RepairReport, error) {
 	if confirm && g.readOnly {
 		return nil, ErrReadOnly
 	}
-	keys, err := recovery.Pending(ctx, g.store)
+	rep := &RepairReport{}
+	pending, err := g.PendingRecovery(ctx)
 	if err != nil {
 		return nil, err
 	}
-	reg := g.intents
-	for _, k := range keys {
-		if id, ok := recovery.OperationIDOf(k); ok && reg.isRetired(id) {
-			continue // a published write's sidecar, delete still deferred
+	rep.Pending = pending
+	if confirm && len(pending) > 0 {
+		g.flushRetired(ctx)
+		opts := g.recoveryOptions(recovery.Compensate)
+		rr, err := recovery.Sweep(ctx, g.store, opts)
+		g.forgetResolved(rr)
+		if rr != nil {
+			for _, o := range rr.Outcomes {
+				if o.Record != nil {
+					rep.Recovered = append(rep.Recovered, *o.Record)
+				}
+			}
 		}
-		id, _ := recovery.OperationIDOf(k)
-		return nil, fmt.Errorf("repair refused: operation %s: %w", id, recovery.ErrPending)
+		if err != nil {
+			return rep, fmt.Errorf("repair: resolve the pending recovery intents: %w", err)
+		}
 	}
 	drift, err := recovery.FindDrift(ctx, g.store, g.man)
 	if err != nil {
-		return nil, err
+		return rep, err
 	}
-	rep := &RepairReport{Drift: drift}
-	if !confirm || len(drift) == 0 {
+	if !confirm {
+		// Drift a pending sidecar covers is that write's, not repair's.
+		covered := map[string]bool{}
+		for _, a := range pending {
+			for _, t := range a.Sidecar.Intent.Tables {
+				covered[a.Sidecar.Intent.Token.Branch+"\x00"+t.Key] = true
+			}
+		}
+		for _, d := range drift {
+			if !covered[d.Branch+"\x00"+d.Key] {
+				rep.Drift = append(rep.Drift, d)
+			}
+		}
+		if rep.Drift == nil {
+			rep.Drift = []recovery.Drift{}
+		}
+		return rep, nil
+	}
+	rep.Drift = drift
+	if len(drift) == 0 {
+		rep.Drift = []recovery.Drift{}
 		return rep, nil
 	}
 	byBranch := map[string][]recovery.Drift{}
@@ -498,4 +551,61 @@ func (g *Graph) Repair(ctx context.Context, confirm bool) (*RepairReport, error)
 	}
 	rep.Applied = true
 	return rep, nil
+}
+
+// intentCovers reports whether a pending sidecar (of any process) names
+// table key on branch: drift under it belongs to an interrupted or
+// in-flight write, not to repair. It Lists __recovery/ and reads the
+// sidecars, which only happens after the pre-arm check found drift.
+func (g *Graph) intentCovers(ctx context.Context, branch, key string) (bool, error) {
+	keys, err := recovery.Pending(ctx, g.store)
+	if err != nil {
+		return false, err
+	}
+	self, _ := ctx.Value(opCtxKey{}).(string)
+	for _, k := range keys {
+		if id, ok := recovery.OperationIDOf(k); ok && (id == self || g.intents.isRetired(id)) {
+			continue // ours, or a published write of this process
+		}
+		sc, err := recovery.Read(ctx, g.store, k)
+		if backend.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if sc.Intent.Token.Branch != branch {
+			continue
+		}
+		// A published write's sidecar (its delete still pending) does
+		// not explain drift beyond its published versions.
+		e := sc.Intent.Entry
+		if pub, err := g.man.ReadVersion(ctx, e.Branch, e.Incarnation, e.Version); err == nil && pub.Commit != nil && pub.Commit.ID == e.Commit.ID {
+			continue
+		} else if err != nil && !backend.IsNotFound(err) {
+			return false, err
+		}
+		for _, t := range sc.Intent.Tables {
+			if t.Key == key {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// undoIntent resolves the write's own intent in Compensate mode while the
+// writer still holds its gates (see Write.lostRace).
+func (g *Graph) undoIntent(ctx context.Context, in *manifest.Intent) (recovery.Outcome, error) {
+	sc, err := recovery.Read(ctx, g.store, recovery.Key(in.OperationID))
+	if err != nil {
+		return recovery.Outcome{}, err
+	}
+	opts := g.recoveryOptions(recovery.Compensate)
+	opts.Lock, opts.Unresolved = nil, nil // this writer holds the gates
+	out, err := recovery.Resolve(ctx, g.store, sc, opts)
+	if err == nil {
+		g.intents.remove(in.OperationID)
+	}
+	return out, err
 }
