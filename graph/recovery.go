@@ -346,7 +346,7 @@ func (g *Graph) recoveryPending(ctx context.Context, tok Token) error {
 		if sc.Intent.OperationID == self {
 			continue
 		}
-		reason := "an interrupted write on this branch is not resolved yet; retry the write (its entry heal resolves it)"
+		reason := "an earlier interrupted write on this branch is not resolved yet (the next write's entry heal or a read-write open resolves it)"
 		if reg.isDeferred(sc.Intent.OperationID) {
 			reason = recovery.ErrDeferred.Error()
 		}

@@ -225,3 +225,38 @@ func TestCrossProcessPublishRaceReprepares(t *testing.T) {
 	}
 	assertConverged(t, g, r.fault)
 }
+
+// TestMaybeLandedErrorsNeverAdviseBlindRetry pins item 14: after
+// RecoveryRequired or OutcomeUnknown the write may have landed (a client
+// that retried as told duplicated edges), so the message names what to
+// check first (commit list, recovery list) and never says to retry.
+func TestMaybeLandedErrorsNeverAdviseBlindRetry(t *testing.T) {
+	ctx := context.Background()
+	r := newCrashRig(t, "mem")
+	clear := Failpoints.Set(r.g.ID(), FailpointPostPhaseB, func() error { return errors.New("publisher down") })
+	_, _, rerr := twoTableWrite(ctx, r.g, "main", KindMutation, "x")
+	clear()
+	if !errors.Is(rerr, ErrRecoveryRequired) {
+		t.Fatalf("got %v, want RecoveryRequired", rerr)
+	}
+	unknown := &OutcomeUnknown{Branch: "main", CommitID: "01COMMIT", Version: 3, Err: errors.New("answer lost")}
+	for _, err := range []error{rerr, unknown} {
+		msg := err.Error()
+		for _, want := range []string{"omnigraph commit list", "omnigraph recovery list", "do not run"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%T message lacks %q: %s", err, want, msg)
+			}
+		}
+		for _, bad := range []string{"then retry", "before retrying", "retry the write"} {
+			if strings.Contains(msg, bad) {
+				t.Errorf("%T message advises a blind retry (%q): %s", err, bad, msg)
+			}
+		}
+	}
+	// The write it was about did land once recovered: retrying it blindly
+	// would have duplicated it.
+	mustWrite(t, r.g, "main", KindMutation, "next")
+	if st := stateOf(t, r.g, "main"); !sameNames(st.persons, []string{"next", "x"}) {
+		t.Fatalf("rows %v", st.persons)
+	}
+}
