@@ -52,9 +52,10 @@ func (e *ReadSetChanged) Error() string {
 
 // OutcomeUnknown is returned when the manifest publish was sent but its
 // answer was lost and reading the version back could not tell whether it
-// landed. The commit may or may not be visible: check with
-// 'omnigraph commit show <CommitID>' before writing again. It matches
-// backend.ErrUnknown.
+// landed. The commit may or may not be visible, so the write must not be
+// sent again blindly (a retry that lands twice duplicates rows and edges):
+// look for CommitID in 'omnigraph commit list' first, and at 'omnigraph
+// recovery list' for its pending intent. It matches backend.ErrUnknown.
 type OutcomeUnknown struct {
 	Branch   string
 	CommitID string
@@ -63,8 +64,8 @@ type OutcomeUnknown struct {
 }
 
 func (e *OutcomeUnknown) Error() string {
-	return fmt.Sprintf("the outcome of commit %s on branch %q is unknown (the storage answer was lost); check with 'omnigraph commit show %s' before retrying: %v",
-		e.CommitID, e.Branch, e.CommitID, e.Err)
+	return fmt.Sprintf("the outcome of commit %s on branch %q is unknown (the storage answer was lost), so it may have landed: do not run the write again before checking: look for commit %s in 'omnigraph commit list --branch %s'; if it is there the write is done, if not check 'omnigraph recovery list' (a read-write open resolves a pending intent) and only then write again: %v",
+		e.CommitID, e.Branch, e.CommitID, e.Branch, e.Err)
 }
 
 // Unwrap exposes the storage error (which matches backend.ErrUnknown).
@@ -74,10 +75,38 @@ func (e *OutcomeUnknown) Unwrap() error { return e.Err }
 // reclassified on the way.
 func (e *OutcomeUnknown) Is(target error) bool { return target == backend.ErrUnknown }
 
+// TableDrift is returned, before anything is written, when a table the
+// write targets has a live HEAD that differs from its manifest pin and no
+// recovery intent covers it (a table commit no graph commit published, for
+// example left by a tool or an older binary). Writing over it would commit
+// the other tables and then fail; 'omnigraph repair' previews the drift
+// and 'omnigraph repair --confirm' restores it. Matches ErrTableDrift.
+type TableDrift struct {
+	Branch string
+	Table  string
+	Pin    uint64
+	Head   uint64
+}
+
+func (e *TableDrift) Error() string {
+	return fmt.Sprintf("table %s on branch %q is at version %d but the branch's last commit pins version %d, and no recovery intent covers the difference; nothing was written: run 'omnigraph repair' to see the drift and 'omnigraph repair --confirm' to restore it, then run the write again",
+		e.Table, e.Branch, e.Head, e.Pin)
+}
+
+// ErrTableDrift matches every *TableDrift.
+var ErrTableDrift = errors.New("table drift")
+
+// Is makes errors.Is(err, ErrTableDrift) hold.
+func (e *TableDrift) Is(target error) bool { return target == ErrTableDrift }
+
 // RecoveryRequired is returned when a write failed after a durable table
 // effect, or when an unresolved recovery intent covers what a write needs.
 // The graph stays consistent at its last published commit; the next
-// read-write open (or the in-process heal) resolves the operation.
+// read-write open (or the in-process heal, or 'omnigraph repair --confirm')
+// resolves the operation, by rolling it forward (the write becomes
+// visible, with its own commit) or back. So a write that returned it may
+// still land: the message says what to check before writing again, never
+// to retry blindly.
 type RecoveryRequired struct {
 	OperationID string
 	Reason      string
@@ -85,7 +114,10 @@ type RecoveryRequired struct {
 }
 
 func (e *RecoveryRequired) Error() string {
-	msg := fmt.Sprintf("recovery required for operation %s: %s; reopen the graph read-write to recover it, then retry", e.OperationID, e.Reason)
+	msg := fmt.Sprintf("recovery required for operation %s: %s. The write may still land when it is recovered: do not run it again yet. "+
+		"Check 'omnigraph recovery list' (pending and completed recoveries: RolledForward means the write landed) and 'omnigraph commit list'; "+
+		"a read-write open or 'omnigraph repair --confirm' resolves a pending one, and only if it was rolled back or discarded should the write be run again",
+		e.OperationID, e.Reason)
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}

@@ -19,12 +19,21 @@ const (
 	FailpointRecoveryPostAudit   = "recovery.post_audit"
 )
 
-// Failpoints is the test-only registry of named failpoints, scoped to one
-// graph (by its id) so parallel tests never see each other's. With nothing
-// set, a failpoint costs one map lookup under a mutex.
-var Failpoints = &failpointSet{m: map[string]map[string]func() error{}}
+// Failpoints is the test-only registry of named failpoints of the default
+// process, scoped to one graph (by its id) so parallel tests never see each
+// other's. A handle opened in another Process scope (a simulated restart)
+// does not see them: a restarted process has none armed. With nothing set, a
+// failpoint costs one map lookup under a mutex.
+var Failpoints = defaultProcess.failpoints
 
-type failpointSet struct {
+// Failpoints returns the failpoint registry of this process scope.
+func (p *Process) Failpoints() *FailpointSet { return p.failpoints }
+
+func newFailpointSet() *FailpointSet {
+	return &FailpointSet{m: map[string]map[string]func() error{}}
+}
+
+type FailpointSet struct {
 	mu sync.Mutex
 	m  map[string]map[string]func() error // graph id -> name -> action
 }
@@ -33,7 +42,7 @@ type failpointSet struct {
 // writer reaches it, and a non-nil error stops the writer there as if it
 // had crashed (tests typically also crash the store from fn). It returns a
 // function that disarms it.
-func (f *failpointSet) Set(graphID, name string, fn func() error) (clear func()) {
+func (f *FailpointSet) Set(graphID, name string, fn func() error) (clear func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.m[graphID] == nil {
@@ -47,7 +56,7 @@ func (f *failpointSet) Set(graphID, name string, fn func() error) (clear func())
 	}
 }
 
-func (f *failpointSet) hit(graphID, name string) error {
+func (f *FailpointSet) hit(graphID, name string) error {
 	f.mu.Lock()
 	fn := f.m[graphID][name]
 	f.mu.Unlock()
@@ -58,4 +67,9 @@ func (f *failpointSet) hit(graphID, name string) error {
 }
 
 // failpoint runs the named failpoint of this graph, if armed.
-func (g *Graph) failpoint(name string) error { return Failpoints.hit(g.graphID, name) }
+func (g *Graph) failpoint(name string) error {
+	if g.proc == nil {
+		return defaultProcess.failpoints.hit(g.graphID, name)
+	}
+	return g.proc.failpoints.hit(g.graphID, name)
+}

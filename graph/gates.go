@@ -6,10 +6,82 @@ import (
 	"sync"
 )
 
+// Process is the scope of the state a real OS process shares between the
+// handles it opens on one graph root: per root, the write gates and the
+// registry of the recovery intents this process armed (one root object,
+// keyed by the root's identity, the graph id Init minted). Nothing else is
+// process-wide: every other cache lives on its handle.
+//
+// Open and Init use the default process unless OpenOptions.Process names
+// another. A test simulates a restart by opening with NewProcess(): the new
+// scope has no gates, no intents and no failpoints of the old one, exactly
+// as a freshly started process, so its open-time sweep must find, classify
+// and audit every sidecar from storage alone. Two NewProcess() scopes on one
+// store behave as two independent writer processes.
+type Process struct {
+	mu    sync.Mutex
+	roots map[string]*root
+
+	failpoints *FailpointSet
+}
+
+// NewProcess returns an empty process scope.
+func NewProcess() *Process {
+	return &Process{roots: map[string]*root{}, failpoints: newFailpointSet()}
+}
+
+// defaultProcess is the scope of this OS process.
+var defaultProcess = NewProcess()
+
+// root is the state one process shares between the handles of one graph
+// root: the gates and the intent registry, and nothing else.
+type root struct {
+	gates   *gates
+	intents *intentRegistry
+}
+
+// rootOf returns the root object of graphID in this process scope.
+func (p *Process) rootOf(graphID string) *root {
+	if p == nil {
+		p = defaultProcess
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.roots[graphID]
+	if r == nil {
+		r = &root{gates: newGates(), intents: newIntentRegistry()}
+		p.roots[graphID] = r
+	}
+	return r
+}
+
+// Forget drops this scope's root object of graphID, as a dying process
+// drops everything it held: handles opened afterwards start with no gates
+// and no remembered intents (test hook; handles opened before keep the old
+// object and must not be used again).
+func (p *Process) Forget(graphID string) {
+	if p == nil {
+		p = defaultProcess
+	}
+	p.mu.Lock()
+	delete(p.roots, graphID)
+	p.mu.Unlock()
+}
+
+// ForgetProcessState drops the default process's root object of graphID
+// (see Process.Forget): the test hook for "this process died".
+func ForgetProcessState(graphID string) { defaultProcess.Forget(graphID) }
+
+// attachRoot binds the handle to its process's root object.
+func (g *Graph) attachRoot() {
+	r := g.proc.rootOf(g.graphID)
+	g.gates, g.intents = r.gates, r.intents
+}
+
 // gates are the process-local queues a writer holds while it makes durable
 // effects: the schema gate, then one branch gate, then table gates in sorted
-// order. They are shared by every handle of one graph in this process (keyed
-// by the graph id) and reduce retries; they are not distributed authority —
+// order. They are shared by every handle of one graph root in one process
+// (the root object) and reduce retries; they are not distributed authority —
 // the manifest compare-and-swap is.
 type gates struct {
 	mu     sync.Mutex
@@ -19,21 +91,9 @@ type gates struct {
 	locks  map[string]chan struct{}
 }
 
-var (
-	gatesMu  sync.Mutex
-	gatesFor = map[string]*gates{}
-)
-
-// gatesOf returns the gates of one graph in this process.
-func gatesOf(graphID string) *gates {
-	gatesMu.Lock()
-	defer gatesMu.Unlock()
-	g, ok := gatesFor[graphID]
-	if !ok {
-		g = &gates{locks: map[string]chan struct{}{}, schema: make(chan struct{}, 1)}
-		g.cond = sync.NewCond(&g.mu)
-		gatesFor[graphID] = g
-	}
+func newGates() *gates {
+	g := &gates{locks: map[string]chan struct{}{}, schema: make(chan struct{}, 1)}
+	g.cond = sync.NewCond(&g.mu)
 	return g
 }
 

@@ -46,12 +46,17 @@ type Graph struct {
 	actor    string
 	current  string // the branch the handle was opened on
 	graphID  string
-	gates    *gates
+	proc     *Process        // the process scope (nil: the default one)
+	gates    *gates          // the root object's, shared by the process's handles
+	intents  *intentRegistry // the root object's
 
 	mu     sync.Mutex
 	heads  map[string]*cachedHead
 	cats   map[string]*pg.Catalog
 	tables map[string]*table.Dataset // by tableCacheKey; versions are immutable
+
+	qcOnce sync.Once
+	qc     *queryCache // the handle's query cache (query_cache.go)
 }
 
 // maxCachedTables bounds the table-version cache of a handle.
@@ -120,6 +125,10 @@ type OpenOptions struct {
 	// head and checks its storage stamp, and it cannot be deleted through
 	// this handle.
 	Branch string
+	// Process is the process scope whose gates and recovery intents the
+	// handle shares (default: this OS process). Tests pass NewProcess() to
+	// simulate a restarted or an independent writer process.
+	Process *Process
 }
 
 // Store returns the storage the graph lives in.
@@ -208,10 +217,11 @@ func Open(ctx context.Context, store backend.StorageAdapter, opts OpenOptions) (
 		actor:    actorOr(opts.Actor),
 		current:  branch,
 		graphID:  head.GraphID,
-		gates:    gatesOf(head.GraphID),
+		proc:     opts.Process,
 		heads:    map[string]*cachedHead{},
 		cats:     map[string]*pg.Catalog{},
 	}
+	g.attachRoot()
 	g.heads[branch] = &cachedHead{entry: head, etag: r.ETag, unconsumed: true}
 	if pending != nil {
 		l := <-pending
@@ -395,10 +405,10 @@ func initGraph(ctx context.Context, store backend.StorageAdapter, man *manifest.
 		actor:   actor,
 		current: manifest.MainBranch,
 		graphID: graphID,
-		gates:   gatesOf(graphID),
 		heads:   map[string]*cachedHead{},
 		cats:    map[string]*pg.Catalog{cat.Identity: cat},
 	}
+	g.attachRoot()
 	g.remember(e, "")
 	return g, nil
 }

@@ -4,9 +4,7 @@ import (
 	"container/list"
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
-	"weak"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -62,32 +60,13 @@ type cacheEntry struct {
 	size  int64
 }
 
-var handleCaches struct {
-	mu sync.Mutex
-	m  map[weak.Pointer[Graph]]*queryCache
-}
-
-// queryCache returns the handle's cache, creating it on first use. It is
-// kept beside the handle (weakly keyed) and dropped when the handle is
-// garbage collected.
+// queryCache returns the handle's cache, creating it on first use. It lives
+// on the handle and goes away with it.
 func (g *Graph) queryCache() *queryCache {
-	k := weak.Make(g)
-	handleCaches.mu.Lock()
-	defer handleCaches.mu.Unlock()
-	if handleCaches.m == nil {
-		handleCaches.m = map[weak.Pointer[Graph]]*queryCache{}
-	}
-	c := handleCaches.m[k]
-	if c == nil {
-		c = &queryCache{limit: DefaultQueryCacheBytes, lru: list.New(), entries: map[tableID]*list.Element{}}
-		handleCaches.m[k] = c
-		runtime.AddCleanup(g, func(k weak.Pointer[Graph]) {
-			handleCaches.mu.Lock()
-			delete(handleCaches.m, k)
-			handleCaches.mu.Unlock()
-		}, k)
-	}
-	return c
+	g.qcOnce.Do(func() {
+		g.qc = &queryCache{limit: DefaultQueryCacheBytes, lru: list.New(), entries: map[tableID]*list.Element{}}
+	})
+	return g.qc
 }
 
 // SetQueryCacheLimit bounds the memory (estimated bytes) this handle keeps

@@ -50,20 +50,8 @@ type intentRegistry struct {
 	deleting map[string]bool
 }
 
-var (
-	registriesMu sync.Mutex
-	registries   = map[string]*intentRegistry{}
-)
-
-func registryOf(graphID string) *intentRegistry {
-	registriesMu.Lock()
-	defer registriesMu.Unlock()
-	r := registries[graphID]
-	if r == nil {
-		r = &intentRegistry{pending: map[string]*recovery.Sidecar{}, deferred: map[string]bool{}, retired: map[string]bool{}, deleting: map[string]bool{}}
-		registries[graphID] = r
-	}
-	return r
+func newIntentRegistry() *intentRegistry {
+	return &intentRegistry{pending: map[string]*recovery.Sidecar{}, deferred: map[string]bool{}, retired: map[string]bool{}, deleting: map[string]bool{}}
 }
 
 func (r *intentRegistry) add(sc *recovery.Sidecar) {
@@ -211,7 +199,7 @@ func (g *Graph) lockIntent(ctx context.Context, sc *recovery.Sidecar) (func(), e
 }
 
 func (g *Graph) recoveryOptions(mode recovery.Mode) recovery.Options {
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	return recovery.Options{
 		Mode:      mode,
 		Manifests: graphManifests{g},
@@ -230,9 +218,14 @@ func listPending(ctx context.Context, store backend.StorageAdapter) ([]string, e
 }
 
 // openRecovery is the read-write open sweep over the keys Open listed:
-// every pending sidecar is rolled forward, rolled back or discarded, or the
-// open fails closed with the sidecar kept. Sidecars of writes this process
-// already saw published are only deleted.
+// every pending sidecar is read, classified from storage and rolled
+// forward, rolled back or discarded with its audit row, or the open fails
+// closed with the sidecar kept. The one sidecar it leaves alone is a live
+// writer's of this same process (its gates are held, or it published and
+// only its deferred delete is left): the sweep waits for the writer's gates
+// and then skips it, deleting nothing; one that only waits for its deferred
+// Phase D delete gets that delete first. A restarted process remembers no
+// intent, so it classifies and audits every sidecar it finds.
 func (g *Graph) openRecovery(ctx context.Context, keys []string, listErr error) error {
 	if listErr != nil {
 		return fmt.Errorf("open graph: recovery: %w", listErr)
@@ -240,18 +233,16 @@ func (g *Graph) openRecovery(ctx context.Context, keys []string, listErr error) 
 	if len(keys) == 0 {
 		return nil
 	}
-	reg := registryOf(g.graphID)
-	var todo []string
+	// Writes this process published and whose Phase D delete is still
+	// deferred finish that delete now (it is their writer's last step, not
+	// a recovery); the sweep then finds them gone.
 	for _, k := range keys {
-		if id, ok := recovery.OperationIDOf(k); ok && reg.isRetired(id) {
-			if recovery.Disarm(ctx, g.store, id) == nil {
-				reg.remove(id)
-			}
-			continue
+		if id, ok := recovery.OperationIDOf(k); ok && g.intents.isRetired(id) {
+			g.flushRetired(ctx)
+			break
 		}
-		todo = append(todo, k)
 	}
-	rep, err := recovery.SweepKeys(ctx, g.store, todo, g.recoveryOptions(recovery.Full))
+	rep, err := recovery.SweepKeys(ctx, g.store, keys, g.recoveryOptions(recovery.Full))
 	g.forgetResolved(rep)
 	if err != nil {
 		return fmt.Errorf("open graph: recovery: %w", err)
@@ -263,7 +254,7 @@ func (g *Graph) forgetResolved(rep *recovery.Report) {
 	if rep == nil {
 		return
 	}
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	for _, o := range rep.Outcomes {
 		// A skipped sidecar is its live writer's business (it may be
 		// retired with its delete deferred): leave its state alone.
@@ -294,7 +285,7 @@ func (g *Graph) PendingRecovery(ctx context.Context) ([]*recovery.Assessment, er
 	if err != nil {
 		return nil, err
 	}
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	var out []*recovery.Assessment
 	for _, k := range keys {
 		sc, err := recovery.Read(ctx, g.store, k)
@@ -325,7 +316,7 @@ func (g *Graph) RecoveryAudit(ctx context.Context) ([]recovery.Record, error) {
 // heal of the intents this process left unresolved on branch. With none
 // (the steady state) it makes no request.
 func (g *Graph) recoveryHeal(ctx context.Context, branch string) error {
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	opts := g.recoveryOptions(recovery.RollForwardOnly)
 	opts.Unresolved = func(sc *recovery.Sidecar) bool { return reg.isPending(sc.Intent.OperationID) }
 	for _, sc := range reg.on(branch) {
@@ -350,12 +341,12 @@ func (g *Graph) recoveryHeal(ctx context.Context, branch string) error {
 // writer that is no longer live and left it unresolved.
 func (g *Graph) recoveryPending(ctx context.Context, tok Token) error {
 	self, _ := ctx.Value(opCtxKey{}).(string)
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	for _, sc := range reg.on(tok.Branch) {
 		if sc.Intent.OperationID == self {
 			continue
 		}
-		reason := "an interrupted write on this branch is not resolved yet; retry the write (its entry heal resolves it)"
+		reason := "an earlier interrupted write on this branch is not resolved yet (the next write's entry heal or a read-write open resolves it)"
 		if reg.isDeferred(sc.Intent.OperationID) {
 			reason = recovery.ErrDeferred.Error()
 		}
@@ -376,7 +367,7 @@ func (g *Graph) recoveryArm(ctx context.Context, in *manifest.Intent) error {
 		return g.failpoint(FailpointPostPhaseA)
 	}
 	sc := recovery.New(in, newID(), time.Now())
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	var wg sync.WaitGroup
 	for _, id := range reg.takeRetired() {
 		wg.Add(1)
@@ -402,7 +393,7 @@ func (g *Graph) recoveryDisarm(ctx context.Context, in *manifest.Intent) error {
 	if len(in.Tables) == 0 {
 		return nil // nothing was armed
 	}
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	if g.publishedHere(in) {
 		if err := g.failpoint(FailpointPostPhaseC); err != nil {
 			return err
@@ -419,7 +410,7 @@ func (g *Graph) recoveryDisarm(ctx context.Context, in *manifest.Intent) error {
 
 // flushRetired sends the deferred Phase D deletes now.
 func (g *Graph) flushRetired(ctx context.Context) {
-	reg := registryOf(g.graphID)
+	reg := g.intents
 	for _, id := range reg.takeRetired() {
 		reg.deleted(id, recovery.Disarm(ctx, g.store, id))
 	}
@@ -439,6 +430,13 @@ func (g *Graph) publishedHere(in *manifest.Intent) bool {
 
 // RepairReport is what Repair found and, when confirmed, did.
 type RepairReport struct {
+	// Pending lists the recovery sidecars found, with what recovery does
+	// with each (preview) or did (Recovered, after --confirm).
+	Pending []*recovery.Assessment `json:"pending,omitempty"`
+	// Recovered are the audit rows of the interrupted writes repair
+	// resolved first (rolled forward, rolled back, discarded), with
+	// --confirm.
+	Recovered []recovery.Record `json:"recovered,omitempty"`
 	// Drift lists the tables whose HEAD differs from their manifest pin
 	// with no recovery sidecar covering them.
 	Drift []recovery.Drift `json:"drift"`
@@ -448,33 +446,79 @@ type RepairReport struct {
 	Records []recovery.Record `json:"records,omitempty"`
 }
 
-// Repair finds table drift no recovery sidecar covers and, when confirm is
-// set, restores each drifted table to its pin and publishes one commit per
-// branch by omnigraph:recovery. It refuses while any sidecar is pending
-// (recovery.ErrPending): that drift belongs to recovery. Without confirm it
-// writes nothing (a read-only handle may preview).
+// OpenForRepair opens the graph read-write for Repair without the
+// fail-closed open sweep: Repair runs that sweep itself, in Compensate
+// mode, so it can also resolve the intents a plain read-write open refuses
+// (foreign table state under an intent). Use it only to call Repair.
+func OpenForRepair(ctx context.Context, store backend.StorageAdapter, opts OpenOptions) (*Graph, error) {
+	opts.ReadOnly = true
+	g, err := Open(ctx, store, opts)
+	if err != nil {
+		return nil, err
+	}
+	g.readOnly = false
+	return g, nil
+}
+
+// Repair resolves every state a write can leave. Without confirm it only
+// reports: the pending recovery sidecars with their classification, and
+// the table drift (HEAD != manifest pin) no sidecar covers. With confirm it
+// first resolves every pending sidecar in Compensate mode (roll forward
+// what is complete, roll back the write's own effects otherwise, leaving
+// foreign table state alone), then restores each drifted table to its pin
+// and publishes one commit per branch by omnigraph:recovery. Only an
+// invariant violation (HEAD behind its pin) is refused.
 func (g *Graph) Repair(ctx context.Context, confirm bool) (*RepairReport, error) {
 	if confirm && g.readOnly {
 		return nil, ErrReadOnly
 	}
-	keys, err := recovery.Pending(ctx, g.store)
+	rep := &RepairReport{}
+	pending, err := g.PendingRecovery(ctx)
 	if err != nil {
 		return nil, err
 	}
-	reg := registryOf(g.graphID)
-	for _, k := range keys {
-		if id, ok := recovery.OperationIDOf(k); ok && reg.isRetired(id) {
-			continue // a published write's sidecar, delete still deferred
+	rep.Pending = pending
+	if confirm && len(pending) > 0 {
+		g.flushRetired(ctx)
+		opts := g.recoveryOptions(recovery.Compensate)
+		rr, err := recovery.Sweep(ctx, g.store, opts)
+		g.forgetResolved(rr)
+		if rr != nil {
+			for _, o := range rr.Outcomes {
+				if o.Record != nil {
+					rep.Recovered = append(rep.Recovered, *o.Record)
+				}
+			}
 		}
-		id, _ := recovery.OperationIDOf(k)
-		return nil, fmt.Errorf("repair refused: operation %s: %w", id, recovery.ErrPending)
+		if err != nil {
+			return rep, fmt.Errorf("repair: resolve the pending recovery intents: %w", err)
+		}
 	}
 	drift, err := recovery.FindDrift(ctx, g.store, g.man)
 	if err != nil {
-		return nil, err
+		return rep, err
 	}
-	rep := &RepairReport{Drift: drift}
-	if !confirm || len(drift) == 0 {
+	if !confirm {
+		// Drift a pending sidecar covers is that write's, not repair's.
+		covered := map[string]bool{}
+		for _, a := range pending {
+			for _, t := range a.Sidecar.Intent.Tables {
+				covered[a.Sidecar.Intent.Token.Branch+"\x00"+t.Key] = true
+			}
+		}
+		for _, d := range drift {
+			if !covered[d.Branch+"\x00"+d.Key] {
+				rep.Drift = append(rep.Drift, d)
+			}
+		}
+		if rep.Drift == nil {
+			rep.Drift = []recovery.Drift{}
+		}
+		return rep, nil
+	}
+	rep.Drift = drift
+	if len(drift) == 0 {
+		rep.Drift = []recovery.Drift{}
 		return rep, nil
 	}
 	byBranch := map[string][]recovery.Drift{}
@@ -507,4 +551,61 @@ func (g *Graph) Repair(ctx context.Context, confirm bool) (*RepairReport, error)
 	}
 	rep.Applied = true
 	return rep, nil
+}
+
+// intentCovers reports whether a pending sidecar (of any process) names
+// table key on branch: drift under it belongs to an interrupted or
+// in-flight write, not to repair. It Lists __recovery/ and reads the
+// sidecars, which only happens after the pre-arm check found drift.
+func (g *Graph) intentCovers(ctx context.Context, branch, key string) (bool, error) {
+	keys, err := recovery.Pending(ctx, g.store)
+	if err != nil {
+		return false, err
+	}
+	self, _ := ctx.Value(opCtxKey{}).(string)
+	for _, k := range keys {
+		if id, ok := recovery.OperationIDOf(k); ok && (id == self || g.intents.isRetired(id)) {
+			continue // ours, or a published write of this process
+		}
+		sc, err := recovery.Read(ctx, g.store, k)
+		if backend.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if sc.Intent.Token.Branch != branch {
+			continue
+		}
+		// A published write's sidecar (its delete still pending) does
+		// not explain drift beyond its published versions.
+		e := sc.Intent.Entry
+		if pub, err := g.man.ReadVersion(ctx, e.Branch, e.Incarnation, e.Version); err == nil && pub.Commit != nil && pub.Commit.ID == e.Commit.ID {
+			continue
+		} else if err != nil && !backend.IsNotFound(err) {
+			return false, err
+		}
+		for _, t := range sc.Intent.Tables {
+			if t.Key == key {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// undoIntent resolves the write's own intent in Compensate mode while the
+// writer still holds its gates (see Write.lostRace).
+func (g *Graph) undoIntent(ctx context.Context, in *manifest.Intent) (recovery.Outcome, error) {
+	sc, err := recovery.Read(ctx, g.store, recovery.Key(in.OperationID))
+	if err != nil {
+		return recovery.Outcome{}, err
+	}
+	opts := g.recoveryOptions(recovery.Compensate)
+	opts.Lock, opts.Unresolved = nil, nil // this writer holds the gates
+	out, err := recovery.Resolve(ctx, g.store, sc, opts)
+	if err == nil {
+		g.intents.remove(in.OperationID)
+	}
+	return out, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -148,13 +149,49 @@ func liveRows(t testing.TB, s *Snapshot, key string) int64 {
 	return ds.RowCount()
 }
 
-// state is what the harness compares before and after.
+// state is what the harness compares before and after: counts, and the
+// exact rows (names) of both tables, so a recovery that keeps the right
+// number of rows but the wrong ones fails.
 type state struct {
-	commit  string
-	version uint64
-	person  int64
-	company int64
-	commits []string
+	commit    string
+	version   uint64
+	person    int64
+	company   int64
+	persons   []string
+	companies []string
+	commits   []string
+}
+
+// tableNames returns the sorted name column of a table at a snapshot.
+func tableNames(t testing.TB, s *Snapshot, key string) []string {
+	t.Helper()
+	ctx := context.Background()
+	ds, err := s.OpenTable(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ds.ScanRecord(ctx, table.ScanOptions{Columns: []string{"name"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	out := make([]string, 0, rec.NumRows())
+	for i := 0; i < int(rec.NumRows()); i++ {
+		out = append(out, rec.Column(0).ValueStr(i))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// withName returns names plus name, sorted.
+func withName(names []string, name string) []string {
+	out := append(append([]string(nil), names...), name)
+	sort.Strings(out)
+	return out
+}
+
+func sameNames(a, b []string) bool {
+	return strings.Join(a, "\x00") == strings.Join(b, "\x00") && len(a) == len(b)
 }
 
 func stateOf(t testing.TB, g *Graph, branch string) state {
@@ -168,7 +205,8 @@ func stateOf(t testing.TB, g *Graph, branch string) state {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := state{commit: s.CommitID(), version: s.Version(), person: liveRows(t, s, recPerson), company: liveRows(t, s, recCompany)}
+	st := state{commit: s.CommitID(), version: s.Version(), person: liveRows(t, s, recPerson), company: liveRows(t, s, recCompany),
+		persons: tableNames(t, s, recPerson), companies: tableNames(t, s, recCompany)}
 	for _, c := range cs {
 		st.commits = append(st.commits, c.ID)
 	}
@@ -223,10 +261,16 @@ func assertConverged(t testing.TB, g *Graph, store backend.StorageAdapter) {
 // checkOutcome is the harness's verdict on one interrupted write after a
 // read-write reopen. It returns the recovery kind recorded for it ("" if
 // none).
-func checkOutcome(t testing.TB, store backend.StorageAdapter, op writeOp, before state, w *Write, opErr error) recovery.Kind {
+//
+// name is the row the write adds to both tables: a visible write must show
+// exactly the rows before plus that one, an invisible one exactly the rows
+// before (content, not only counts).
+func checkOutcome(t testing.TB, store backend.StorageAdapter, op writeOp, before state, w *Write, name string, opErr error) recovery.Kind {
 	t.Helper()
 	ctx := context.Background()
-	g, err := Open(ctx, store, OpenOptions{})
+	// A crash is a process restart: the reopen runs in a fresh process
+	// scope that remembers no intent, gate or failpoint of the writer.
+	g, err := Open(ctx, store, OpenOptions{Process: NewProcess()})
 	if err != nil {
 		t.Fatalf("read-write reopen after the interruption (op error %v): %v", opErr, err)
 	}
@@ -256,9 +300,15 @@ func checkOutcome(t testing.TB, store backend.StorageAdapter, op writeOp, before
 		if after.person != before.person+1 || after.company != before.company+1 {
 			t.Fatalf("the write's commit is visible but rows are %d/%d, want %d/%d", after.person, after.company, before.person+1, before.company+1)
 		}
+		if !sameNames(after.persons, withName(before.persons, name)) || !sameNames(after.companies, withName(before.companies, name)) {
+			t.Fatalf("the write's commit is visible but the rows are %v / %v, want %v plus %q", after.persons, after.companies, before.persons, name)
+		}
 	default:
 		if after.person != before.person || after.company != before.company {
 			t.Fatalf("an unacknowledged write is half-visible: rows %d/%d, before %d/%d", after.person, after.company, before.person, before.company)
+		}
+		if !sameNames(after.persons, before.persons) || !sameNames(after.companies, before.companies) {
+			t.Fatalf("an invisible write changed the rows: %v / %v, before %v / %v", after.persons, after.companies, before.persons, before.companies)
 		}
 	}
 	if w == nil {
@@ -346,10 +396,11 @@ func crashAtEveryWrite(t *testing.T, backends ...string) {
 						} else {
 							r.fault.CrashAtWrite(k)
 						}
-						w, _, err := twoTableWrite(ctx, r.g, op.branch, op.kind, fmt.Sprintf("k%d", k))
+						name := fmt.Sprintf("k%d", k)
+						w, _, err := twoTableWrite(ctx, r.g, op.branch, op.kind, name)
 						crashed := r.fault.Crashed()
 						r.fault.Heal()
-						kinds[checkOutcome(t, r.fault, op, before, w, err)]++
+						kinds[checkOutcome(t, r.fault, op, before, w, name, err)]++
 						if !crashed {
 							if err != nil {
 								t.Fatalf("k=%d: no crash, yet the write failed: %v", k, err)
@@ -396,11 +447,14 @@ func TestLostAnswersNeverDuplicate(t *testing.T) {
 					r.fault.Reset()
 					r.fault.LoseAnswer(class, n)
 					c.Reset()
-					w, _, err := twoTableWrite(ctx, g, op.branch, op.kind, fmt.Sprintf("n%d", n))
+					name := fmt.Sprintf("n%d", n)
+					w, _, err := twoTableWrite(ctx, g, op.branch, op.kind, name)
+					// The outcome is success or a typed error that says the
+					// write may have landed (never an untyped failure).
 					if err != nil && !errors.Is(err, backend.ErrUnknown) && !errors.Is(err, ErrRecoveryRequired) && !IsRetryable(err) {
-						t.Logf("n=%d: %v", n, err)
+						t.Fatalf("n=%d: a lost answer surfaced as an untyped error: %v", n, err)
 					}
-					checkOutcome(t, r.fault, op, before, w, err)
+					checkOutcome(t, r.fault, op, before, w, name, err)
 					if c.Snapshot().Of(class) < n {
 						t.Logf("%d lost answers tried", n-1)
 						break
@@ -446,7 +500,7 @@ func TestFailpointsAtPhaseBoundaries(t *testing.T) {
 				if tc.point == FailpointPostPhaseB && !errors.Is(err, ErrRecoveryRequired) {
 					t.Fatalf("a write stopped after its table commits returned %v, want RecoveryRequired", err)
 				}
-				kind := checkOutcome(t, r.fault, op, before, w, err)
+				kind := checkOutcome(t, r.fault, op, before, w, "fp", err)
 				if kind != tc.wantKind {
 					t.Fatalf("recovery kind %q, want %q", kind, tc.wantKind)
 				}

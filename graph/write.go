@@ -42,6 +42,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/recovery"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
@@ -96,6 +97,7 @@ type Write struct {
 	tables map[string]*tableWrite
 	pins   map[string]manifest.TablePin // pointer-only pin updates
 	used   bool
+	failed string // the table whose Phase B step failed
 }
 
 type tableWrite struct {
@@ -252,7 +254,13 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 	intent := w.plan(keys)
 	armed := make(chan error, 1)
 	go func() { armed <- g.armIntent(ctx, intent) }()
-	if err := w.recheck(ctx); err != nil {
+	drift := make(chan error, 1)
+	go func() { drift <- w.checkHeads(ctx, keys) }()
+	err = w.recheck(ctx)
+	if derr := <-drift; err == nil {
+		err = derr
+	}
+	if err != nil {
 		if <-armed == nil {
 			g.disarmIntent(ctx, intent)
 		}
@@ -267,6 +275,11 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 			g.disarmIntent(ctx, intent) // nothing durable: the intent is moot
 			return nil, err
 		}
+		if errors.Is(err, table.ErrConflict) {
+			// Another writer (in any process) took a later table's next
+			// version after our first effect: undo ours and prepare again.
+			return w.lostRace(ctx, intent, "table:"+w.failed, err)
+		}
 		return nil, &RecoveryRequired{OperationID: w.opID, Reason: "a table commit failed after other effects", Err: err}
 	}
 	if err := g.failpoint(FailpointPostPhaseB); err != nil {
@@ -279,6 +292,10 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 		case errors.Is(err, manifest.ErrHeadMoved) && effects == 0:
 			g.disarmIntent(ctx, intent)
 			return nil, w.changed("graph_head", fmt.Sprint(w.base.Version), "a newer version")
+		case errors.Is(err, manifest.ErrHeadMoved):
+			// A writer the gates do not see (another process) published
+			// first: undo our table effects and prepare again.
+			return w.lostRace(ctx, intent, "graph_head", err)
 		}
 		return nil, &RecoveryRequired{OperationID: w.opID, Reason: "the manifest publish failed after the table commits", Err: err}
 	}
@@ -308,6 +325,84 @@ func (w *Write) recheck(ctx context.Context) error {
 		return w.changed("graph_head", fmt.Sprint(w.base.Version), fmt.Sprint(r.Version))
 	}
 	return w.g.pendingIntentBarrier(ctx, w.Token())
+}
+
+// checkHeads is the pre-arm check (seed step 3): every existing target
+// table's live HEAD must equal its manifest pin. One List per table, sent
+// in the same round trip as the token re-check and the Phase A put, so it
+// adds no round trip. Drift found here is refused before any effect: a
+// write over it would commit the tables before it and then fail, leaving an
+// intent recovery must fail closed on. Drift that a sidecar covers is an
+// interrupted or in-flight write (possibly another process's): a retryable
+// ReadSetChanged. Drift nothing covers is *TableDrift (run repair).
+func (w *Write) checkHeads(ctx context.Context, keys []string) error {
+	type res struct {
+		key  string
+		head uint64
+		err  error
+	}
+	var n int
+	out := make(chan res, len(keys))
+	for _, k := range keys {
+		tw := w.tables[k]
+		if tw.firstTouch {
+			continue // its ref is created under the armed intent
+		}
+		n++
+		go func(k string, pin manifest.TablePin) {
+			h, err := table.LatestVersion(ctx, w.g.store, pin.Path, pin.Branch)
+			out <- res{k, h, err}
+		}(k, tw.pin)
+	}
+	var first *res
+	for i := 0; i < n; i++ {
+		r := <-out
+		if r.err != nil {
+			if first == nil || first.err == nil {
+				first = &r
+			}
+			continue
+		}
+		if r.head != w.tables[r.key].pin.Version && (first == nil || first.err == nil && r.key < first.key) {
+			first = &r
+		}
+	}
+	switch {
+	case first == nil:
+		return nil
+	case first.err != nil:
+		return fmt.Errorf("check table %s before writing (nothing was written): %w", first.key, first.err)
+	}
+	pin := w.tables[first.key].pin
+	covered, err := w.g.intentCovers(ctx, w.base.Branch, first.key)
+	if err != nil {
+		return err
+	}
+	if covered {
+		return w.changed("table:"+first.key, fmt.Sprint(pin.Version), fmt.Sprint(first.head))
+	}
+	return &TableDrift{Branch: w.base.Branch, Table: first.key, Pin: pin.Version, Head: first.head}
+}
+
+// lostRace undoes the write's own table effects after it lost a race to a
+// writer the gates do not serialize (another process): its intent is
+// resolved in Compensate mode while this writer still holds the gates
+// (own effects restored and published by omnigraph:recovery, the other
+// writer's state left alone), and the write reports a ReadSetChanged,
+// retryable for insert/append/merge. If the undo cannot finish the intent
+// stays for recovery: *RecoveryRequired.
+func (w *Write) lostRace(ctx context.Context, intent *manifest.Intent, member string, cause error) (*Result, error) {
+	out, err := w.g.undoIntent(ctx, intent)
+	if err != nil {
+		return nil, &RecoveryRequired{OperationID: w.opID, Reason: "another writer won a race after this write's table commits, and undoing them failed", Err: errors.Join(cause, err)}
+	}
+	if out.Record != nil && out.Record.RecoveryKind == recovery.RolledForward {
+		// The intent was intact after all and is now published.
+		e := intent.Entry
+		w.g.remember(e, "")
+		return &Result{Commit: commitInfo(e), Snapshot: &Snapshot{g: w.g, entry: e}}, nil
+	}
+	return nil, w.changed(member, fmt.Sprint(w.base.Version), "moved by another writer")
 }
 
 func (w *Write) changed(member, expected, actual string) error {
@@ -375,6 +470,7 @@ func setPin(e *manifest.Entry, p manifest.TablePin) {
 func (w *Write) effects(ctx context.Context, keys []string, intent *manifest.Intent) (int, error) {
 	effects := 0
 	for i, k := range keys {
+		w.failed = k
 		tw, it := w.tables[k], intent.Tables[i]
 		if tw.firstTouch {
 			// Counted before the call: a failed fork may still have left

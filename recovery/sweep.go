@@ -22,6 +22,16 @@ const (
 	// untouched first-touch fork, which the next write adopts), and defers
 	// anything that needs a restore or a fork deletion (ErrDeferred).
 	RollForwardOnly
+	// Compensate is Full, except that a sidecar whose tables carry foreign
+	// state (UnexpectedAtP1, UnexpectedMultistep) does not fail closed: the
+	// write's own effects are rolled back (restored, or their unpublished
+	// forks deleted), every foreign table is left exactly as found, and the
+	// sidecar is retired with a RolledBack (or Discarded) row whose tables
+	// say "left_foreign". It is what 'omnigraph repair --confirm' runs
+	// before restoring the drift it then finds, and what a write that lost
+	// a race after its first effect runs on its own intent before it
+	// prepares again. InvariantViolation still fails closed.
+	Compensate
 )
 
 // Options configure a sweep.
@@ -189,6 +199,10 @@ func Resolve(ctx context.Context, store backend.StorageAdapter, sc *Sidecar, opt
 		}
 	case a.Class == ClassInvariantViolation:
 		return out, fmt.Errorf("%w: operation %s: %s; the sidecar %s is kept for inspection", ErrInvariantViolation, in.OperationID, describe(a), Key(in.OperationID))
+	case (a.Class == ClassUnexpectedAtP1 || a.Class == ClassUnexpectedMultistep) && opts.Mode == Compensate:
+		if err := rollBack(ctx, store, opts, a, rec); err != nil {
+			return out, err
+		}
 	case a.Class == ClassUnexpectedAtP1 || a.Class == ClassUnexpectedMultistep:
 		return out, fmt.Errorf("%w: operation %s (%s): %s; recovery will not adopt or restore through it, the sidecar %s is kept for inspection",
 			ErrForeign, in.OperationID, a.Class, describe(a), Key(in.OperationID))
@@ -247,7 +261,7 @@ func describe(a *Assessment) string {
 func rollBack(ctx context.Context, store backend.StorageAdapter, opts Options, a *Assessment, rec *Record) error {
 	in := &a.Sidecar.Intent
 	rec.RecoveryKind = RolledBack
-	if a.Class == ClassNoMovement {
+	if !ownsEffect(a) {
 		rec.RecoveryKind = Discarded
 	}
 	publish := false
@@ -285,6 +299,10 @@ func rollBack(ctx context.Context, store backend.StorageAdapter, opts Options, a
 				return fmt.Errorf("roll back operation %s: remove the untouched fork of %s: %w", in.OperationID, t.Key, err)
 			}
 			o.Action = "ref_removed"
+		case t.State == UnexpectedAtP1 || t.State == UnexpectedMultistep:
+			// Compensate mode only: another writer's state, not ours to
+			// undo ('omnigraph repair' restores drift separately).
+			o.Action = "left_foreign"
 		case t.State == NoMovement && t.Residue:
 			if err := store.DeletePrefix(ctx, t.Path+"/tree/"+t.Branch+"/_versions/"); err != nil {
 				return fmt.Errorf("roll back operation %s: reclaim the fork residue of %s: %w", in.OperationID, t.Key, err)
@@ -321,6 +339,18 @@ func rollBack(ctx context.Context, store backend.StorageAdapter, opts Options, a
 		rec.CommitID, rec.Actor = a.Sidecar.RollbackCommitID, RecoveryActor
 	}
 	return nil
+}
+
+// ownsEffect reports whether any table of a carries this write's effect
+// (landed, or landed and compensated).
+func ownsEffect(a *Assessment) bool {
+	for _, t := range a.Tables {
+		switch t.State {
+		case RolledPastExpected, Compensated, CompensatedPublished:
+			return true
+		}
+	}
+	return false
 }
 
 // restore commits a Restore of the effect's read version on top of the

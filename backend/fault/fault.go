@@ -73,10 +73,24 @@ type Injector struct {
 	crashAt    int // 0: not armed
 	crashAfter int // 0: not armed
 	crashed    bool
+	// partialPrefix >= 0: the next DeletePrefix removes only that many
+	// objects, then the store crashes.
+	partialPrefix int
 }
 
 // New wraps inner with no rules armed.
-func New(inner backend.StorageAdapter) *Injector { return &Injector{inner: inner} }
+func New(inner backend.StorageAdapter) *Injector { return &Injector{inner: inner, partialPrefix: -1} }
+
+// CrashDeletePrefixAfter makes the next DeletePrefix crash part way: it
+// deletes the first n objects under the prefix (in key order), then the
+// store crashes (that call and every later request fail with ErrCrashed
+// until Heal or Reset), as a process killed in the middle of a recursive
+// delete would leave it. n < 0 disarms.
+func (f *Injector) CrashDeletePrefixAfter(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.partialPrefix = n
+}
 
 // Unwrap returns the wrapped adapter.
 func (f *Injector) Unwrap() backend.StorageAdapter { return f.inner }
@@ -159,6 +173,7 @@ func (f *Injector) Heal() {
 	defer f.mu.Unlock()
 	f.crashed = false
 	f.crashAt, f.crashAfter = 0, 0
+	f.partialPrefix = -1
 }
 
 // Reset disarms every rule, heals the store and zeroes the write count.
@@ -170,6 +185,7 @@ func (f *Injector) Reset() {
 	f.writes = 0
 	f.crashAt, f.crashAfter = 0, 0
 	f.crashed = false
+	f.partialPrefix = -1
 }
 
 // decision is what happens to one request.
@@ -355,8 +371,34 @@ func (f *Injector) Delete(ctx context.Context, key string) error {
 }
 
 // DeletePrefix implements backend.StorageAdapter; it is one Delete-class write.
+// DeletePrefix implements backend.StorageAdapter; it is one Delete-class
+// write. CrashDeletePrefixAfter makes it stop part way.
 func (f *Injector) DeletePrefix(ctx context.Context, prefix string) error {
-	_, err := f.write(ctx, "delete-prefix", prefix, Delete, func() (backend.Attrs, error) { return backend.Attrs{}, f.inner.DeletePrefix(ctx, prefix) })
+	_, err := f.write(ctx, "delete-prefix", prefix, Delete, func() (backend.Attrs, error) {
+		f.mu.Lock()
+		n := f.partialPrefix
+		f.partialPrefix = -1
+		f.mu.Unlock()
+		if n < 0 {
+			return backend.Attrs{}, f.inner.DeletePrefix(ctx, prefix)
+		}
+		objs, err := backend.ListAll(ctx, f.inner, prefix)
+		if err != nil {
+			return backend.Attrs{}, err
+		}
+		for i, o := range objs {
+			if i >= n {
+				break
+			}
+			if err := f.inner.Delete(ctx, o.Key); err != nil {
+				return backend.Attrs{}, err
+			}
+		}
+		f.mu.Lock()
+		f.crashed = true
+		f.mu.Unlock()
+		return backend.Attrs{}, crashedErr("delete-prefix", prefix)
+	})
 	return err
 }
 

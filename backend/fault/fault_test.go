@@ -3,6 +3,7 @@ package fault_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -260,5 +261,43 @@ func TestCrashAfterWriteApplies(t *testing.T) {
 	}
 	if inj.Writes() != 0 {
 		t.Fatalf("Writes() after Reset = %d", inj.Writes())
+	}
+}
+
+// TestCrashDeletePrefixPartWay: an armed DeletePrefix deletes only the
+// first n objects under the prefix (key order), then the store is crashed;
+// after Heal the rest is still there and a plain DeletePrefix finishes.
+func TestCrashDeletePrefixPartWay(t *testing.T) {
+	ctx := context.Background()
+	f := fault.New(mem.New())
+	for _, k := range []string{"d/a", "d/b", "d/c", "e/x"} {
+		if _, err := f.Put(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.CrashDeletePrefixAfter(1)
+	if err := f.DeletePrefix(ctx, "d/"); !errors.Is(err, fault.ErrCrashed) || !errors.Is(err, backend.ErrUnknown) {
+		t.Fatalf("partial DeletePrefix = %v, want a crash", err)
+	}
+	if !f.Crashed() {
+		t.Fatal("the store is not crashed after a partial DeletePrefix")
+	}
+	f.Heal()
+	left, err := backend.ListAll(ctx, f, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range left {
+		keys = append(keys, o.Key)
+	}
+	if strings.Join(keys, ",") != "d/b,d/c,e/x" {
+		t.Fatalf("after a crash part way: %v, want d/b,d/c,e/x", keys)
+	}
+	if err := f.DeletePrefix(ctx, "d/"); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := backend.ListAll(ctx, f, "d/"); len(left) != 0 {
+		t.Fatalf("a later DeletePrefix left %v", left)
 	}
 }

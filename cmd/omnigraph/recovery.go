@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/recovery"
 )
 
@@ -87,7 +87,7 @@ func recoveryListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if len(pending) > 0 {
-				fmt.Fprintf(a.stdout, "\n%d pending recovery sidecar(s); a read-write open resolves them:\n", len(pending))
+				fmt.Fprintf(a.stdout, "\n%d pending recovery sidecar(s); a read-write open (or 'omnigraph repair --confirm') resolves them:\n", len(pending))
 				tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "OPERATION\tWRITER\tACTOR\tBRANCH\tCLASSIFICATION\tAUTHORITY MOVED")
 				for _, p := range pending {
@@ -116,54 +116,102 @@ func repairCmd(a *app) *cobra.Command {
 	var confirm bool
 	c := &cobra.Command{
 		Use:   "repair [--confirm]",
-		Short: "Find and restore table drift that no recovery sidecar covers",
-		Long: "Compare every branch's table pins with the tables' live HEADs. Without --confirm\n" +
-			"it only prints the drift. With --confirm it restores each drifted table to its\n" +
-			"pinned version and publishes one commit per branch by omnigraph:recovery, recorded\n" +
-			"in the recovery log. It refuses while a recovery sidecar is pending: that drift\n" +
-			"belongs to an interrupted write, which a read-write open recovers exactly.",
+		Short: "Resolve interrupted writes and restore table drift",
+		Long: "Without --confirm, print what repair would do and change nothing: every pending\n" +
+			"recovery sidecar (an interrupted write) with its classification, and every table\n" +
+			"whose HEAD differs from its branch's pinned version with no sidecar covering it.\n" +
+			"With --confirm, first resolve every pending sidecar (roll a complete write forward;\n" +
+			"otherwise roll back that write's own table commits, leaving other writers' state\n" +
+			"alone), then restore each drifted table to its pinned version and publish one\n" +
+			"commit per branch by omnigraph:recovery. Everything it does is recorded in the\n" +
+			"recovery log ('omnigraph recovery list'). It refuses only a table whose HEAD is\n" +
+			"behind its pin, which no restore can fix.",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
-			g, done, err := t.openGraph(ctx, confirm)
-			if err != nil {
-				return err
+			var g *graph.Graph
+			var done func()
+			if confirm {
+				store, err := t.openStore(ctx)
+				if err != nil {
+					return err
+				}
+				g, err = graph.OpenForRepair(ctx, store, graph.OpenOptions{Actor: t.actor})
+				if err != nil {
+					store.Close()
+					return err
+				}
+				done = func() { g.Close(); store.Close() }
+			} else {
+				var err error
+				if g, done, err = t.openGraph(ctx, false); err != nil {
+					return err
+				}
 			}
 			defer done()
 			rep, err := g.Repair(ctx, confirm)
 			if err != nil {
-				if errors.Is(err, recovery.ErrPending) && !confirm {
-					return fmt.Errorf("%w (open it read-write, e.g. 'omnigraph repair --confirm', which recovers first)", err)
-				}
 				return err
 			}
 			if t.json {
 				return writeJSON(a.stdout, rep)
 			}
-			if len(rep.Drift) == 0 {
-				fmt.Fprintln(a.stdout, "no drift: every table HEAD equals its manifest pin")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "BRANCH\tTABLE\tTABLE BRANCH\tPIN\tHEAD")
-			for _, d := range rep.Drift {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", d.Branch, d.Key, d.TableBranch, d.Pin, d.Head)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if !rep.Applied {
-				fmt.Fprintln(a.stdout, "preview only: run again with --confirm to restore these tables to their pins")
-				return nil
-			}
-			for _, r := range rep.Records {
-				fmt.Fprintf(a.stdout, "repaired branch %s: commit %s\n", r.Branch, r.CommitID)
-			}
+			printRepair(a, rep, confirm)
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&confirm, "confirm", false, "restore the drift (default: preview only)")
+	c.Flags().BoolVar(&confirm, "confirm", false, "resolve and restore (default: preview only)")
 	t.addStore(c)
 	t.addJSON(c)
 	return c
+}
+
+// printRepair prints what repair found (preview) or did (--confirm).
+func printRepair(a *app, rep *graph.RepairReport, confirm bool) {
+	w := a.stdout
+	if !confirm && len(rep.Pending) > 0 {
+		fmt.Fprintf(w, "%d interrupted write(s) to resolve:\n", len(rep.Pending))
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "OPERATION\tWRITER\tACTOR\tBRANCH\tCLASSIFICATION")
+		for _, p := range rep.Pending {
+			in := p.Sidecar.Intent
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", in.OperationID, in.Kind, in.Actor, in.Token.Branch, p.Class)
+		}
+		tw.Flush()
+	}
+	for _, r := range rep.Recovered {
+		what := map[recovery.Kind]string{
+			recovery.RolledForward:   "rolled forward",
+			recovery.RolledBack:      "rolled back",
+			recovery.Discarded:       "discarded (it had changed nothing)",
+			recovery.OrphanDiscarded: "discarded (its branch is gone)",
+		}[r.RecoveryKind]
+		if what == "" {
+			what = string(r.RecoveryKind)
+		}
+		line := fmt.Sprintf("interrupted %s by %s on branch %s (operation %s): %s", r.WriterKind, dash(r.RecoveryForActor), r.Branch, r.OperationID, what)
+		if r.CommitID != "" {
+			line += ", commit " + r.CommitID
+		}
+		fmt.Fprintln(w, line)
+	}
+	if len(rep.Drift) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "BRANCH\tTABLE\tPINNED VERSION\tHEAD")
+		for _, d := range rep.Drift {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", d.Branch, d.Key, d.Pin, d.Head)
+		}
+		tw.Flush()
+	}
+	switch {
+	case !confirm && (len(rep.Pending) > 0 || len(rep.Drift) > 0):
+		fmt.Fprintln(w, "preview only: run again with --confirm to resolve and restore")
+	case len(rep.Pending) == 0 && len(rep.Drift) == 0:
+		fmt.Fprintln(w, "nothing to repair: no interrupted write, and every table HEAD equals its pinned version")
+	case confirm && len(rep.Drift) == 0:
+		fmt.Fprintln(w, "no drift left: every table HEAD equals its pinned version")
+	}
+	for _, r := range rep.Records {
+		fmt.Fprintf(w, "repaired branch %s: commit %s\n", r.Branch, r.CommitID)
+	}
 }

@@ -62,12 +62,13 @@ func TestCLIRecoveryListAndRepair(t *testing.T) {
 	if !strings.Contains(out, "1 pending recovery sidecar") || !strings.Contains(out, w.OperationID()) || !strings.Contains(out, "RolledPastExpected") {
 		t.Fatalf("recovery list:\n%s", out)
 	}
-	code, _, errs := cli(t, "repair", "--store", dir)
-	if code != exitError || !strings.Contains(errs, "pending") {
-		t.Fatalf("repair preview with a pending sidecar: exit %d, %s", code, errs)
+	// The preview names the interrupted write and changes nothing.
+	if out := mustCLI(t, "repair", "--store", dir); !strings.Contains(out, "1 interrupted write") || !strings.Contains(out, w.OperationID()) || !strings.Contains(out, "preview only") {
+		t.Fatalf("repair preview with a pending sidecar:\n%s", out)
 	}
-	// --confirm opens read-write: the open recovers the write first.
-	if out := mustCLI(t, "repair", "--confirm", "--store", dir); !strings.Contains(out, "no drift") {
+	// --confirm resolves it first and says what it rolled forward (never
+	// "no drift" alone).
+	if out := mustCLI(t, "repair", "--confirm", "--store", dir); !strings.Contains(out, "rolled forward") || !strings.Contains(out, w.CommitID()) || !strings.Contains(out, w.OperationID()) {
 		t.Fatalf("repair --confirm:\n%s", out)
 	}
 	var listed struct {
@@ -115,7 +116,7 @@ func TestCLIRecoveryListAndRepair(t *testing.T) {
 	if out := mustCLI(t, "repair", "--confirm", "--store", dir); !strings.Contains(out, "repaired branch main") {
 		t.Fatalf("repair --confirm:\n%s", out)
 	}
-	if out := mustCLI(t, "repair", "--store", dir); !strings.Contains(out, "no drift") {
+	if out := mustCLI(t, "repair", "--store", dir); !strings.Contains(out, "nothing to repair") {
 		t.Fatalf("after repair:\n%s", out)
 	}
 	if out := mustCLI(t, "recovery", "list", "--store", dir); !strings.Contains(out, "Repaired") {

@@ -135,16 +135,18 @@ func (m *Store) Publish(ctx context.Context, e *Entry) error {
 	if err != nil {
 		return err
 	}
-	return m.putOnce(ctx, e.Key(), data)
+	return m.putOnce(ctx, e.Key(), fmt.Sprintf("branch %q version %d", e.Branch, e.Version), data)
 }
 
-func (m *Store) putOnce(ctx context.Context, key string, data []byte) error {
+// putOnce creates key once; what names it for users (a branch and version,
+// never the storage key).
+func (m *Store) putOnce(ctx context.Context, key, what string, data []byte) error {
 	_, err := m.s.PutIfAbsent(ctx, key, data)
 	switch {
 	case err == nil:
 		return nil
 	case backend.IsPrecondition(err):
-		return fmt.Errorf("%w: %s is taken", ErrHeadMoved, key)
+		return fmt.Errorf("%w: %s was already published by another writer", ErrHeadMoved, what)
 	case !errors.Is(err, backend.ErrUnknown):
 		return fmt.Errorf("publish manifest version: %w", err)
 	}
@@ -153,9 +155,9 @@ func (m *Store) putOnce(ctx context.Context, key string, data []byte) error {
 	case rerr == nil && bytes.Equal(got, data):
 		return nil
 	case rerr == nil:
-		return fmt.Errorf("%w: %s was published by another writer", ErrHeadMoved, key)
+		return fmt.Errorf("%w: %s was published by another writer", ErrHeadMoved, what)
 	}
-	return fmt.Errorf("publish manifest version %s: answer lost and read-back failed (%v): %w", key, rerr, err)
+	return fmt.Errorf("publish %s: answer lost and read-back failed (%s): %w", what, backend.Redact(rerr.Error()), err)
 }
 
 // Tombstone deletes incarnation r.Incarnation of a live branch whose head is
@@ -165,7 +167,7 @@ func (m *Store) Tombstone(ctx context.Context, r Ref) error {
 	if !r.Live() {
 		return fmt.Errorf("%w: %q", ErrBranchNotFound, r.Branch)
 	}
-	return m.putOnce(ctx, VersionKey(r.Branch, r.Incarnation, r.Version+1), []byte{})
+	return m.putOnce(ctx, VersionKey(r.Branch, r.Incarnation, r.Version+1), fmt.Sprintf("branch %q version %d", r.Branch, r.Version+1), []byte{})
 }
 
 // CheckNewName verifies that branch may be created: no live branch has the

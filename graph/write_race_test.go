@@ -1,0 +1,262 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/omnigraph-go/omnigraph/recovery"
+	"github.com/omnigraph-go/omnigraph/table"
+)
+
+// commitStray commits one Person/Company version outside the manifest (a
+// table commit no graph commit published): uncovered drift.
+func commitStray(t testing.TB, g *Graph, key, name string) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := g.Snapshot(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.OpenTable(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ds.StageAppend(ctx, recRows(ds.Schema(), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := table.Commit(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func noSidecars(t testing.TB, g *Graph) {
+	t.Helper()
+	keys, err := recovery.Pending(context.Background(), g.Store())
+	if err != nil || len(keys) != 0 {
+		t.Fatalf("sidecars %v (%v), want none", keys, err)
+	}
+}
+
+// TestPreArmCheckRefusesUncoveredDrift pins seed 000 step 3: before Phase A
+// every existing target table's live HEAD must equal its manifest pin. A
+// write over drift no intent covers is refused before any effect (on the
+// old code it committed Company, failed on Person and wedged the graph:
+// read-write open failed closed, repair refused), pointing at repair;
+// repair restores it and the write then succeeds.
+func TestPreArmCheckRefusesUncoveredDrift(t *testing.T) {
+	ctx := context.Background()
+	r := newCrashRig(t, "mem")
+	mustWrite(t, r.g, "main", KindMutation, "seed")
+	commitStray(t, r.g, recPerson, "stray") // Person sorts after Company
+	before := stateOf(t, r.g, "main")
+
+	_, _, err := twoTableWrite(ctx, r.g, "main", KindMutation, "x")
+	var td *TableDrift
+	if !errors.As(err, &td) || !errors.Is(err, ErrTableDrift) || errors.Is(err, ErrRecoveryRequired) || IsRetryable(err) {
+		t.Fatalf("write over drift: %v, want a non-retryable TableDrift", err)
+	}
+	if td.Table != recPerson || td.Branch != "main" || !strings.Contains(err.Error(), "omnigraph repair") || strings.Contains(err.Error(), "__") {
+		t.Fatalf("drift error %+v: %v", td, err)
+	}
+	if after := stateOf(t, r.g, "main"); after.commit != before.commit || !sameNames(after.companies, before.companies) {
+		t.Fatalf("a refused write changed the graph: %+v, before %+v", after, before)
+	}
+	s, _ := r.g.Snapshot(ctx, "main")
+	pin, _ := s.Pin(recCompany)
+	if h, _ := table.LatestVersion(ctx, r.fault, pin.Path, pin.Branch); h != pin.Version {
+		t.Fatalf("Company HEAD %d, pin %d: the refused write committed a table", h, pin.Version)
+	}
+	noSidecars(t, r.g)
+
+	// Not wedged: a restarted process opens read-write.
+	g, err := Open(ctx, r.fault, OpenOptions{Process: NewProcess(), Actor: "tester"})
+	if err != nil {
+		t.Fatalf("read-write open over uncovered drift: %v", err)
+	}
+	rep, err := g.Repair(ctx, false)
+	if err != nil || len(rep.Drift) != 1 || rep.Drift[0].Key != recPerson || rep.Applied {
+		t.Fatalf("repair preview %+v %v", rep, err)
+	}
+	if rep, err = g.Repair(ctx, true); err != nil || !rep.Applied || len(rep.Records) != 1 {
+		t.Fatalf("repair %+v %v", rep, err)
+	}
+	mustWrite(t, g, "main", KindMutation, "after")
+	g.Close() // its deferred Phase D delete
+	assertConverged(t, g, r.fault)
+	st := stateOf(t, g, "main")
+	if !sameNames(st.persons, []string{"after", "seed"}) || !sameNames(st.companies, []string{"after", "seed"}) {
+		t.Fatalf("rows after repair and write: %v / %v", st.persons, st.companies)
+	}
+}
+
+// TestRepairResolvesForeignStateUnderAnIntent: the state the old code's
+// write left over drift (its own Company commit landed, a foreign Person
+// commit under the same intent) makes a read-write open fail closed;
+// repair --confirm rolls the write's own effect back, leaves the foreign
+// commit to the drift restore, restores it, and the graph takes writes.
+func TestRepairResolvesForeignStateUnderAnIntent(t *testing.T) {
+	ctx := context.Background()
+	r := newCrashRig(t, "mem")
+	mustWrite(t, r.g, "main", KindMutation, "seed")
+	before := stateOf(t, r.g, "main")
+	// The process dies right after its first table commit (Company)...
+	clear := Failpoints.Set(r.g.ID(), FailpointPostPhaseA, func() error {
+		r.fault.CrashAfterWrite(r.fault.Writes() + 1)
+		return nil
+	})
+	w, _, err := twoTableWrite(ctx, r.g, "main", KindMutation, "x")
+	clear()
+	r.fault.Heal()
+	if err == nil {
+		t.Fatal("the write succeeded through a crash")
+	}
+	// ...and a foreign Person commit lands under its intent.
+	commitStray(t, r.g, recPerson, "foreign")
+	if _, err := Open(ctx, r.fault, OpenOptions{Process: NewProcess()}); !errors.Is(err, recovery.ErrForeign) {
+		t.Fatalf("open = %v, want the fail-closed ErrForeign this test starts from", err)
+	}
+	g, err := OpenForRepair(ctx, r.fault, OpenOptions{Process: NewProcess()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prev, err := g.Repair(ctx, false); err != nil || len(prev.Pending) != 1 || prev.Applied {
+		t.Fatalf("preview %+v %v", prev, err)
+	}
+	rep, err := g.Repair(ctx, true)
+	if err != nil {
+		t.Fatalf("repair: %v", err)
+	}
+	if len(rep.Recovered) != 1 || rep.Recovered[0].OperationID != w.OperationID() || rep.Recovered[0].RecoveryKind != recovery.RolledBack || !rep.Applied {
+		t.Fatalf("repair report %+v", rep)
+	}
+	g2, err := Open(ctx, r.fault, OpenOptions{Process: NewProcess(), Actor: "tester"})
+	if err != nil {
+		t.Fatalf("open after repair: %v", err)
+	}
+	assertConverged(t, g2, r.fault)
+	if st := stateOf(t, g2, "main"); !sameNames(st.persons, before.persons) || !sameNames(st.companies, before.companies) {
+		t.Fatalf("rows after repair %v / %v, want %v / %v", st.persons, st.companies, before.persons, before.companies)
+	}
+	mustWrite(t, g2, "main", KindMutation, "after")
+	if st := stateOf(t, g2, "main"); !sameNames(st.persons, []string{"after", "seed"}) {
+		t.Fatalf("rows %v", st.persons)
+	}
+}
+
+// TestCrossProcessPublishRaceReprepares pins item 15: an insert that loses
+// the manifest publish to a writer of another process (separate process
+// scopes: no shared gates or registry) undoes its own table commit and
+// reprepares, like a loser against a writer of its own process; no
+// message names an internal storage key.
+func TestCrossProcessPublishRaceReprepares(t *testing.T) {
+	ctx := context.Background()
+	r := newCrashRig(t, "mem")
+	mustWrite(t, r.g, "main", KindMutation, "seed")
+	pa, pb := NewProcess(), NewProcess()
+	a, err := Open(ctx, r.fault, OpenOptions{Process: pa, Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(ctx, r.fault, OpenOptions{Process: pb, Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneTable := func(g *Graph, key, name string, strict bool) (*Result, error) {
+		w, err := g.BeginWrite(ctx, "main", WriteOptions{Kind: KindMutation, Strict: strict})
+		if err != nil {
+			return nil, err
+		}
+		if err := w.Stage(ctx, key, recAppend(name)); err != nil {
+			return nil, err
+		}
+		return w.Commit(ctx)
+	}
+	// A stops after its table commit; B (the other process) commits and
+	// publishes meanwhile; A's publish then loses.
+	var hits atomic.Int32
+	pa.Failpoints().Set(a.ID(), FailpointPostPhaseB, func() error {
+		if hits.Add(1) == 1 {
+			if _, err := oneTable(b, recCompany, "b-wins", false); err != nil {
+				t.Errorf("process B: %v", err)
+			}
+		}
+		return nil
+	})
+	res, err := Retry(ctx, 5, func(ctx context.Context) (*Result, error) { return oneTable(a, recPerson, "a-retries", false) })
+	if err != nil {
+		t.Fatalf("the publish-race loser did not reprepare: %v", err)
+	}
+	if hits.Load() < 2 {
+		t.Fatalf("the loser did not prepare again (%d attempts)", hits.Load())
+	}
+	g, err := Open(ctx, r.fault, OpenOptions{Process: NewProcess()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertConverged(t, g, r.fault)
+	st := stateOf(t, g, "main")
+	if st.commit != res.Commit.ID || !sameNames(st.persons, []string{"a-retries", "seed"}) || !sameNames(st.companies, []string{"b-wins", "seed"}) {
+		t.Fatalf("after the race: %+v", st)
+	}
+
+	// A strict write reports the lost race as ReadSetChanged, naming the
+	// branch, never a storage key.
+	hits.Store(0)
+	_, err = oneTable(a, recPerson, "strict", true)
+	if !errors.Is(err, ErrReadSetChanged) || IsRetryable(err) {
+		t.Fatalf("strict loser: %v, want a non-retryable ReadSetChanged", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "__manifest") || strings.Contains(msg, "/.v/") || !strings.Contains(msg, `"main"`) {
+		t.Fatalf("the message exposes storage keys or omits the branch: %s", msg)
+	}
+	a.Close()
+	b.Close() // B's deferred Phase D delete
+	g, err = Open(ctx, r.fault, OpenOptions{Process: NewProcess()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2 := stateOf(t, g, "main")
+	if containsStr(st2.persons, "strict") || len(st2.companies) != 3 {
+		t.Fatalf("strict loser left rows: %+v", st2)
+	}
+	assertConverged(t, g, r.fault)
+}
+
+// TestMaybeLandedErrorsNeverAdviseBlindRetry pins item 14: after
+// RecoveryRequired or OutcomeUnknown the write may have landed (a client
+// that retried as told duplicated edges), so the message names what to
+// check first (commit list, recovery list) and never says to retry.
+func TestMaybeLandedErrorsNeverAdviseBlindRetry(t *testing.T) {
+	ctx := context.Background()
+	r := newCrashRig(t, "mem")
+	clear := Failpoints.Set(r.g.ID(), FailpointPostPhaseB, func() error { return errors.New("publisher down") })
+	_, _, rerr := twoTableWrite(ctx, r.g, "main", KindMutation, "x")
+	clear()
+	if !errors.Is(rerr, ErrRecoveryRequired) {
+		t.Fatalf("got %v, want RecoveryRequired", rerr)
+	}
+	unknown := &OutcomeUnknown{Branch: "main", CommitID: "01COMMIT", Version: 3, Err: errors.New("answer lost")}
+	for _, err := range []error{rerr, unknown} {
+		msg := err.Error()
+		for _, want := range []string{"omnigraph commit list", "omnigraph recovery list", "do not run"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%T message lacks %q: %s", err, want, msg)
+			}
+		}
+		for _, bad := range []string{"then retry", "before retrying", "retry the write"} {
+			if strings.Contains(msg, bad) {
+				t.Errorf("%T message advises a blind retry (%q): %s", err, bad, msg)
+			}
+		}
+	}
+	// The write it was about did land once recovered: retrying it blindly
+	// would have duplicated it.
+	mustWrite(t, r.g, "main", KindMutation, "next")
+	if st := stateOf(t, r.g, "main"); !sameNames(st.persons, []string{"next", "x"}) {
+		t.Fatalf("rows %v", st.persons)
+	}
+}
