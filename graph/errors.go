@@ -146,3 +146,82 @@ func IsRetryable(err error) bool {
 }
 
 var _ = manifest.ErrBranchNotFound
+
+// ErrInvalidInput matches every *InputError: bad input that changed nothing.
+var ErrInvalidInput = errors.New("invalid input")
+
+// InputError is bad load data or a mutation that breaks a rule of the
+// schema. Nothing was written. Where locates it ("line 12", "statement 2"),
+// empty when it concerns the whole write.
+type InputError struct {
+	Where string
+	Msg   string
+}
+
+func (e *InputError) Error() string {
+	if e.Where == "" {
+		return e.Msg
+	}
+	return e.Where + ": " + e.Msg
+}
+
+// Is makes errors.Is(err, ErrInvalidInput) hold.
+func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
+
+// InputErrorf returns an *InputError located at where.
+func InputErrorf(where, format string, args ...any) error {
+	return &InputError{Where: where, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ErrKeyConflict matches every *KeyConflict.
+var ErrKeyConflict = errors.New("key conflict")
+
+// KeyConflict is an append (strict insert) of an id the branch already
+// holds. Nothing was written; retrying never turns it into an upsert.
+type KeyConflict struct {
+	Where      string
+	EntityKind string // "node" or "edge"
+	TypeName   string
+	EntityID   string
+	Branch     string
+}
+
+func (e *KeyConflict) Error() string {
+	msg := fmt.Sprintf("key_conflict: %s %s %q already exists on branch %q; append never replaces rows: load with --mode merge to upsert, or remove the line",
+		e.EntityKind, e.TypeName, e.EntityID, e.Branch)
+	if e.Where != "" {
+		msg = e.Where + ": " + msg
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrKeyConflict) hold.
+func (e *KeyConflict) Is(target error) bool { return target == ErrKeyConflict }
+
+// ErrReferentialIntegrity matches a write refused because it would leave an
+// edge whose endpoint does not exist (it also matches ErrInvalidInput).
+var ErrReferentialIntegrity = errors.New("referential integrity")
+
+// ErrPreconditionFailed matches every *PreconditionFailed.
+var ErrPreconditionFailed = errors.New("precondition failed")
+
+// PreconditionFailed is a conditional write (MutateOptions.IfCommit) whose
+// branch head was not the expected commit. Nothing was written and the
+// write was not retried.
+type PreconditionFailed struct {
+	Branch   string
+	Expected string
+	Actual   string
+}
+
+func (e *PreconditionFailed) Error() string {
+	return fmt.Sprintf("precondition failed: the head of branch %q is %s, not %s; nothing was written: read the branch again and retry with the new commit id",
+		e.Branch, e.Actual, e.Expected)
+}
+
+// Is makes errors.Is(err, ErrPreconditionFailed) hold.
+func (e *PreconditionFailed) Is(target error) bool { return target == ErrPreconditionFailed }
+
+// ErrNotARead: Query was handed a mutation; mutations go through the write
+// path (omnigraph mutate).
+var ErrNotARead = errors.New("graph: the query is a mutation, not a read")

@@ -55,8 +55,28 @@ type Graph struct {
 	cats   map[string]*pg.Catalog
 	tables map[string]*table.Dataset // by tableCacheKey; versions are immutable
 
-	qcOnce sync.Once
-	qc     *queryCache // the handle's query cache (query_cache.go)
+	attachMu sync.Mutex
+	attached map[any]any // per-handle state of the packages above (Attachment)
+}
+
+// Attachment returns the value the handle holds under key, creating it with
+// init on first use (once per handle, even under concurrent calls). The
+// packages above the core keep per-handle state here — graph/query's read
+// cache — so it lives and goes away with the handle and is never a package
+// global. key should be a value of an unexported type of the caller's
+// package, so packages cannot collide.
+func (g *Graph) Attachment(key any, init func() any) any {
+	g.attachMu.Lock()
+	defer g.attachMu.Unlock()
+	if v, ok := g.attached[key]; ok {
+		return v
+	}
+	v := init()
+	if g.attached == nil {
+		g.attached = map[any]any{}
+	}
+	g.attached[key] = v
+	return v
 }
 
 // maxCachedTables bounds the table-version cache of a handle.

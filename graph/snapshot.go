@@ -83,6 +83,9 @@ func (g *Graph) SnapshotAtVersion(ctx context.Context, branch string, v uint64) 
 	return &Snapshot{g: g, entry: e}, nil
 }
 
+// Graph returns the handle the snapshot was read through.
+func (s *Snapshot) Graph() *Graph { return s.g }
+
 // Entry returns the manifest version the snapshot reads (a copy).
 func (s *Snapshot) Entry() *manifest.Entry { return s.entry.Clone() }
 

@@ -61,6 +61,10 @@ const (
 	KindOptimize    = "optimize"
 )
 
+// DefaultWriteRetries bounds how often an insert, append or merge
+// re-prepares after losing a race for its branch before any effect.
+const DefaultWriteRetries = 16
+
 // WriteOptions shape one write attempt.
 type WriteOptions struct {
 	// Kind is the writer (Kind* constants); recorded in the intent.

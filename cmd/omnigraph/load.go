@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/load"
 )
 
 func init() {
@@ -43,7 +43,7 @@ func init() {
 				if mode == "" {
 					return usagef("--mode is required: append (strict insert), merge (upsert by id) or overwrite (replace each type in the file)")
 				}
-				m, err := graph.ParseLoadMode(mode)
+				m, err := load.ParseMode(mode)
 				if err != nil {
 					return usageError{msg: err.Error()}
 				}
@@ -61,10 +61,10 @@ func init() {
 					return err
 				}
 				defer done()
-				opts := graph.LoadOptions{Branch: branch, Mode: m, Replace: replace}
+				opts := load.Options{Branch: branch, Mode: m, Replace: replace}
 				bar := newProgress(a.stderr)
 				opts.Progress = bar.update
-				res, err := g.Load(ctx, in, opts)
+				res, err := load.Run(ctx, g, in, opts)
 				bar.finish()
 				if err != nil {
 					return err

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/mutate"
 )
 
 func init() {
@@ -61,7 +62,7 @@ func init() {
 					return err
 				}
 				defer done()
-				res, err := g.MutateQuery(ctx, src, name, graph.MutateOptions{Branch: branch, Params: p, IfCommit: ifCommit})
+				res, err := mutate.Query(ctx, g, src, name, mutate.Options{Branch: branch, Params: p, IfCommit: ifCommit})
 				if errors.Is(err, graph.ErrPreconditionFailed) {
 					return exitCodeError{code: exitConflict, err: err}
 				}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/query"
 )
 
 // queryFormats are the --format values of omnigraph query.
@@ -81,7 +82,7 @@ func init() {
 				if err != nil {
 					return err
 				}
-				res, err := snap.Query(ctx, src, name, p)
+				res, err := query.Run(ctx, snap, src, name, p)
 				if err != nil {
 					return err
 				}
@@ -220,7 +221,7 @@ func quoteText(s string) string {
 	return b.String()
 }
 
-func writeQueryResult(w io.Writer, res *graph.QueryResult, format string) error {
+func writeQueryResult(w io.Writer, res *query.Result, format string) error {
 	cols := res.ColumnNames()
 	cell := func(i, j int) string { return queryCell(res.JSONValue(i, j)) }
 	switch format {

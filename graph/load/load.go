@@ -1,9 +1,10 @@
-package graph
-
-// Bulk load of strict graph-batch NDJSON: one envelope per line, node lines
-// {"type":T,"data":{..}} and edge lines {"edge":E,"from":ID,"to":ID,
-// "data":{..}}. The whole file is parsed and validated before anything is
-// written, and lands as one graph commit.
+// Package load is bulk load of strict graph-batch NDJSON: one envelope per
+// line, node lines {"type":T,"data":{..}} and edge lines
+// {"edge":E,"from":ID,"to":ID,"data":{..}}. The whole file is parsed
+// (json.go: the strict parser) and validated (package graph/change) before
+// anything is written, and lands as one graph commit through the shared
+// write pipeline (graph.Write).
+package load
 
 import (
 	"bufio"
@@ -16,45 +17,47 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/change"
 	"github.com/omnigraph-go/omnigraph/graph/pg"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
-// LoadMode says how loaded rows meet the rows a branch already has.
-type LoadMode string
+// Mode says how loaded rows meet the rows a branch already has.
+type Mode string
 
 // Load modes; there is no default.
 const (
-	// LoadAppend is a strict insert: an id the branch already holds is a
+	// Append is a strict insert: an id the branch already holds is a
 	// *KeyConflict and nothing is written.
-	LoadAppend LoadMode = "append"
-	// LoadMerge upserts by id: new ids are inserted, existing ones replaced;
+	Append Mode = "append"
+	// Merge upserts by id: new ids are inserted, existing ones replaced;
 	// rows not in the file are kept.
-	LoadMerge LoadMode = "merge"
-	// LoadOverwrite replaces the whole image of each type present in the
-	// file (and of LoadOptions.Replace); other types keep their rows.
-	LoadOverwrite LoadMode = "overwrite"
+	Merge Mode = "merge"
+	// Overwrite replaces the whole image of each type present in the
+	// file (and of Options.Replace); other types keep their rows.
+	Overwrite Mode = "overwrite"
 )
 
-// ParseLoadMode checks a --mode value.
-func ParseLoadMode(s string) (LoadMode, error) {
-	switch m := LoadMode(s); m {
-	case LoadAppend, LoadMerge, LoadOverwrite:
+// ParseMode checks a --mode value.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case Append, Merge, Overwrite:
 		return m, nil
 	}
-	return "", fmt.Errorf("%w: unknown load mode %q; use append (strict insert), merge (upsert by id) or overwrite (replace each type in the file)", ErrInvalidInput, s)
+	return "", fmt.Errorf("%w: unknown load mode %q; use append (strict insert), merge (upsert by id) or overwrite (replace each type in the file)", graph.ErrInvalidInput, s)
 }
 
-// MaxLoadLine bounds one NDJSON line.
-const MaxLoadLine = 32 << 20
+// MaxLine bounds one NDJSON line.
+const MaxLine = 32 << 20
 
-// LoadOptions shape one load.
-type LoadOptions struct {
+// Options shape one load.
+type Options struct {
 	// Branch to load into (default: the handle's current branch). It must
 	// exist.
 	Branch string
 	// Mode is required.
-	Mode LoadMode
+	Mode Mode
 	// Replace lists types an overwrite replaces even when the file has no
 	// row of them (they become empty: a zero-fragment version).
 	Replace []string
@@ -68,14 +71,14 @@ type LoadOptions struct {
 	Actor string
 }
 
-// LoadResult is what a load did.
-type LoadResult struct {
+// Result is what a load did.
+type Result struct {
 	Nodes int `json:"nodes"`
 	Edges int `json:"edges"`
 	// Types counts loaded rows per node or edge type.
 	Types map[string]int `json:"types"`
 	// Commit is the published commit; nil when the file changed nothing.
-	Commit   *CommitInfo `json:"commit"`
+	Commit   *graph.CommitInfo `json:"commit"`
 	Warnings []string    `json:"warnings,omitempty"`
 }
 
@@ -93,13 +96,13 @@ type loadLine struct {
 // reservedLoadFields may not appear in data.
 var reservedLoadFields = []string{"_rowid", "_rowaddr", "_rowoffset", "_row_created_at_version", "_row_last_updated_at_version", "_tombstone"}
 
-// Load reads strict NDJSON from r and writes it to the branch as one
+// Run reads strict NDJSON from r and writes it to the branch as one
 // commit. Bad input (syntax, unknown or duplicate fields, a value that does
 // not fit, a constraint) is an *InputError naming the line; an append of
 // an existing id is a *KeyConflict; neither writes anything. An overwrite
 // whose branch moved returns *ReadSetChanged; append and merge re-prepare.
-func (g *Graph) Load(ctx context.Context, r io.Reader, opts LoadOptions) (*LoadResult, error) {
-	if _, err := ParseLoadMode(string(opts.Mode)); err != nil {
+func Run(ctx context.Context, g *graph.Graph, r io.Reader, opts Options) (*Result, error) {
+	if _, err := ParseMode(string(opts.Mode)); err != nil {
 		return nil, err
 	}
 	snap, err := g.Snapshot(ctx, opts.Branch)
@@ -121,21 +124,21 @@ func (g *Graph) Load(ctx context.Context, r io.Reader, opts LoadOptions) (*LoadR
 		if _, ok := cat.Edge(t); ok {
 			continue
 		}
-		return nil, fmt.Errorf("%w: cannot replace unknown type %q; the schema has %s", ErrInvalidInput, t, typeList(cat))
+		return nil, fmt.Errorf("%w: cannot replace unknown type %q; the schema has %s", graph.ErrInvalidInput, t, typeList(cat))
 	}
-	if len(opts.Replace) > 0 && opts.Mode != LoadOverwrite {
-		return nil, fmt.Errorf("%w: replacing types needs --mode overwrite", ErrInvalidInput)
+	if len(opts.Replace) > 0 && opts.Mode != Overwrite {
+		return nil, fmt.Errorf("%w: replacing types needs --mode overwrite", graph.ErrInvalidInput)
 	}
 	n := opts.Retries
 	if n <= 0 {
-		n = DefaultWriteRetries
+		n = graph.DefaultWriteRetries
 	}
-	if opts.Mode == LoadOverwrite {
+	if opts.Mode == Overwrite {
 		n = 1
 	}
-	var out *LoadResult
-	_, err = Retry(ctx, n, func(ctx context.Context) (*Result, error) {
-		res, err := g.loadAttempt(ctx, cat, lines, opts)
+	var out *Result
+	_, err = graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {
+		res, err := attempt(ctx, g, cat, lines, opts)
 		out = res
 		return nil, err
 	})
@@ -158,26 +161,26 @@ func typeList(cat *pg.Catalog) string {
 
 func lineWhere(n int) string { return fmt.Sprintf("line %d", n) }
 
-func (g *Graph) loadAttempt(ctx context.Context, cat *pg.Catalog, lines []loadLine, opts LoadOptions) (*LoadResult, error) {
-	w, err := g.BeginWrite(ctx, opts.Branch, WriteOptions{Kind: KindLoad, Strict: opts.Mode == LoadOverwrite, Actor: opts.Actor})
+func attempt(ctx context.Context, g *graph.Graph, cat *pg.Catalog, lines []loadLine, opts Options) (*Result, error) {
+	w, err := g.BeginWrite(ctx, opts.Branch, graph.WriteOptions{Kind: graph.KindLoad, Strict: opts.Mode == Overwrite, Actor: opts.Actor})
 	if err != nil {
 		return nil, err
 	}
 	snap := w.Snapshot()
 	if snap.SchemaIdentity() != cat.Identity {
-		return nil, fmt.Errorf("%w: the schema of branch %q changed while the file was read; load it again", ErrInvalidInput, snap.Branch())
+		return nil, fmt.Errorf("%w: the schema of branch %q changed while the file was read; load it again", graph.ErrInvalidInput, snap.Branch())
 	}
 	if opts.Progress != nil {
 		opts.Progress("validate", int64(len(lines)))
 	}
-	st := newWriteStaging(snap, cat)
-	res := &LoadResult{Types: map[string]int{}}
-	if opts.Mode == LoadOverwrite {
+	st := change.New(snap, cat)
+	res := &Result{Types: map[string]int{}}
+	if opts.Mode == Overwrite {
 		for _, t := range opts.Replace {
 			if nt, ok := cat.Node(t); ok {
-				st.nodeTable(nt).overwrite = true
+				st.NodeTable(nt).Overwrite()
 			} else if et, ok := cat.Edge(t); ok {
-				st.edgeTable(et).overwrite = true
+				st.EdgeTable(et).Overwrite()
 			}
 		}
 	}
@@ -191,64 +194,64 @@ func (g *Graph) loadAttempt(ctx context.Context, cat *pg.Catalog, lines []loadLi
 		}
 	}
 	for nt, c := range perTable {
-		st.nodeTable(nt).reserve(c)
+		st.NodeTable(nt).Reserve(c)
 	}
 	for et, c := range perEdge {
-		st.edgeTable(et).reserve(c)
+		st.EdgeTable(et).Reserve(c)
 	}
 	var pairIDs map[int]string
-	if opts.Mode == LoadMerge {
-		if pairIDs, err = st.mergeEdgeIDs(ctx, lines); err != nil {
+	if opts.Mode == Merge {
+		if pairIDs, err = mergeEdgeIDs(ctx, st, lines); err != nil {
 			return nil, err
 		}
 	}
 	for i := range lines {
 		ln := &lines[i]
 		where := lineWhere(ln.line)
-		var p *pendingTable
+		var p *change.Table
 		// The coerced props become the row (the attempt owns them; a retry
 		// sets the same physical columns again).
-		r := entityRow(ln.props)
+		r := change.Row(ln.props)
 		id := ln.id
 		if pid, ok := pairIDs[i]; ok {
 			id = pid
 		}
 		fresh := false
 		if ln.node != nil {
-			p = st.nodeTable(ln.node)
+			p = st.NodeTable(ln.node)
 			res.Nodes++
 			res.Types[ln.node.Name]++
 		} else {
-			p = st.edgeTable(ln.edge)
+			p = st.EdgeTable(ln.edge)
 			r[pg.ColSrc], r[pg.ColDst] = ln.from, ln.to
 			res.Edges++
 			res.Types[ln.edge.Name]++
 		}
 		if id == "" {
 			id, fresh = pg.NewID(), true
-			p.minted[id] = true
+			p.Mint(id)
 		}
-		if opts.Mode == LoadOverwrite {
-			p.overwrite = true
+		if opts.Mode == Overwrite {
+			p.Overwrite()
 		}
-		if prev, dup := p.rows[id]; dup && prev != nil {
-			return nil, inputErrorf(where, "%s %q is already given at %s; each id may appear once per file", p.typeName(), id, p.origin[id])
+		if prev, dup := p.Staged(id); dup && prev != nil {
+			return nil, graph.InputErrorf(where, "%s %q is already given at %s; each id may appear once per file", p.TypeName(), id, p.Origin(id))
 		}
 		r[pg.ColID] = id
-		p.put(r, fresh || opts.Mode == LoadAppend, where)
+		p.Put(r, fresh || opts.Mode == Append, where)
 	}
-	if opts.Mode == LoadAppend {
-		if err := st.checkAppendKeys(ctx); err != nil {
+	if opts.Mode == Append {
+		if err := st.CheckAppendKeys(ctx); err != nil {
 			return nil, err
 		}
 	}
-	if err := st.validate(ctx); err != nil {
+	if err := st.Validate(ctx); err != nil {
 		return nil, err
 	}
 	if opts.Progress != nil {
 		opts.Progress("write", int64(len(lines)))
 	}
-	if err := st.stageInto(ctx, w); err != nil {
+	if err := st.StageInto(ctx, w); err != nil {
 		return nil, err
 	}
 	cr, err := w.Commit(ctx)
@@ -271,7 +274,7 @@ func (g *Graph) loadAttempt(ctx context.Context, cat *pg.Catalog, lines []loadLi
 // edges (parallel edges on the branch, or two id-less lines of the file) is
 // refused: only data.id can say which edge is meant. Keys of the result are
 // indexes into lines.
-func (st *writeStaging) mergeEdgeIDs(ctx context.Context, lines []loadLine) (map[int]string, error) {
+func mergeEdgeIDs(ctx context.Context, st *change.Set, lines []loadLine) (map[int]string, error) {
 	type pair struct {
 		edge     *pg.EdgeType
 		from, to string
@@ -286,7 +289,7 @@ func (st *writeStaging) mergeEdgeIDs(ctx context.Context, lines []loadLine) (map
 		}
 		k := pair{ln.edge, ln.from, ln.to}
 		if j, dup := seen[k]; dup {
-			return nil, inputErrorf(lineWhere(ln.line), "edge %s from %q to %q is already given at %s; --mode merge identifies an edge without data.id by its endpoints, so give each parallel edge its own data.id (or add them with --mode append)",
+			return nil, graph.InputErrorf(lineWhere(ln.line), "edge %s from %q to %q is already given at %s; --mode merge identifies an edge without data.id by its endpoints, so give each parallel edge its own data.id (or add them with --mode append)",
 				ln.edge.Name, ln.from, ln.to, lineWhere(lines[j].line))
 		}
 		seen[k] = i
@@ -294,12 +297,12 @@ func (st *writeStaging) mergeEdgeIDs(ctx context.Context, lines []loadLine) (map
 		bySrc[ln.edge] = append(bySrc[ln.edge], ln.from)
 	}
 	out := map[int]string{}
-	for _, e := range st.cat.Edges {
+	for _, e := range st.Catalog().Edges {
 		srcs := bySrc[e]
 		if len(srcs) == 0 {
 			continue
 		}
-		committed, err := st.scanRows(ctx, EdgeTableKey(e.Name), []string{pg.ColID, pg.ColSrc, pg.ColDst}, table.In(pg.ColSrc, srcs...))
+		committed, err := st.ScanRows(ctx, graph.EdgeTableKey(e.Name), []string{pg.ColID, pg.ColSrc, pg.ColDst}, table.In(pg.ColSrc, srcs...))
 		if err != nil {
 			return nil, fmt.Errorf("look up existing %s edges: %w", e.Name, err)
 		}
@@ -326,8 +329,8 @@ func (st *writeStaging) mergeEdgeIDs(ctx context.Context, lines []loadLine) (map
 				out[i] = ids[0]
 			default:
 				sort.Strings(ids)
-				return nil, inputErrorf(lineWhere(lines[i].line), "branch %q has %d %s edges from %q to %q (ids %s); --mode merge identifies an edge without data.id by its endpoints, so give data.id to say which one to replace (or add another with --mode append)",
-					st.snap.Branch(), len(ids), e.Name, k.from, k.to, strings.Join(quoteAll(ids, 3), ", "))
+				return nil, graph.InputErrorf(lineWhere(lines[i].line), "branch %q has %d %s edges from %q to %q (ids %s); --mode merge identifies an edge without data.id by its endpoints, so give data.id to say which one to replace (or add another with --mode append)",
+					st.Snapshot().Branch(), len(ids), e.Name, k.from, k.to, strings.Join(quoteAll(ids, 3), ", "))
 			}
 		}
 	}
@@ -347,53 +350,10 @@ func quoteAll(ids []string, n int) []string {
 	return out
 }
 
-// checkAppendKeys refuses an append of an id the branch already holds,
-// reporting the clash that comes first in the file.
-func (st *writeStaging) checkAppendKeys(ctx context.Context) error {
-	keys := make([]string, 0, len(st.tables))
-	for k := range st.tables {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var first *KeyConflict
-	firstSeq := -1
-	for _, k := range keys {
-		p := st.tables[k]
-		var given []string
-		for _, id := range p.order {
-			if !p.minted[id] {
-				given = append(given, id)
-			}
-		}
-		found, err := st.lookupIDs(ctx, k, given)
-		if err != nil {
-			return fmt.Errorf("check existing ids of %s: %w", p.typeName(), err)
-		}
-		for _, id := range given {
-			if !found[id] {
-				continue
-			}
-			if seq := p.seq[id]; firstSeq < 0 || seq < firstSeq {
-				kind := "node"
-				if p.edge != nil {
-					kind = "edge"
-				}
-				first = &KeyConflict{Where: p.origin[id], EntityKind: kind, TypeName: p.typeName(), EntityID: id, Branch: st.snap.Branch()}
-				firstSeq = seq
-			}
-			break
-		}
-	}
-	if first != nil {
-		return first
-	}
-	return nil
-}
-
 // parseLoad reads and coerces every line. It stops at the first bad line.
 func parseLoad(r io.Reader, cat *pg.Catalog, progress func(string, int64)) ([]loadLine, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), MaxLoadLine)
+	sc.Buffer(make([]byte, 0, 1<<20), MaxLine)
 	var out []loadLine
 	n := 0
 	for sc.Scan() {
@@ -407,7 +367,7 @@ func parseLoad(r io.Reader, cat *pg.Catalog, progress func(string, int64)) ([]lo
 		}
 		ln, err := parseLoadLine(b, cat)
 		if err != nil {
-			return nil, &InputError{Where: lineWhere(n), Msg: err.Error()}
+			return nil, &graph.InputError{Where: lineWhere(n), Msg: err.Error()}
 		}
 		ln.line = n
 		out = append(out, ln)
@@ -417,7 +377,7 @@ func parseLoad(r io.Reader, cat *pg.Catalog, progress func(string, int64)) ([]lo
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, inputErrorf(lineWhere(n+1), "line is longer than %d MiB; split the data", MaxLoadLine>>20)
+			return nil, graph.InputErrorf(lineWhere(n+1), "line is longer than %d MiB; split the data", MaxLine>>20)
 		}
 		return nil, fmt.Errorf("read the load data: %w", err)
 	}

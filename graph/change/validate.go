@@ -1,4 +1,4 @@
-package graph
+package change
 
 // The write-time validator shared by load and mutations. Row-local checks
 // (types, required properties, enums, @range, @check) run as each row is
@@ -8,69 +8,20 @@ package graph
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/pg"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
-// ErrInvalidInput matches every *InputError: bad input that changed nothing.
-var ErrInvalidInput = errors.New("invalid input")
-
-// InputError is bad load data or a mutation that breaks a rule of the
-// schema. Nothing was written. Where locates it ("line 12", "statement 2"),
-// empty when it concerns the whole write.
-type InputError struct {
-	Where string
-	Msg   string
-}
-
-func (e *InputError) Error() string {
-	if e.Where == "" {
-		return e.Msg
-	}
-	return e.Where + ": " + e.Msg
-}
-
-// Is makes errors.Is(err, ErrInvalidInput) hold.
-func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
-
-func inputErrorf(where, format string, args ...any) error {
-	return &InputError{Where: where, Msg: fmt.Sprintf(format, args...)}
-}
-
-// ErrKeyConflict matches every *KeyConflict.
-var ErrKeyConflict = errors.New("key conflict")
-
-// KeyConflict is an append (strict insert) of an id the branch already
-// holds. Nothing was written; retrying never turns it into an upsert.
-type KeyConflict struct {
-	Where      string
-	EntityKind string // "node" or "edge"
-	TypeName   string
-	EntityID   string
-	Branch     string
-}
-
-func (e *KeyConflict) Error() string {
-	msg := fmt.Sprintf("key_conflict: %s %s %q already exists on branch %q; append never replaces rows: load with --mode merge to upsert, or remove the line",
-		e.EntityKind, e.TypeName, e.EntityID, e.Branch)
-	if e.Where != "" {
-		msg = e.Where + ": " + msg
-	}
-	return msg
-}
-
-// Is makes errors.Is(err, ErrKeyConflict) hold.
-func (e *KeyConflict) Is(target error) bool { return target == ErrKeyConflict }
 
 // validate runs the end-of-write checks: uniqueness and edge endpoints over
 // every table with pending rows, then edges an overwrite would strand, then
 // @card over every touched source.
-func (s *writeStaging) validate(ctx context.Context) error {
+func (s *Set) Validate(ctx context.Context) error {
 	keys := make([]string, 0, len(s.tables))
 	for k := range s.tables {
 		keys = append(keys, k)
@@ -108,7 +59,7 @@ func (s *writeStaging) validate(ctx context.Context) error {
 
 // uniqueGroups are the @unique groups to check; a node's key group is
 // enforced by its id already.
-func (p *pendingTable) uniqueGroups() [][]string {
+func (p *Table) uniqueGroups() [][]string {
 	var src [][]string
 	var key []string
 	if p.node != nil {
@@ -144,7 +95,7 @@ func sameColumnSet(a, b []string) bool {
 
 // uniqueTupleKey renders the values of cols in r; ok is false when one is NULL
 // (NULLs are exempt from uniqueness).
-func uniqueTupleKey(r entityRow, cols []string) (string, bool) {
+func uniqueTupleKey(r Row, cols []string) (string, bool) {
 	parts := make([]string, len(cols))
 	for i, c := range cols {
 		v := r[c]
@@ -156,7 +107,7 @@ func uniqueTupleKey(r entityRow, cols []string) (string, bool) {
 	return strings.Join(parts, "\x00"), true
 }
 
-func uniqueTupleText(r entityRow, cols []string) string {
+func uniqueTupleText(r Row, cols []string) string {
 	parts := make([]string, len(cols))
 	for i, c := range cols {
 		parts[i] = fmt.Sprintf("%s=%v", c, r[c])
@@ -165,7 +116,7 @@ func uniqueTupleText(r entityRow, cols []string) string {
 }
 
 // propKind is the kind of column c (String for the physical columns).
-func (p *pendingTable) propKind(c string) pg.Kind {
+func (p *Table) propKind(c string) pg.Kind {
 	var pr *pg.Property
 	var ok bool
 	if p.node != nil {
@@ -179,8 +130,8 @@ func (p *pendingTable) propKind(c string) pg.Kind {
 	return pr.Type.Kind
 }
 
-func (s *writeStaging) checkUnique(ctx context.Context, p *pendingTable, cols []string) error {
-	name := p.typeName()
+func (s *Set) checkUnique(ctx context.Context, p *Table, cols []string) error {
+	name := p.TypeName()
 	what := name + "." + strings.Join(cols, ",")
 	seen := map[string]string{}
 	for _, id := range p.order {
@@ -189,7 +140,7 @@ func (s *writeStaging) checkUnique(ctx context.Context, p *pendingTable, cols []
 			continue
 		}
 		if other, dup := seen[tk]; dup {
-			return inputErrorf(p.origin[id], "@unique violation on %s: %s is also used by %s %q (%s); give each a distinct value",
+			return graph.InputErrorf(p.origin[id], "@unique violation on %s: %s is also used by %s %q (%s); give each a distinct value",
 				what, uniqueTupleText(p.rows[id], cols), name, other, p.origin[other])
 		}
 		seen[tk] = id
@@ -204,7 +155,7 @@ func (s *writeStaging) checkUnique(ctx context.Context, p *pendingTable, cols []
 			r := p.rows[id]
 			var ands []table.Predicate
 			for _, c := range cols {
-				if pr, ok := pushdownCmp(c, p.propKind(c), "=", r[c]); ok {
+				if pr, ok := PushdownCmp(c, p.propKind(c), "=", r[c]); ok {
 					ands = append(ands, pr)
 				}
 			}
@@ -218,7 +169,7 @@ func (s *writeStaging) checkUnique(ctx context.Context, p *pendingTable, cols []
 			filter = table.Or(ors...)
 		}
 	}
-	committed, err := s.scanRows(ctx, p.key, append([]string{pg.ColID}, cols...), filter)
+	committed, err := s.ScanRows(ctx, p.key, append([]string{pg.ColID}, cols...), filter)
 	if err != nil {
 		return fmt.Errorf("check @unique on %s: %w", what, err)
 	}
@@ -232,7 +183,7 @@ func (s *writeStaging) checkUnique(ctx context.Context, p *pendingTable, cols []
 			continue
 		}
 		if id, clash := seen[tk]; clash && id != cid {
-			return inputErrorf(p.origin[id], "@unique violation on %s: %s is already used by %s %q on branch %q; pick another value, or update that %s instead",
+			return graph.InputErrorf(p.origin[id], "@unique violation on %s: %s is already used by %s %q on branch %q; pick another value, or update that %s instead",
 				what, uniqueTupleText(cr, cols), name, cid, s.snap.Branch(), name)
 		}
 	}
@@ -241,9 +192,9 @@ func (s *writeStaging) checkUnique(ctx context.Context, p *pendingTable, cols []
 
 // nodesExist reports which of ids exist in node type n after the write:
 // pending rows first, then the committed table (unless overwritten).
-func (s *writeStaging) nodesExist(ctx context.Context, n *pg.NodeType, ids []string) (map[string]bool, error) {
+func (s *Set) nodesExist(ctx context.Context, n *pg.NodeType, ids []string) (map[string]bool, error) {
 	found := map[string]bool{}
-	p := s.tables[NodeTableKey(n.Name)]
+	p := s.tables[graph.NodeTableKey(n.Name)]
 	var rest []string
 	for _, id := range ids {
 		switch {
@@ -254,7 +205,7 @@ func (s *writeStaging) nodesExist(ctx context.Context, n *pg.NodeType, ids []str
 			rest = append(rest, id)
 		}
 	}
-	got, err := s.lookupIDs(ctx, NodeTableKey(n.Name), rest)
+	got, err := s.lookupIDs(ctx, graph.NodeTableKey(n.Name), rest)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +215,7 @@ func (s *writeStaging) nodesExist(ctx context.Context, n *pg.NodeType, ids []str
 	return found, nil
 }
 
-func (s *writeStaging) checkEndpoints(ctx context.Context, p *pendingTable) error {
+func (s *Set) checkEndpoints(ctx context.Context, p *Table) error {
 	e := p.edge
 	for _, side := range []struct{ col, node, word string }{{pg.ColSrc, e.From, "from"}, {pg.ColDst, e.To, "to"}} {
 		n, ok := s.cat.Node(side.node)
@@ -273,7 +224,7 @@ func (s *writeStaging) checkEndpoints(ctx context.Context, p *pendingTable) erro
 		}
 		// Endpoints staged by this write need no lookup; the rest are
 		// looked up once each.
-		np := s.tables[NodeTableKey(n.Name)]
+		np := s.tables[graph.NodeTableKey(n.Name)]
 		staged := func(v string) bool { return np != nil && np.rows[v] != nil }
 		var ids []string
 		dedup := map[string]bool{}
@@ -291,7 +242,7 @@ func (s *writeStaging) checkEndpoints(ctx context.Context, p *pendingTable) erro
 		for _, id := range p.order {
 			v, _ := p.rows[id][side.col].(string)
 			if !staged(v) && !found[v] {
-				return inputErrorf(p.origin[id], "edge %s: %s %q not found in %s; insert that %s first (or earlier in the same write), or fix the %s value",
+				return graph.InputErrorf(p.origin[id], "edge %s: %s %q not found in %s; insert that %s first (or earlier in the same write), or fix the %s value",
 					e.Name, side.col, v, n.Name, n.Name, side.word)
 			}
 		}
@@ -299,15 +250,12 @@ func (s *writeStaging) checkEndpoints(ctx context.Context, p *pendingTable) erro
 	return nil
 }
 
-// ErrReferentialIntegrity matches a write refused because it would leave an
-// edge whose endpoint does not exist (it also matches ErrInvalidInput).
-var ErrReferentialIntegrity = errors.New("referential integrity")
 
 // strandedError is an *InputError that also matches ErrReferentialIntegrity.
-type strandedError struct{ InputError }
+type strandedError struct{ graph.InputError }
 
 func (e *strandedError) Is(target error) bool {
-	return target == ErrReferentialIntegrity || target == ErrInvalidInput
+	return target == graph.ErrReferentialIntegrity || target == graph.ErrInvalidInput
 }
 
 // checkStranded refuses a write that replaces the image of a node type
@@ -316,18 +264,18 @@ func (e *strandedError) Is(target error) bool {
 // Edges the write itself replaces or deletes are not kept, and an
 // overwritten edge table keeps none (its new rows are checked by
 // checkEndpoints).
-func (s *writeStaging) checkStranded(ctx context.Context, e *pg.EdgeType) error {
-	ep := s.tables[EdgeTableKey(e.Name)]
+func (s *Set) checkStranded(ctx context.Context, e *pg.EdgeType) error {
+	ep := s.tables[graph.EdgeTableKey(e.Name)]
 	if ep != nil && ep.overwrite {
 		return nil
 	}
-	from := s.tables[NodeTableKey(e.From)]
-	to := s.tables[NodeTableKey(e.To)]
-	gone := func(p *pendingTable, id string) bool { return p != nil && p.overwrite && p.rows[id] == nil }
+	from := s.tables[graph.NodeTableKey(e.From)]
+	to := s.tables[graph.NodeTableKey(e.To)]
+	gone := func(p *Table, id string) bool { return p != nil && p.overwrite && p.rows[id] == nil }
 	if (from == nil || !from.overwrite) && (to == nil || !to.overwrite) {
 		return nil
 	}
-	committed, err := s.scanRows(ctx, EdgeTableKey(e.Name), []string{pg.ColID, pg.ColSrc, pg.ColDst}, table.Predicate{})
+	committed, err := s.ScanRows(ctx, graph.EdgeTableKey(e.Name), []string{pg.ColID, pg.ColSrc, pg.ColDst}, table.Predicate{})
 	if err != nil {
 		return fmt.Errorf("check the edges of %s: %w", e.Name, err)
 	}
@@ -361,7 +309,7 @@ func (s *writeStaging) checkStranded(ctx context.Context, e *pg.EdgeType) error 
 	if n > 1 {
 		more = fmt.Sprintf(" (and %d more %s edges)", n-1, e.Name)
 	}
-	return &strandedError{InputError{Msg: fmt.Sprintf(
+	return &strandedError{graph.InputError{Msg: fmt.Sprintf(
 		"referential integrity: overwriting %s would leave edge %s %q (src %q -> dst %q) with %s %q not found in %s%s; "+
 			"put that %s in the file, or replace %s in the same load (give its edges in the file, or --type %s to empty it)",
 		exNode, e.Name, exID, exSrc, exDst, exCol, exEnd, exNode, more, exNode, e.Name, e.Name)}}
@@ -374,13 +322,13 @@ func (s *writeStaging) checkStranded(ctx context.Context, e *pg.EdgeType) error 
 // former source of every committed edge it replaces (an edge moved to
 // another source), deletes or overwrites. A source node the write deletes
 // is not checked: its edges go with it.
-func (s *writeStaging) checkCard(ctx context.Context, e *pg.EdgeType) error {
+func (s *Set) checkCard(ctx context.Context, e *pg.EdgeType) error {
 	if e.Card.Min <= 0 && e.Card.Max < 0 {
 		return nil
 	}
-	key := EdgeTableKey(e.Name)
+	key := graph.EdgeTableKey(e.Name)
 	p := s.tables[key]
-	np := s.tables[NodeTableKey(e.From)]
+	np := s.tables[graph.NodeTableKey(e.From)]
 	// Only a minimum can fail for a source that gains no edge (a loaded
 	// node, the former source of a moved or deleted edge); only the
 	// sources of added edges can exceed a maximum.
@@ -412,7 +360,7 @@ func (s *writeStaging) checkCard(ctx context.Context, e *pg.EdgeType) error {
 		switch {
 		case !needMin:
 		case p.overwrite:
-			old, err := s.scanRows(ctx, key, []string{pg.ColSrc}, table.Predicate{})
+			old, err := s.ScanRows(ctx, key, []string{pg.ColSrc}, table.Predicate{})
 			if err != nil {
 				return fmt.Errorf("check @card of %s: %w", e.Name, err)
 			}
@@ -431,7 +379,7 @@ func (s *writeStaging) checkCard(ctx context.Context, e *pg.EdgeType) error {
 			}
 			ids = append(ids, p.delOrd...)
 			if len(ids) > 0 {
-				old, err := s.scanRows(ctx, key, []string{pg.ColID, pg.ColSrc}, table.In(pg.ColID, ids...))
+				old, err := s.ScanRows(ctx, key, []string{pg.ColID, pg.ColSrc}, table.In(pg.ColID, ids...))
 				if err != nil {
 					return fmt.Errorf("check @card of %s: %w", e.Name, err)
 				}
@@ -459,7 +407,7 @@ func (s *writeStaging) checkCard(ctx context.Context, e *pg.EdgeType) error {
 	}
 	count := make(map[string]int, len(sources))
 	if p == nil || !p.overwrite {
-		committed, err := s.scanRows(ctx, key, []string{pg.ColID, pg.ColSrc}, table.In(pg.ColSrc, sources...))
+		committed, err := s.ScanRows(ctx, key, []string{pg.ColID, pg.ColSrc}, table.In(pg.ColSrc, sources...))
 		if err != nil {
 			return fmt.Errorf("check @card of %s: %w", e.Name, err)
 		}
@@ -481,11 +429,11 @@ func (s *writeStaging) checkCard(ctx context.Context, e *pg.EdgeType) error {
 	for _, src := range sources {
 		c := count[src]
 		if e.Card.Max >= 0 && c > e.Card.Max {
-			return inputErrorf(first[src], "@card violation on edge %s: source %q has %d edges (max %d, @card(%s)); remove the extra edges or delete an existing one first",
+			return graph.InputErrorf(first[src], "@card violation on edge %s: source %q has %d edges (max %d, @card(%s)); remove the extra edges or delete an existing one first",
 				e.Name, src, c, e.Card.Max, e.Card)
 		}
 		if c < e.Card.Min {
-			return inputErrorf(first[src], "@card violation on edge %s: source %q has %d edges (min %d, @card(%s)); give a new %s its %s edges in the same write, and to drop the last edges of a %s delete the %s itself (or replace the edges in the same write)",
+			return graph.InputErrorf(first[src], "@card violation on edge %s: source %q has %d edges (min %d, @card(%s)); give a new %s its %s edges in the same write, and to drop the last edges of a %s delete the %s itself (or replace the edges in the same write)",
 				e.Name, src, c, e.Card.Min, e.Card, e.From, e.Name, e.From, e.From)
 		}
 	}
@@ -497,10 +445,10 @@ func hasKey(m map[string]string, k string) bool {
 	return ok
 }
 
-// pushdownCmp turns `col op v` into a table predicate when the table layer
+// PushdownCmp turns `col op v` into a table predicate when the table layer
 // can evaluate it exactly (strings, booleans, numbers). The caller still
-// evaluates the comparison itself; pushdownCmp only prunes what is read.
-func pushdownCmp(col string, k pg.Kind, op string, v any) (table.Predicate, bool) {
+// evaluates the comparison itself; PushdownCmp only prunes what is read.
+func PushdownCmp(col string, k pg.Kind, op string, v any) (table.Predicate, bool) {
 	switch {
 	case k == pg.KindString || k == pg.KindEnum || k.Numeric():
 	case k == pg.KindBool && (op == "=" || op == "!="):
@@ -530,4 +478,47 @@ func pushdownCmp(col string, k pg.Kind, op string, v any) (table.Predicate, bool
 		return table.Ge(col, v), true
 	}
 	return table.Predicate{}, false
+}
+
+// CheckAppendKeys refuses an append (load --mode append: a strict insert) of an id the branch already holds,
+// reporting the clash that comes first in the file.
+func (st *Set) CheckAppendKeys(ctx context.Context) error {
+	keys := make([]string, 0, len(st.tables))
+	for k := range st.tables {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var first *graph.KeyConflict
+	firstSeq := -1
+	for _, k := range keys {
+		p := st.tables[k]
+		var given []string
+		for _, id := range p.order {
+			if !p.minted[id] {
+				given = append(given, id)
+			}
+		}
+		found, err := st.lookupIDs(ctx, k, given)
+		if err != nil {
+			return fmt.Errorf("check existing ids of %s: %w", p.TypeName(), err)
+		}
+		for _, id := range given {
+			if !found[id] {
+				continue
+			}
+			if seq := p.seq[id]; firstSeq < 0 || seq < firstSeq {
+				kind := "node"
+				if p.edge != nil {
+					kind = "edge"
+				}
+				first = &graph.KeyConflict{Where: p.origin[id], EntityKind: kind, TypeName: p.TypeName(), EntityID: id, Branch: st.snap.Branch()}
+				firstSeq = seq
+			}
+			break
+		}
+	}
+	if first != nil {
+		return first
+	}
+	return nil
 }

@@ -1,11 +1,10 @@
-package graph
-
-// Mutations: running a checked .gq mutation plan (graph/gq) as one write
-// attempt of the shared pipeline. Statements run in order against the
-// write's snapshot overlaid with the rows earlier statements staged
-// (read-your-writes); at the end the write is validated once and every
-// touched table is staged as one transaction, then committed and published
-// as one graph commit.
+// Package mutate runs a checked .gq mutation plan (graph/gq) as one write
+// attempt of the shared pipeline (graph.Write). Statements run in order
+// against the write's snapshot overlaid with the rows earlier statements
+// staged (read-your-writes, graph/change); at the end the write is validated
+// once and every touched table is staged as one transaction, then committed
+// and published as one graph commit.
+package mutate
 
 import (
 	"bytes"
@@ -15,37 +14,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/change"
 	"github.com/omnigraph-go/omnigraph/graph/gq"
 	"github.com/omnigraph-go/omnigraph/graph/pg"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
-// DefaultWriteRetries bounds how often an insert, append or merge
-// re-prepares after losing a race for its branch before any effect.
-const DefaultWriteRetries = 16
 
-// ErrPreconditionFailed matches every *PreconditionFailed.
-var ErrPreconditionFailed = errors.New("precondition failed")
 
-// PreconditionFailed is a conditional write (MutateOptions.IfCommit) whose
-// branch head was not the expected commit. Nothing was written and the
-// write was not retried.
-type PreconditionFailed struct {
-	Branch   string
-	Expected string
-	Actual   string
-}
-
-func (e *PreconditionFailed) Error() string {
-	return fmt.Sprintf("precondition failed: the head of branch %q is %s, not %s; nothing was written: read the branch again and retry with the new commit id",
-		e.Branch, e.Actual, e.Expected)
-}
-
-// Is makes errors.Is(err, ErrPreconditionFailed) hold.
-func (e *PreconditionFailed) Is(target error) bool { return target == ErrPreconditionFailed }
-
-// MutateOptions shape one mutation.
-type MutateOptions struct {
+// Options shape one mutation.
+type Options struct {
 	// Branch to write (default: the handle's current branch).
 	Branch string
 	// Params are the query's parameters (JSON-decoded values or canonical
@@ -63,22 +42,22 @@ type MutateOptions struct {
 	Actor string
 }
 
-// MutateResult is what a mutation did.
-type MutateResult struct {
+// Result is what a mutation did.
+type Result struct {
 	AffectedNodes int `json:"affected_nodes"`
 	AffectedEdges int `json:"affected_edges"`
 	// Commit is the published commit; nil when nothing matched, so nothing
 	// was published.
-	Commit *CommitInfo `json:"commit"`
+	Commit *graph.CommitInfo `json:"commit"`
 	// Warnings are non-fatal problems after the publish.
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// MutateQuery runs the query name of src (see Mutate). It is parsed once,
+// Query runs the mutation query name of src (see Run). It is parsed once,
 // before any I/O (syntax and the D₂ rule), and checked against the
 // accepted schema of the head each attempt writes to. A read query is
 // refused.
-func (g *Graph) MutateQuery(ctx context.Context, src, name string, opts MutateOptions) (*MutateResult, error) {
+func Query(ctx context.Context, g *graph.Graph, src, name string, opts Options) (*Result, error) {
 	f, err := gq.Parse(src)
 	if err != nil {
 		return nil, err
@@ -88,7 +67,7 @@ func (g *Graph) MutateQuery(ctx context.Context, src, name string, opts MutateOp
 		return nil, err
 	}
 	if q.Mutation == nil {
-		return nil, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", ErrInvalidInput, q.Name)
+		return nil, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", graph.ErrInvalidInput, q.Name)
 	}
 	// D₂ belongs to this query alone: another query of the file that mixes
 	// inserts and deletes does not stop this one.
@@ -101,37 +80,37 @@ func (g *Graph) MutateQuery(ctx context.Context, src, name string, opts MutateOp
 			strict = true
 		}
 	}
-	return g.runMutation(ctx, strict, func(cat *pg.Catalog) (*gq.Plan, error) { return gq.CheckQuery(q, cat) }, opts)
+	return run(ctx, g, strict, func(cat *pg.Catalog) (*gq.Plan, error) { return gq.CheckQuery(q, cat) }, opts)
 }
 
-// Mutate runs a checked mutation plan as one graph commit. Insert-only
+// Run runs a checked mutation plan as one graph commit. Insert-only
 // plans re-prepare when their branch moved before any effect (bounded by
 // opts.Retries); plans with updates or deletes, and conditional writes,
 // return the *ReadSetChanged or *PreconditionFailed instead. Bad input
 // (a parameter, a constraint, a missing endpoint) is an error matching
 // ErrInvalidInput or gq.ErrInvalidQuery, and writes nothing. The plan must
 // have been checked against the branch's accepted schema.
-func (g *Graph) Mutate(ctx context.Context, plan *gq.Plan, opts MutateOptions) (*MutateResult, error) {
+func Run(ctx context.Context, g *graph.Graph, plan *gq.Plan, opts Options) (*Result, error) {
 	if plan == nil || plan.Mutation == nil {
-		return nil, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", ErrInvalidInput, planName(plan))
+		return nil, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", graph.ErrInvalidInput, planName(plan))
 	}
-	return g.runMutation(ctx, strictPlan(plan), func(*pg.Catalog) (*gq.Plan, error) { return plan, nil }, opts)
+	return run(ctx, g, strictPlan(plan), func(*pg.Catalog) (*gq.Plan, error) { return plan, nil }, opts)
 }
 
-func (g *Graph) runMutation(ctx context.Context, strict bool, planFor func(*pg.Catalog) (*gq.Plan, error), opts MutateOptions) (*MutateResult, error) {
+func run(ctx context.Context, g *graph.Graph, strict bool, planFor func(*pg.Catalog) (*gq.Plan, error), opts Options) (*Result, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
 	n := opts.Retries
 	if n <= 0 {
-		n = DefaultWriteRetries
+		n = graph.DefaultWriteRetries
 	}
 	if strict || opts.IfCommit != "" {
 		n = 1
 	}
-	var out *MutateResult
-	_, err := Retry(ctx, n, func(ctx context.Context) (*Result, error) {
-		pm, err := g.prepareMutation(ctx, strict, planFor, opts)
+	var out *Result
+	_, err := graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {
+		pm, err := prepare(ctx, g, strict, planFor, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -139,11 +118,11 @@ func (g *Graph) runMutation(ctx context.Context, strict bool, planFor func(*pg.C
 		out = res
 		return nil, err
 	})
-	var rs *ReadSetChanged
+	var rs *graph.ReadSetChanged
 	if opts.IfCommit != "" && errors.As(err, &rs) {
 		// The head moved between the check and the commit: the condition
 		// failed all the same.
-		return nil, &PreconditionFailed{Branch: rs.Branch, Expected: opts.IfCommit, Actual: "a newer commit"}
+		return nil, &graph.PreconditionFailed{Branch: rs.Branch, Expected: opts.IfCommit, Actual: "a newer commit"}
 	}
 	if err != nil {
 		return nil, err
@@ -169,35 +148,35 @@ func strictPlan(p *gq.Plan) bool {
 	return false
 }
 
-// PreparedMutation is a mutation staged against one branch-authority
+// Prepared is a mutation staged against one branch-authority
 // token, ready to commit. Tests use it to line up racing writers.
-type PreparedMutation struct {
-	w      *Write
-	st     *writeStaging
+type Prepared struct {
+	w      *graph.Write
+	st     *change.Set
 	query  string // the plan's name, for error messages
-	result MutateResult
+	result Result
 }
 
-// PrepareMutation stages plan against the current head of opts.Branch
-// without committing: the prepare half of Mutate, with no retry.
-func (g *Graph) PrepareMutation(ctx context.Context, plan *gq.Plan, opts MutateOptions) (*PreparedMutation, error) {
+// Prepare stages plan against the current head of opts.Branch
+// without committing: the prepare half of Run, with no retry.
+func Prepare(ctx context.Context, g *graph.Graph, plan *gq.Plan, opts Options) (*Prepared, error) {
 	if plan == nil || plan.Mutation == nil {
-		return nil, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", ErrInvalidInput, planName(plan))
+		return nil, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", graph.ErrInvalidInput, planName(plan))
 	}
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	return g.prepareMutation(ctx, strictPlan(plan), func(*pg.Catalog) (*gq.Plan, error) { return plan, nil }, opts)
+	return prepare(ctx, g, strictPlan(plan), func(*pg.Catalog) (*gq.Plan, error) { return plan, nil }, opts)
 }
 
-func (g *Graph) prepareMutation(ctx context.Context, strict bool, planFor func(*pg.Catalog) (*gq.Plan, error), opts MutateOptions) (*PreparedMutation, error) {
-	w, err := g.BeginWrite(ctx, opts.Branch, WriteOptions{Kind: KindMutation, Strict: strict || opts.IfCommit != "", Actor: opts.Actor})
+func prepare(ctx context.Context, g *graph.Graph, strict bool, planFor func(*pg.Catalog) (*gq.Plan, error), opts Options) (*Prepared, error) {
+	w, err := g.BeginWrite(ctx, opts.Branch, graph.WriteOptions{Kind: graph.KindMutation, Strict: strict || opts.IfCommit != "", Actor: opts.Actor})
 	if err != nil {
 		return nil, err
 	}
 	snap := w.Snapshot()
 	if opts.IfCommit != "" && snap.CommitID() != opts.IfCommit {
-		return nil, &PreconditionFailed{Branch: snap.Branch(), Expected: opts.IfCommit, Actual: snap.CommitID()}
+		return nil, &graph.PreconditionFailed{Branch: snap.Branch(), Expected: opts.IfCommit, Actual: snap.CommitID()}
 	}
 	cat, err := snap.Catalog(ctx)
 	if err != nil {
@@ -208,23 +187,23 @@ func (g *Graph) prepareMutation(ctx context.Context, strict bool, planFor func(*
 		return nil, err
 	}
 	if plan.Mutation == nil {
-		return nil, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", ErrInvalidInput, plan.Name)
+		return nil, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", graph.ErrInvalidInput, plan.Name)
 	}
 	args, err := gq.BindAt(plan, opts.Params, opts.Now)
 	if err != nil {
 		return nil, err
 	}
-	st := newWriteStaging(snap, cat)
-	pm := &PreparedMutation{w: w, st: st, query: plan.Name}
+	st := change.New(snap, cat)
+	pm := &Prepared{w: w, st: st, query: plan.Name}
 	for i, stmt := range plan.Mutation.Statements {
 		if err := pm.run(ctx, i, stmt, args); err != nil {
 			return nil, err
 		}
 	}
-	if err := st.validate(ctx); err != nil {
+	if err := st.Validate(ctx); err != nil {
 		return nil, err
 	}
-	if err := st.stageInto(ctx, w); err != nil {
+	if err := st.StageInto(ctx, w); err != nil {
 		return nil, err
 	}
 	return pm, nil
@@ -232,7 +211,7 @@ func (g *Graph) prepareMutation(ctx context.Context, strict bool, planFor func(*
 
 // Commit publishes the prepared mutation (see Write.Commit). Nothing
 // staged: no commit, Commit nil.
-func (pm *PreparedMutation) Commit(ctx context.Context) (*MutateResult, error) {
+func (pm *Prepared) Commit(ctx context.Context) (*Result, error) {
 	res, err := pm.w.Commit(ctx)
 	if err != nil {
 		return nil, err
@@ -252,18 +231,18 @@ func stmtWhere(name string, i int, s *gq.MutationStmt) string {
 	return fmt.Sprintf("in query %q at %d:%d (statement %d)", name, s.Pos.Line, s.Pos.Col, i+1)
 }
 
-func (pm *PreparedMutation) run(ctx context.Context, i int, s *gq.MutationStmt, args *gq.Args) error {
+func (pm *Prepared) run(ctx context.Context, i int, s *gq.MutationStmt, args *gq.Args) error {
 	st := pm.st
 	where := stmtWhere(pm.query, i, s)
 	// The plan must have been checked against this snapshot's schema.
 	if s.Node != nil {
-		if n, ok := st.cat.Node(s.Node.Name); !ok || n != s.Node {
-			return fmt.Errorf("%w: the schema of branch %q changed since the query was compiled; compile it again", ErrInvalidInput, st.snap.Branch())
+		if n, ok := st.Catalog().Node(s.Node.Name); !ok || n != s.Node {
+			return fmt.Errorf("%w: the schema of branch %q changed since the query was compiled; compile it again", graph.ErrInvalidInput, st.Snapshot().Branch())
 		}
 	}
 	if s.Edge != nil {
-		if e, ok := st.cat.Edge(s.Edge.Name); !ok || e != s.Edge {
-			return fmt.Errorf("%w: the schema of branch %q changed since the query was compiled; compile it again", ErrInvalidInput, st.snap.Branch())
+		if e, ok := st.Catalog().Edge(s.Edge.Name); !ok || e != s.Edge {
+			return fmt.Errorf("%w: the schema of branch %q changed since the query was compiled; compile it again", graph.ErrInvalidInput, st.Snapshot().Branch())
 		}
 	}
 	switch s.Kind {
@@ -286,14 +265,14 @@ func assigned(where string, vals []*gq.Assignment, args *gq.Args) (map[string]an
 	for _, a := range vals {
 		v, err := a.Prop.Coerce(args.Value(a.Value))
 		if err != nil {
-			return nil, &InputError{Where: where, Msg: err.Error()}
+			return nil, &graph.InputError{Where: where, Msg: err.Error()}
 		}
 		out[a.Prop.Name] = v
 	}
 	return out, nil
 }
 
-func (pm *PreparedMutation) insertNode(where string, s *gq.MutationStmt, args *gq.Args) error {
+func (pm *Prepared) insertNode(where string, s *gq.MutationStmt, args *gq.Args) error {
 	n := s.Node
 	r, err := assigned(where, s.Values, args)
 	if err != nil {
@@ -304,16 +283,16 @@ func (pm *PreparedMutation) insertNode(where string, s *gq.MutationStmt, args *g
 			continue
 		}
 		if !p.Nullable {
-			return inputErrorf(where, "insert %s: required property %s has no value; assign it (embeddings are not computed on write: pass the vector)", n.Name, p.Name)
+			return graph.InputErrorf(where, "insert %s: required property %s has no value; assign it (embeddings are not computed on write: pass the vector)", n.Name, p.Name)
 		}
 		r[p.Name] = nil
 	}
 	id, err := n.IDFor(r)
 	if err != nil {
-		return &InputError{Where: where, Msg: err.Error()}
+		return &graph.InputError{Where: where, Msg: err.Error()}
 	}
 	r[pg.ColID] = id
-	pm.st.nodeTable(n).put(r, len(n.Key) == 0, where)
+	pm.st.NodeTable(n).Put(r, len(n.Key) == 0, where)
 	pm.result.AffectedNodes++
 	return nil
 }
@@ -330,7 +309,7 @@ func endpointID(n *pg.NodeType, v any) (string, error) {
 	return s, nil
 }
 
-func (pm *PreparedMutation) insertEdge(where string, s *gq.MutationStmt, args *gq.Args) error {
+func (pm *Prepared) insertEdge(where string, s *gq.MutationStmt, args *gq.Args) error {
 	e := s.Edge
 	r, err := assigned(where, s.Values, args)
 	if err != nil {
@@ -339,7 +318,7 @@ func (pm *PreparedMutation) insertEdge(where string, s *gq.MutationStmt, args *g
 	for _, p := range e.Properties {
 		if _, ok := r[p.Name]; !ok {
 			if !p.Nullable {
-				return inputErrorf(where, "insert %s: required property %s has no value; assign it", e.Name, p.Name)
+				return graph.InputErrorf(where, "insert %s: required property %s has no value; assign it", e.Name, p.Name)
 			}
 			r[p.Name] = nil
 		}
@@ -349,32 +328,32 @@ func (pm *PreparedMutation) insertEdge(where string, s *gq.MutationStmt, args *g
 		op   *gq.Operand
 		node string
 	}{{pg.ColSrc, s.From, e.From}, {pg.ColDst, s.To, e.To}} {
-		n, ok := pm.st.cat.Node(end.node)
+		n, ok := pm.st.Catalog().Node(end.node)
 		if !ok || end.op == nil {
-			return inputErrorf(where, "insert %s: missing %s endpoint", e.Name, end.col)
+			return graph.InputErrorf(where, "insert %s: missing %s endpoint", e.Name, end.col)
 		}
 		id, err := endpointID(n, args.Value(*end.op))
 		if err != nil {
-			return inputErrorf(where, "insert %s: %v", e.Name, err)
+			return graph.InputErrorf(where, "insert %s: %v", e.Name, err)
 		}
 		r[end.col] = id
 	}
 	r[pg.ColID] = pg.NewID()
-	pm.st.edgeTable(e).put(r, true, where)
+	pm.st.EdgeTable(e).Put(r, true, where)
 	pm.result.AffectedEdges++
 	return nil
 }
 
 // whereValue resolves the predicate's right-hand side; for an edge's
 // src/dst it is the endpoint node id.
-func (st *writeStaging) whereValue(s *gq.MutationStmt, args *gq.Args) (any, error) {
+func whereValue(st *change.Set, s *gq.MutationStmt, args *gq.Args) (any, error) {
 	v := args.Value(s.Where.Value)
 	if s.Edge != nil && s.Where.Prop == nil {
 		node := s.Edge.From
 		if s.Where.Column == pg.ColDst {
 			node = s.Edge.To
 		}
-		n, ok := st.cat.Node(node)
+		n, ok := st.Catalog().Node(node)
 		if !ok {
 			return nil, fmt.Errorf("unknown node type %s", node)
 		}
@@ -386,8 +365,8 @@ func (st *writeStaging) whereValue(s *gq.MutationStmt, args *gq.Args) (any, erro
 // matching returns the rows of s's table that s.Where selects, as this
 // write sees them: pending rows, then committed rows not replaced or
 // deleted by the write.
-func (st *writeStaging) matching(ctx context.Context, p *pendingTable, s *gq.MutationStmt, args *gq.Args, cols []string) ([]entityRow, error) {
-	v, err := st.whereValue(s, args)
+func matching(ctx context.Context, st *change.Set, p *change.Table, s *gq.MutationStmt, args *gq.Args, cols []string) ([]change.Row, error) {
+	v, err := whereValue(st, s, args)
 	if err != nil {
 		return nil, err
 	}
@@ -396,50 +375,28 @@ func (st *writeStaging) matching(ctx context.Context, p *pendingTable, s *gq.Mut
 	if s.Where.Prop != nil {
 		kind = s.Where.Prop.Type.Kind
 	}
-	var out []entityRow
-	for _, id := range p.order {
-		if r := p.rows[id]; mutationMatch(s.Where.Op, r[col], v) {
-			out = append(out, r)
-		}
-	}
-	if p.overwrite {
-		return out, nil
-	}
-	filter, _ := pushdownCmp(col, kind, string(s.Where.Op), v)
+	filter, _ := change.PushdownCmp(col, kind, string(s.Where.Op), v)
 	if s.Where.Op == gq.OpStartsWith {
 		if sv, ok := v.(string); ok && (kind == pg.KindString || kind == pg.KindEnum) {
 			filter = table.Ge(col, sv)
 		}
 	}
-	committed, err := st.scanRows(ctx, p.key, cols, filter)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range committed {
-		id, _ := r[pg.ColID].(string)
-		if _, replaced := p.rows[id]; replaced || p.deletes[id] {
-			continue
-		}
-		if mutationMatch(s.Where.Op, r[col], v) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+	return st.Visible(ctx, p, cols, filter, func(r change.Row) bool { return mutationMatch(s.Where.Op, r[col], v) })
 }
 
-func (pm *PreparedMutation) update(ctx context.Context, where string, s *gq.MutationStmt, args *gq.Args) error {
+func (pm *Prepared) update(ctx context.Context, where string, s *gq.MutationStmt, args *gq.Args) error {
 	st := pm.st
-	p := st.nodeTable(s.Node)
+	p := st.NodeTable(s.Node)
 	set, err := assigned(where, s.Values, args)
 	if err != nil {
 		return err
 	}
-	rows, err := st.matching(ctx, p, s, args, nil)
+	rows, err := matching(ctx, st, p, s, args, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
 	for _, r := range rows {
-		nr := make(entityRow, len(r)+len(set))
+		nr := make(change.Row, len(r)+len(set))
 		for k, v := range r {
 			nr[k] = v
 		}
@@ -447,37 +404,37 @@ func (pm *PreparedMutation) update(ctx context.Context, where string, s *gq.Muta
 			nr[k] = v
 		}
 		id := nr[pg.ColID].(string)
-		_, pending := p.rows[id]
-		p.put(nr, pending && p.fresh[id], where)
+		_, pending := p.Staged(id)
+		p.Put(nr, pending && p.Fresh(id), where)
 	}
 	pm.result.AffectedNodes += len(rows)
 	return nil
 }
 
-func (pm *PreparedMutation) delete(ctx context.Context, where string, s *gq.MutationStmt, args *gq.Args) error {
+func (pm *Prepared) delete(ctx context.Context, where string, s *gq.MutationStmt, args *gq.Args) error {
 	st := pm.st
 	if s.Edge != nil {
-		p := st.edgeTable(s.Edge)
-		rows, err := st.matching(ctx, p, s, args, []string{pg.ColID, s.Where.Column})
+		p := st.EdgeTable(s.Edge)
+		rows, err := matching(ctx, st, p, s, args, []string{pg.ColID, s.Where.Column})
 		if err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 		for _, r := range rows {
-			if p.del(r[pg.ColID].(string), where) {
+			if p.Del(r[pg.ColID].(string), where) {
 				pm.result.AffectedEdges++
 			}
 		}
 		return nil
 	}
-	p := st.nodeTable(s.Node)
-	rows, err := st.matching(ctx, p, s, args, []string{pg.ColID, s.Where.Column})
+	p := st.NodeTable(s.Node)
+	rows, err := matching(ctx, st, p, s, args, []string{pg.ColID, s.Where.Column})
 	if err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
 	var ids []string
 	for _, r := range rows {
 		id := r[pg.ColID].(string)
-		if p.del(id, where) {
+		if p.Del(id, where) {
 			ids = append(ids, id)
 			pm.result.AffectedNodes++
 		}
@@ -486,7 +443,7 @@ func (pm *PreparedMutation) delete(ctx context.Context, where string, s *gq.Muta
 		return nil
 	}
 	// Deleting a node deletes its edges, of every edge type, either side.
-	for _, e := range st.cat.Edges {
+	for _, e := range st.Catalog().Edges {
 		var preds []table.Predicate
 		if e.From == s.Node.Name {
 			preds = append(preds, table.In(pg.ColSrc, ids...))
@@ -497,13 +454,13 @@ func (pm *PreparedMutation) delete(ctx context.Context, where string, s *gq.Muta
 		if len(preds) == 0 {
 			continue
 		}
-		ep := st.edgeTable(e)
-		edges, err := st.scanRows(ctx, ep.key, []string{pg.ColID}, table.Or(preds...))
+		ep := st.EdgeTable(e)
+		edges, err := st.ScanRows(ctx, ep.Key(), []string{pg.ColID}, table.Or(preds...))
 		if err != nil {
 			return fmt.Errorf("%s: find the edges of the deleted %s nodes: %w", where, s.Node.Name, err)
 		}
 		for _, r := range edges {
-			if ep.del(r[pg.ColID].(string), where) {
+			if ep.Del(r[pg.ColID].(string), where) {
 				pm.result.AffectedEdges++
 			}
 		}

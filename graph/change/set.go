@@ -1,10 +1,16 @@
-package graph
-
-// The write accumulator shared by mutations and load: every statement (or
-// load line) adds rows or deletions to one per-table pending set; reads
-// during the write (predicate matching, validation) see committed rows at
-// the write's snapshot overlaid with the pending ones (read-your-writes). At
-// the end each touched table is staged as exactly one transaction.
+// Package change is the change set a writer builds against one snapshot
+// before it commits: the rows and deletions each table will get, and the
+// constraint evaluator that checks them (keys, @unique, edge endpoints,
+// stranded edges, @card). Load and mutation (and soon merge) build a Set,
+// call Validate, then StageInto a graph.Write of the shared pipeline (package
+// graph, write.go), which commits and publishes it.
+//
+// Every statement (or load line) adds rows or deletions to one per-table
+// pending set; reads during the write (predicate matching, validation) see
+// committed rows at the write's snapshot overlaid with the pending ones
+// (read-your-writes, Set.Visible). At the end each touched table is staged
+// as exactly one transaction.
+package change
 
 import (
 	"context"
@@ -14,24 +20,27 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/pg"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
-type writeStaging struct {
-	snap   *Snapshot
+// Set is the change one write makes: a pending Table per touched table, over
+// the committed rows of the write's snapshot.
+type Set struct {
+	snap   *graph.Snapshot
 	cat    *pg.Catalog
-	tables map[string]*pendingTable
+	tables map[string]*Table
 	opened map[string]*table.Dataset
 }
 
-// pendingTable is one table's pending change.
-type pendingTable struct {
+// Table is one table's pending change.
+type Table struct {
 	key  string
 	node *pg.NodeType
 	edge *pg.EdgeType
 	// rows are the staged rows by id; order is first-insertion order.
-	rows  map[string]entityRow
+	rows  map[string]Row
 	order []string
 	// fresh marks ids known not to exist in the committed table (new ULIDs,
 	// append-mode rows checked against the branch): they are appended
@@ -53,16 +62,23 @@ type pendingTable struct {
 	overwrite bool
 }
 
-func newWriteStaging(snap *Snapshot, cat *pg.Catalog) *writeStaging {
-	return &writeStaging{snap: snap, cat: cat, tables: map[string]*pendingTable{}, opened: map[string]*table.Dataset{}}
+// New starts an empty change set over snap, whose accepted schema is cat.
+func New(snap *graph.Snapshot, cat *pg.Catalog) *Set {
+	return &Set{snap: snap, cat: cat, tables: map[string]*Table{}, opened: map[string]*table.Dataset{}}
 }
 
+// Snapshot is the snapshot the change is made against.
+func (s *Set) Snapshot() *graph.Snapshot { return s.snap }
+
+// Catalog is the accepted schema of the snapshot.
+func (s *Set) Catalog() *pg.Catalog { return s.cat }
+
 // nodeTable returns the pending set of a node type, creating it.
-func (s *writeStaging) nodeTable(n *pg.NodeType) *pendingTable {
-	k := NodeTableKey(n.Name)
+func (s *Set) NodeTable(n *pg.NodeType) *Table {
+	k := graph.NodeTableKey(n.Name)
 	p := s.tables[k]
 	if p == nil {
-		p = newPendingTable(k)
+		p = newTable(k)
 		p.node = n
 		s.tables[k] = p
 	}
@@ -70,11 +86,11 @@ func (s *writeStaging) nodeTable(n *pg.NodeType) *pendingTable {
 }
 
 // edgeTable returns the pending set of an edge type, creating it.
-func (s *writeStaging) edgeTable(e *pg.EdgeType) *pendingTable {
-	k := EdgeTableKey(e.Name)
+func (s *Set) EdgeTable(e *pg.EdgeType) *Table {
+	k := graph.EdgeTableKey(e.Name)
 	p := s.tables[k]
 	if p == nil {
-		p = newPendingTable(k)
+		p = newTable(k)
 		p.edge = e
 		s.tables[k] = p
 	}
@@ -87,16 +103,16 @@ var stageSeq atomic.Int64
 // offending row of a write).
 func nextSeq() int { return int(stageSeq.Add(1)) }
 
-func newPendingTable(key string) *pendingTable {
-	return &pendingTable{key: key, rows: map[string]entityRow{}, fresh: map[string]bool{}, minted: map[string]bool{}, seq: map[string]int{}, origin: map[string]string{}, deletes: map[string]bool{}, delOrigin: map[string]string{}}
+func newTable(key string) *Table {
+	return &Table{key: key, rows: map[string]Row{}, fresh: map[string]bool{}, minted: map[string]bool{}, seq: map[string]int{}, origin: map[string]string{}, deletes: map[string]bool{}, delOrigin: map[string]string{}}
 }
 
 // reserve sizes the table's maps for n more rows (bulk loads).
-func (p *pendingTable) reserve(n int) {
+func (p *Table) Reserve(n int) {
 	if len(p.rows) > 0 || n < 64 {
 		return
 	}
-	p.rows = make(map[string]entityRow, n)
+	p.rows = make(map[string]Row, n)
 	p.fresh = make(map[string]bool, n)
 	p.seq = make(map[string]int, n)
 	p.origin = make(map[string]string, n)
@@ -104,7 +120,7 @@ func (p *pendingTable) reserve(n int) {
 }
 
 // put stages r (which holds "id") replacing any pending row with that id.
-func (p *pendingTable) put(r entityRow, fresh bool, origin string) {
+func (p *Table) Put(r Row, fresh bool, origin string) {
 	id := r[pg.ColID].(string)
 	if _, ok := p.rows[id]; !ok {
 		p.order = append(p.order, id)
@@ -118,7 +134,7 @@ func (p *pendingTable) put(r entityRow, fresh bool, origin string) {
 }
 
 // del stages the deletion of a committed id; origin is where it was asked.
-func (p *pendingTable) del(id, origin string) bool {
+func (p *Table) Del(id, origin string) bool {
 	if p.deletes[id] {
 		return false
 	}
@@ -128,11 +144,64 @@ func (p *pendingTable) del(id, origin string) bool {
 	return true
 }
 
-func (p *pendingTable) empty() bool {
+// Key is the table's manifest key (graph.NodeTableKey / EdgeTableKey).
+func (p *Table) Key() string { return p.key }
+
+// Mint records that id was minted by this write (a new ULID): it cannot
+// clash with a committed row.
+func (p *Table) Mint(id string) { p.minted[id] = true }
+
+// Overwrite makes the write replace the table's whole image with its rows.
+func (p *Table) Overwrite() { p.overwrite = true }
+
+// Staged returns the pending row with this id.
+func (p *Table) Staged(id string) (Row, bool) {
+	r, ok := p.rows[id]
+	return r, ok
+}
+
+// Fresh reports whether id is known not to exist in the committed table.
+func (p *Table) Fresh(id string) bool { return p.fresh[id] }
+
+// Origin says where the pending row id came from ("line 12").
+func (p *Table) Origin(id string) string { return p.origin[id] }
+
+// Visible returns the rows of p's table that keep selects, as this write
+// sees them: pending rows (in staging order), then committed rows that
+// match filter (a pushdown that only prunes what is read; nil reads all)
+// and that the write neither replaced nor deleted. An overwritten table
+// shows only its pending rows.
+func (s *Set) Visible(ctx context.Context, p *Table, cols []string, filter table.Predicate, keep func(Row) bool) ([]Row, error) {
+	var out []Row
+	for _, id := range p.order {
+		if r := p.rows[id]; keep(r) {
+			out = append(out, r)
+		}
+	}
+	if p.overwrite {
+		return out, nil
+	}
+	committed, err := s.ScanRows(ctx, p.key, cols, filter)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range committed {
+		id, _ := r[pg.ColID].(string)
+		if _, replaced := p.rows[id]; replaced || p.deletes[id] {
+			continue
+		}
+		if keep(r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (p *Table) empty() bool {
 	return len(p.rows) == 0 && len(p.deletes) == 0 && !p.overwrite
 }
 
-func (p *pendingTable) typeName() string {
+func (p *Table) TypeName() string {
 	if p.node != nil {
 		return p.node.Name
 	}
@@ -141,15 +210,11 @@ func (p *pendingTable) typeName() string {
 
 // committed opens a table at the write's snapshot (at most one GET; the
 // handle caches table versions).
-func (s *writeStaging) committed(ctx context.Context, key string) (*table.Dataset, error) {
+func (s *Set) committed(ctx context.Context, key string) (*table.Dataset, error) {
 	if ds := s.opened[key]; ds != nil {
 		return ds, nil
 	}
-	pin, ok := s.snap.Pin(key)
-	if !ok {
-		return nil, fmt.Errorf("no table %q in this snapshot", key)
-	}
-	ds, err := s.snap.g.openTable(ctx, pin.Path, pin.Branch, pin.Version)
+	ds, err := s.snap.OpenTable(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +223,7 @@ func (s *writeStaging) committed(ctx context.Context, key string) (*table.Datase
 }
 
 // scanRows reads the committed rows of a table matching filter.
-func (s *writeStaging) scanRows(ctx context.Context, key string, cols []string, filter table.Predicate) ([]entityRow, error) {
+func (s *Set) ScanRows(ctx context.Context, key string, cols []string, filter table.Predicate) ([]Row, error) {
 	ds, err := s.committed(ctx, key)
 	if err != nil {
 		return nil, err
@@ -170,7 +235,7 @@ func (s *writeStaging) scanRows(ctx context.Context, key string, cols []string, 
 	if err != nil {
 		return nil, err
 	}
-	var out []entityRow
+	var out []Row
 	for _, r := range recs {
 		out = append(out, recordEntityRows(r)...)
 		r.Release()
@@ -179,7 +244,7 @@ func (s *writeStaging) scanRows(ctx context.Context, key string, cols []string, 
 }
 
 // lookupIDs returns which of ids exist in the committed table.
-func (s *writeStaging) lookupIDs(ctx context.Context, key string, ids []string) (map[string]bool, error) {
+func (s *Set) lookupIDs(ctx context.Context, key string, ids []string) (map[string]bool, error) {
 	found := map[string]bool{}
 	if len(ids) == 0 {
 		return found, nil
@@ -210,7 +275,7 @@ func (s *writeStaging) lookupIDs(ctx context.Context, key string, ids []string) 
 }
 
 // touched reports whether anything is staged.
-func (s *writeStaging) touched() bool {
+func (s *Set) touched() bool {
 	for _, p := range s.tables {
 		if !p.empty() {
 			return true
@@ -220,7 +285,7 @@ func (s *writeStaging) touched() bool {
 }
 
 // stageInto registers one staged transaction per touched table with w.
-func (s *writeStaging) stageInto(ctx context.Context, w *Write) error {
+func (s *Set) StageInto(ctx context.Context, w *graph.Write) error {
 	keys := make([]string, 0, len(s.tables))
 	for k, p := range s.tables {
 		if !p.empty() {
@@ -237,9 +302,9 @@ func (s *writeStaging) stageInto(ctx context.Context, w *Write) error {
 	return nil
 }
 
-func (p *pendingTable) stageFunc() StageFunc {
+func (p *Table) stageFunc() graph.StageFunc {
 	return func(ctx context.Context, base *table.Dataset) (*table.Staged, error) {
-		var up, add []entityRow
+		var up, add []Row
 		for _, id := range p.order {
 			r := p.rows[id]
 			if p.overwrite || p.fresh[id] {
@@ -254,7 +319,7 @@ func (p *pendingTable) stageFunc() StageFunc {
 				r.Release()
 			}
 		}()
-		build := func(rows []entityRow) ([]arrow.Record, error) {
+		build := func(rows []Row) ([]arrow.Record, error) {
 			if len(rows) == 0 {
 				return nil, nil
 			}

@@ -1,4 +1,4 @@
-package graph
+package change
 
 // Conversions between rows of canonical values (pg.Property.Coerce's Go
 // types, keyed by column name) and Arrow records, for the write path: load
@@ -13,14 +13,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// entityRow is one entity: column name to canonical value (nil is NULL). Node rows
+// Row is one entity: column name to canonical value (nil is NULL). Node rows
 // hold "id"; edge rows hold "id", "src" and "dst".
-type entityRow = map[string]any
+type Row = map[string]any
 
 // rowsRecord builds one record of schema from rows, in order. A column a
 // row does not mention is NULL; a value of the wrong Go type is an error
 // (rows come from Coerce, so that is a bug, not bad input).
-func rowsRecord(schema *arrow.Schema, rows []entityRow) (arrow.Record, error) {
+func rowsRecord(schema *arrow.Schema, rows []Row) (arrow.Record, error) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
 	for i, f := range schema.Fields() {
@@ -137,11 +137,11 @@ func appendCanonical(b array.Builder, v any) error {
 }
 
 // recordEntityRows converts a record into rows of canonical values.
-func recordEntityRows(rec arrow.Record) []entityRow {
+func recordEntityRows(rec arrow.Record) []Row {
 	n := int(rec.NumRows())
-	out := make([]entityRow, n)
+	out := make([]Row, n)
 	for i := range out {
-		out[i] = make(entityRow, rec.NumCols())
+		out[i] = make(Row, rec.NumCols())
 	}
 	for c := 0; c < int(rec.NumCols()); c++ {
 		name := rec.ColumnName(c)

@@ -1,4 +1,4 @@
-package graph
+package query
 
 import (
 	"container/list"
@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/manifest"
 	"github.com/omnigraph-go/omnigraph/graph/pg"
 	"github.com/omnigraph-go/omnigraph/table"
@@ -23,9 +24,9 @@ import (
 // repeated query on an unchanged branch cost only the branch freshness
 // probe. Each handle holds its own bounded LRU (by estimated bytes).
 
-// DefaultQueryCacheBytes bounds a handle's read cache unless
-// SetQueryCacheLimit says otherwise.
-const DefaultQueryCacheBytes = 512 << 20
+// DefaultCacheBytes bounds a handle's read cache unless
+// SetCacheLimit says otherwise.
+const DefaultCacheBytes = 512 << 20
 
 // tableID names one immutable table version.
 type tableID struct {
@@ -60,42 +61,44 @@ type cacheEntry struct {
 	size  int64
 }
 
-// queryCache returns the handle's cache, creating it on first use. It lives
-// on the handle and goes away with it.
-func (g *Graph) queryCache() *queryCache {
-	g.qcOnce.Do(func() {
-		g.qc = &queryCache{limit: DefaultQueryCacheBytes, lru: list.New(), entries: map[tableID]*list.Element{}}
-	})
-	return g.qc
+// cacheKey names the read cache among the handle's attachments.
+type cacheKey struct{}
+
+// cacheOf returns the handle's cache, creating it on first use. It lives
+// on the handle (graph.Graph.Attachment) and goes away with it.
+func cacheOf(g *graph.Graph) *queryCache {
+	return g.Attachment(cacheKey{}, func() any {
+		return &queryCache{limit: DefaultCacheBytes, lru: list.New(), entries: map[tableID]*list.Element{}}
+	}).(*queryCache)
 }
 
-// SetQueryCacheLimit bounds the memory (estimated bytes) this handle keeps
+// SetCacheLimit bounds the memory (estimated bytes) handle g keeps
 // of loaded table versions and traversal indexes; least recently used
 // versions are dropped first. A limit <= 0 restores the default.
-func (g *Graph) SetQueryCacheLimit(bytes int64) {
+func SetCacheLimit(g *graph.Graph, bytes int64) {
 	if bytes <= 0 {
-		bytes = DefaultQueryCacheBytes
+		bytes = DefaultCacheBytes
 	}
-	c := g.queryCache()
+	c := cacheOf(g)
 	c.mu.Lock()
 	c.limit = bytes
 	c.evictLocked(nil)
 	c.mu.Unlock()
 }
 
-// QueryCacheStats reports the handle's cache use: entries and estimated
+// CacheStats reports a handle's cache use: entries and estimated
 // bytes held, and lookups that hit or missed since the handle was opened.
-type QueryCacheStats struct {
+type CacheStats struct {
 	Entries, Hits, Misses, Evictions int
 	Bytes, Limit                     int64
 }
 
-// QueryCacheStats returns the current cache statistics.
-func (g *Graph) QueryCacheStats() QueryCacheStats {
-	c := g.queryCache()
+// CacheStatsOf returns the current cache statistics of handle g.
+func CacheStatsOf(g *graph.Graph) CacheStats {
+	c := cacheOf(g)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return QueryCacheStats{Entries: c.lru.Len(), Hits: c.hits, Misses: c.misses, Evictions: c.evictions, Bytes: c.used, Limit: c.limit}
+	return CacheStats{Entries: c.lru.Len(), Hits: c.hits, Misses: c.misses, Evictions: c.evictions, Bytes: c.used, Limit: c.limit}
 }
 
 // entry returns the cache entry of a table version, creating an empty one.
@@ -142,11 +145,11 @@ func (c *queryCache) evictLocked(keep *cacheEntry) {
 }
 
 // dataset opens the pinned version once (one GET).
-func (e *cacheEntry) dataset(ctx context.Context, s *Snapshot, pin manifest.TablePin) (*table.Dataset, error) {
+func (e *cacheEntry) dataset(ctx context.Context, s *graph.Snapshot, pin manifest.TablePin) (*table.Dataset, error) {
 	if e.ds != nil {
 		return e.ds, nil
 	}
-	ds, err := table.OpenVersion(ctx, s.g.store, pin.Path, pin.Branch, pin.Version)
+	ds, err := table.OpenVersion(ctx, s.Graph().Store(), pin.Path, pin.Branch, pin.Version)
 	if err != nil {
 		return nil, fmt.Errorf("open table %s at version %d: %w", pin.Key, pin.Version, err)
 	}
@@ -290,12 +293,12 @@ const (
 // nodeTable returns the loaded rows of a node type's table. With ids nil
 // the whole table is loaded; otherwise at least those ids are resolved
 // (through the key index when the table is not fully loaded).
-func (s *Snapshot) nodeTable(ctx context.Context, typ string, ids []string) (*nodeRows, error) {
-	pin, ok := s.entry.Pin(NodeTableKey(typ))
+func nodeTable(ctx context.Context, s *graph.Snapshot, typ string, ids []string) (*nodeRows, error) {
+	pin, ok := s.Pin(graph.NodeTableKey(typ))
 	if !ok {
 		return nil, fmt.Errorf("%w: node type %s has no table in this snapshot", manifest.ErrCorrupt, typ)
 	}
-	c := s.g.queryCache()
+	c := cacheOf(s.Graph())
 	e := c.entry(pinID(pin))
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -366,12 +369,12 @@ func dedupStrings(xs []string) []string {
 
 // edgeTable returns the traversal index of an edge type's table, building
 // it on first use of this table version.
-func (s *Snapshot) edgeTable(ctx context.Context, typ string) (*edgeIndex, error) {
-	pin, ok := s.entry.Pin(EdgeTableKey(typ))
+func edgeTable(ctx context.Context, s *graph.Snapshot, typ string) (*edgeIndex, error) {
+	pin, ok := s.Pin(graph.EdgeTableKey(typ))
 	if !ok {
 		return nil, fmt.Errorf("%w: edge type %s has no table in this snapshot", manifest.ErrCorrupt, typ)
 	}
-	c := s.g.queryCache()
+	c := cacheOf(s.Graph())
 	e := c.entry(pinID(pin))
 	e.mu.Lock()
 	defer e.mu.Unlock()

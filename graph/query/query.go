@@ -1,12 +1,17 @@
-package graph
+// Package query executes read queries (.gq, compiled by graph/gq) on one
+// graph.Snapshot: scans, key lookups, traversals over a CSR index of each
+// edge table (csr.go), filters, projection and aggregation (exec.go), with a
+// per-handle cache of loaded table versions (cache.go). It reads pinned
+// table versions only and never writes.
+package query
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/gq"
 	"github.com/omnigraph-go/omnigraph/graph/pg"
 )
@@ -20,16 +25,12 @@ import (
 // the two consistent: a schema apply publishes a new manifest version with
 // a new identity, which only later captures see.
 
-// ErrNotARead: Query was handed a mutation; mutations go through the write
-// path (omnigraph mutate).
-var ErrNotARead = errors.New("graph: the query is a mutation, not a read")
-
-// QueryResult is the outcome of one read query.
-type QueryResult struct {
+// Result is the outcome of one read query.
+type Result struct {
 	// QueryName is the query that ran.
 	QueryName string
 	// Columns are the output columns in return order.
-	Columns []ResultColumn
+	Columns []Column
 	// Rows hold one value per column: pg canonical values (see
 	// graph/gq/doc.go); a whole-node column holds a map with "id" and every
 	// non-Blob property; NULL is nil.
@@ -42,30 +43,30 @@ type QueryResult struct {
 	Version uint64
 }
 
-// ResultColumn describes one output column.
-type ResultColumn struct {
+// Column describes one output column.
+type Column struct {
 	Name string
 	Type pg.Type // a whole-node column's Type is String (its id)
 	Node *pg.NodeType
 }
 
-// Query captures the head of branch ("" is the handle's branch) and runs the
+// Head captures the head of branch ("" is the handle's branch) of g and runs the
 // read query name of src (name may be "" when src holds one query) with
 // params (JSON-decoded values or canonical Go values).
-func (g *Graph) Query(ctx context.Context, branch, src, name string, params map[string]any) (*QueryResult, error) {
+func Head(ctx context.Context, g *graph.Graph, branch, src, name string, params map[string]any) (*Result, error) {
 	s, err := g.Snapshot(ctx, branch)
 	if err != nil {
 		return nil, err
 	}
-	return s.Query(ctx, src, name, params)
+	return Run(ctx, s, src, name, params)
 }
 
-// Query compiles the query name of src (name may be "" when src holds one
+// Run compiles the query name of src (name may be "" when src holds one
 // query) against the snapshot's catalog, binds params and runs it on this
 // snapshot. Only that query is type-checked (the file's other queries need
 // only parse), and every error names it. Syntax, D₂, selection and
 // parameter errors are found before any table is read.
-func (s *Snapshot) Query(ctx context.Context, src, name string, params map[string]any) (*QueryResult, error) {
+func Run(ctx context.Context, s *graph.Snapshot, src, name string, params map[string]any) (*Result, error) {
 	f, err := gq.Parse(src)
 	if err != nil {
 		return nil, err
@@ -75,7 +76,7 @@ func (s *Snapshot) Query(ctx context.Context, src, name string, params map[strin
 		return nil, err
 	}
 	if q.Mutation != nil {
-		return nil, fmt.Errorf("%w: query %q changes data; run it with 'omnigraph mutate'", ErrNotARead, q.Name)
+		return nil, fmt.Errorf("%w: query %q changes data; run it with 'omnigraph mutate'", graph.ErrNotARead, q.Name)
 	}
 	cat, err := s.Catalog(ctx)
 	if err != nil {
@@ -89,14 +90,14 @@ func (s *Snapshot) Query(ctx context.Context, src, name string, params map[strin
 	if err != nil {
 		return nil, err
 	}
-	return s.Execute(ctx, plan, args)
+	return Execute(ctx, s, plan, args)
 }
 
-// Execute runs a checked read plan with bound arguments on this snapshot.
+// Execute runs a checked read plan with bound arguments on snapshot s.
 // The plan must have been checked against this snapshot's catalog.
-func (s *Snapshot) Execute(ctx context.Context, plan *gq.Plan, args *gq.Args) (*QueryResult, error) {
+func Execute(ctx context.Context, s *graph.Snapshot, plan *gq.Plan, args *gq.Args) (*Result, error) {
 	if plan.Read == nil {
-		return nil, fmt.Errorf("%w: %s changes data; run it with 'omnigraph mutate'", ErrNotARead, plan.Name)
+		return nil, fmt.Errorf("%w: %s changes data; run it with 'omnigraph mutate'", graph.ErrNotARead, plan.Name)
 	}
 	ex := &executor{s: s, rp: plan.Read, args: args, nodes: map[string]*nodeRows{}, edges: map[string]*edgeIndex{}, arena: rowArena{width: len(plan.Read.Vars)}}
 	rows, err := ex.match(ctx, [][]ref{make([]ref, len(plan.Read.Vars))}, plan.Read.Steps)
@@ -107,9 +108,9 @@ func (s *Snapshot) Execute(ctx context.Context, plan *gq.Plan, args *gq.Args) (*
 	if err != nil {
 		return nil, err
 	}
-	res := &QueryResult{QueryName: plan.Name, Rows: out, CommitID: s.CommitID(), Branch: s.Branch(), Version: s.Version()}
+	res := &Result{QueryName: plan.Name, Rows: out, CommitID: s.CommitID(), Branch: s.Branch(), Version: s.Version()}
 	for _, c := range plan.Read.Columns {
-		rc := ResultColumn{Name: c.Name, Type: c.Type}
+		rc := Column{Name: c.Name, Type: c.Type}
 		if c.Kind == gq.ColumnNode {
 			rc.Node = plan.Read.Vars[c.Expr.Var].Node
 		}
@@ -119,7 +120,7 @@ func (s *Snapshot) Execute(ctx context.Context, plan *gq.Plan, args *gq.Args) (*
 }
 
 // ColumnNames lists the output column names.
-func (r *QueryResult) ColumnNames() []string {
+func (r *Result) ColumnNames() []string {
 	out := make([]string, len(r.Columns))
 	for i, c := range r.Columns {
 		out[i] = c.Name
@@ -130,7 +131,7 @@ func (r *QueryResult) ColumnNames() []string {
 // JSONRow renders row i for JSON output: an object whose keys follow column
 // order, dates as "YYYY-MM-DD", date-times as RFC 3339, whole nodes as
 // objects of their id and properties.
-func (r *QueryResult) JSONRow(i int) json.RawMessage {
+func (r *Result) JSONRow(i int) json.RawMessage {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for j, c := range r.Columns {
@@ -151,7 +152,7 @@ func (r *QueryResult) JSONRow(i int) json.RawMessage {
 }
 
 // JSONValue renders the value at row i, column j for JSON output.
-func (r *QueryResult) JSONValue(i, j int) any {
+func (r *Result) JSONValue(i, j int) any {
 	c := r.Columns[j]
 	v := r.Rows[i][j]
 	if c.Node != nil {
@@ -186,7 +187,7 @@ func (r *QueryResult) JSONValue(i, j int) any {
 
 // MarshalJSON renders {query_name, row_count, columns, rows,
 // graph_commit_id}; rows are objects keyed by column name.
-func (r *QueryResult) MarshalJSON() ([]byte, error) {
+func (r *Result) MarshalJSON() ([]byte, error) {
 	rows := make([]json.RawMessage, len(r.Rows))
 	for i := range r.Rows {
 		rows[i] = r.JSONRow(i)

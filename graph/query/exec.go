@@ -1,4 +1,4 @@
-package graph
+package query
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/gq"
 	"github.com/omnigraph-go/omnigraph/graph/pg"
 )
@@ -41,7 +42,7 @@ func (a *rowArena) clone(r []ref) []ref {
 // table data this execution has resolved so far (by type name); they only
 // ever grow, and all of it comes from the snapshot's pinned versions.
 type executor struct {
-	s     *Snapshot
+	s     *graph.Snapshot
 	rp    *gq.ReadPlan
 	args  *gq.Args
 	nodes map[string]*nodeRows
@@ -114,7 +115,7 @@ func (ex *executor) loadNodes(ctx context.Context, typ string, ids []string) (*n
 	if nr := ex.nodes[typ]; nr != nil && nr.full {
 		return nr, nil
 	}
-	nr, err := ex.s.nodeTable(ctx, typ, ids)
+	nr, err := nodeTable(ctx, ex.s, typ, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +127,7 @@ func (ex *executor) edgeIndex(ctx context.Context, typ string) (*edgeIndex, erro
 	if ix := ex.edges[typ]; ix != nil {
 		return ix, nil
 	}
-	ix, err := ex.s.edgeTable(ctx, typ)
+	ix, err := edgeTable(ctx, ex.s, typ)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package graph
+package load
 
 // A strict JSON value parser for load lines. encoding/json silently keeps the
 // last of two members with the same name; the loader must refuse them (at
