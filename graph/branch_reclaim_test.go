@@ -1,4 +1,4 @@
-package graph
+package graph_test
 
 import (
 	"context"
@@ -9,13 +9,16 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/graph/mutate"
+	"github.com/omnigraph-go/omnigraph/graph/query"
 )
 
 // personNames reads the names of every Person on branch, sorted.
-func personNames(t *testing.T, g *Graph, branch string) string {
+func personNames(t *testing.T, g *graph.Graph, branch string) string {
 	t.Helper()
-	res, err := g.Query(context.Background(), branch, `query q() { match { $p: Person } return { $p.name } order { $p.name } }`, "", nil)
+	res, err := query.Head(context.Background(), g, branch, `query q() { match { $p: Person } return { $p.name } order { $p.name } }`, "", nil)
 	if err != nil {
 		t.Fatalf("read Person on %s: %v", branch, err)
 	}
@@ -26,9 +29,9 @@ func personNames(t *testing.T, g *Graph, branch string) string {
 	return strings.Join(out, ",")
 }
 
-func mutateOn(t *testing.T, g *Graph, branch, src string) {
+func mutateOn(t *testing.T, g *graph.Graph, branch, src string) {
 	t.Helper()
-	if _, err := g.MutateQuery(context.Background(), src, "", MutateOptions{Branch: branch}); err != nil {
+	if _, err := mutate.Query(context.Background(), g, src, "", mutate.Options{Branch: branch}); err != nil {
 		t.Fatalf("mutate on %s: %v", branch, err)
 	}
 }
@@ -49,7 +52,7 @@ func TestBranchDeleteReclaimsEveryFileItOwned(t *testing.T) {
 	mutateOn(t, g, "gone", `mutation m() { insert Person { name: "g1" } insert Person { name: "g2" } insert Company { name: "acme" } }`)
 	mutateOn(t, g, "gone", `mutation m() { delete Person where name = "g2" }`)
 	mutateOn(t, g, "kept", `mutation m() { insert Person { name: "k1" } }`)
-	owned := "/tree/" + tableBranch("gone", 1) + "/"
+	owned := "/tree/" + graph.TableBranch("gone", 1) + "/"
 	var before []string
 	for _, k := range allKeys(t, r.mem) {
 		if strings.Contains(k, owned) {
@@ -63,11 +66,11 @@ func TestBranchDeleteReclaimsEveryFileItOwned(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range allKeys(t, r.mem) {
-		if strings.Contains(k, owned) || strings.HasSuffix(k, "/_refs/branches/"+tableBranch("gone", 1)) {
+		if strings.Contains(k, owned) || strings.HasSuffix(k, "/_refs/branches/"+graph.TableBranch("gone", 1)) {
 			t.Errorf("branch delete left %s", k)
 		}
 	}
-	fresh := r.open(t, OpenOptions{ReadOnly: true})
+	fresh := r.open(t, graph.OpenOptions{ReadOnly: true})
 	if got := personNames(t, fresh, "main"); got != "main-1" {
 		t.Fatalf("main reads %q after the delete", got)
 	}
@@ -84,8 +87,8 @@ func TestBranchCreateFromRacingDelete(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)
 	const pairs = 24
-	creators := r.open(t, OpenOptions{})
-	deleter := r.open(t, OpenOptions{})
+	creators := r.open(t, graph.OpenOptions{})
+	deleter := r.open(t, graph.OpenOptions{})
 	for i := 0; i < pairs; i++ {
 		src := fmt.Sprintf("src-%d", i)
 		if _, err := r.g.CreateBranch(ctx, src, ""); err != nil {
@@ -115,11 +118,11 @@ func TestBranchCreateFromRacingDelete(t *testing.T) {
 		if err := createErrs[i]; err != nil && !errors.Is(err, manifest.ErrBranchNotFound) {
 			t.Fatalf("create child-%d: %v", i, err)
 		}
-		if err := deleteErrs[i]; err != nil && !errors.Is(err, ErrHasDescendants) {
+		if err := deleteErrs[i]; err != nil && !errors.Is(err, graph.ErrHasDescendants) {
 			t.Fatalf("delete src-%d: %v", i, err)
 		}
 	}
-	fresh := r.open(t, OpenOptions{ReadOnly: true})
+	fresh := r.open(t, graph.OpenOptions{ReadOnly: true})
 	bs, err := fresh.Branches(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +160,7 @@ func TestBranchNamesAreUniqueIgnoringCase(t *testing.T) {
 	for _, name := range []string{"MAIN", "Feature", "review/Q3"} {
 		r.count.Reset()
 		_, err := r.g.CreateBranch(ctx, name, "")
-		if !errors.Is(err, ErrInvalidBranch) || !strings.Contains(err.Error(), strings.ToLower(name)) {
+		if !errors.Is(err, graph.ErrInvalidBranch) || !strings.Contains(err.Error(), strings.ToLower(name)) {
 			t.Fatalf("CreateBranch(%q) = %v, want ErrInvalidBranch suggesting %q", name, err, strings.ToLower(name))
 		}
 		if w := writes(r.count.Snapshot()); w != 0 {

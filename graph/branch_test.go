@@ -1,4 +1,4 @@
-package graph
+package graph_test
 
 import (
 	"context"
@@ -9,15 +9,16 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/fault"
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/manifest"
 )
 
 // pinCommit publishes one commit on branch that re-pins a table at the same
 // version: a real commit through the pipeline, with no table effect.
-func pinCommit(t testing.TB, g *Graph, branch string) *Result {
+func pinCommit(t testing.TB, g *graph.Graph, branch string) *graph.Result {
 	t.Helper()
 	ctx := context.Background()
-	w, err := g.BeginWrite(ctx, branch, WriteOptions{})
+	w, err := g.BeginWrite(ctx, branch, graph.WriteOptions{})
 	if err != nil {
 		t.Fatalf("BeginWrite(%s): %v", branch, err)
 	}
@@ -31,7 +32,7 @@ func pinCommit(t testing.TB, g *Graph, branch string) *Result {
 	return res
 }
 
-func branchNames(t *testing.T, g *Graph) string {
+func branchNames(t *testing.T, g *graph.Graph) string {
 	t.Helper()
 	bs, err := g.Branches(context.Background())
 	if err != nil {
@@ -74,10 +75,10 @@ func TestBranchCreate(t *testing.T) {
 		name, branch, from string
 		want               error
 	}{
-		{"main is disallowed", "main", "", ErrInvalidBranch},
+		{"main is disallowed", "main", "", graph.ErrInvalidBranch},
 		{"existing name fails", "feature", "", manifest.ErrBranchExists},
-		{"internal names are reserved", "__schema_apply_lock__", "", ErrInvalidBranch},
-		{"bad name", "has space", "", ErrInvalidBranch},
+		{"internal names are reserved", "__schema_apply_lock__", "", graph.ErrInvalidBranch},
+		{"bad name", "has space", "", graph.ErrInvalidBranch},
 		{"descendant of a live name", "feature/x", "", manifest.ErrBranchOverlap},
 		{"unknown source", "x", "nope", manifest.ErrBranchNotFound},
 	}
@@ -136,7 +137,7 @@ func TestBranchListHidesInternalBranches(t *testing.T) {
 	}
 	// The schema-apply lock is an ordinary manifest branch that the engine
 	// creates internally.
-	if _, err := r.g.createBranch(ctx, manifest.SchemaApplyLockBranch, ""); err != nil {
+	if _, err := r.g.CreateBranchInternal(ctx, manifest.SchemaApplyLockBranch, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := branchNames(t, r.g); got != "feature,main" {
@@ -145,10 +146,10 @@ func TestBranchListHidesInternalBranches(t *testing.T) {
 	if _, err := r.g.Snapshot(ctx, manifest.SchemaApplyLockBranch); err != nil {
 		t.Fatalf("the internal branch is still readable: %v", err)
 	}
-	if err := r.g.DeleteBranch(ctx, manifest.SchemaApplyLockBranch); !errors.Is(err, ErrInvalidBranch) {
+	if err := r.g.DeleteBranch(ctx, manifest.SchemaApplyLockBranch); !errors.Is(err, graph.ErrInvalidBranch) {
 		t.Fatalf("users may not delete the internal branch: %v", err)
 	}
-	if err := r.g.deleteBranch(ctx, manifest.SchemaApplyLockBranch); err != nil {
+	if err := r.g.DeleteBranchInternal(ctx, manifest.SchemaApplyLockBranch); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -187,16 +188,16 @@ func TestBranchDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	onSolo := r.open(t, OpenOptions{Branch: "solo"})
+	onSolo := r.open(t, graph.OpenOptions{Branch: "solo"})
 	tests := []struct {
 		name string
-		h    *Graph
+		h    *graph.Graph
 		del  string
 		want error
 	}{
-		{"main", g, "main", ErrInvalidBranch},
-		{"with descendants", g, "parent", ErrHasDescendants},
-		{"the current branch", onSolo, "solo", ErrInvalidBranch},
+		{"main", g, "main", graph.ErrInvalidBranch},
+		{"with descendants", g, "parent", graph.ErrHasDescendants},
+		{"the current branch", onSolo, "solo", graph.ErrInvalidBranch},
 		{"missing", g, "nope", manifest.ErrBranchNotFound},
 	}
 	for _, tt := range tests {
@@ -220,12 +221,12 @@ func TestBranchDelete(t *testing.T) {
 		t.Fatalf("branches after deletes = %s", got)
 	}
 	// Gone from every read, on every handle.
-	for _, h := range []*Graph{g, r.open(t, OpenOptions{ReadOnly: true})} {
+	for _, h := range []*graph.Graph{g, r.open(t, graph.OpenOptions{ReadOnly: true})} {
 		if _, err := h.Snapshot(ctx, "parent"); !errors.Is(err, manifest.ErrBranchNotFound) {
 			t.Fatalf("snapshot of a deleted branch = %v", err)
 		}
 	}
-	if _, err := Open(ctx, r.count, OpenOptions{Branch: "child"}); !errors.Is(err, manifest.ErrBranchNotFound) {
+	if _, err := graph.Open(ctx, r.count, graph.OpenOptions{Branch: "child"}); !errors.Is(err, manifest.ErrBranchNotFound) {
 		t.Fatalf("open on a deleted branch = %v", err)
 	}
 	// The name can be created again: a new incarnation.
@@ -245,7 +246,7 @@ func TestStaleWriterCannotPublishToARecreatedBranch(t *testing.T) {
 	if _, err := g.CreateBranch(ctx, "feature", ""); err != nil {
 		t.Fatal(err)
 	}
-	stale, err := g.BeginWrite(ctx, "feature", WriteOptions{})
+	stale, err := g.BeginWrite(ctx, "feature", graph.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestStaleWriterCannotPublishToARecreatedBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another handle deletes the branch and creates it again.
-	other := r.open(t, OpenOptions{})
+	other := r.open(t, graph.OpenOptions{})
 	if err := other.DeleteBranch(ctx, "feature"); err != nil {
 		t.Fatal(err)
 	}
@@ -261,13 +262,13 @@ func TestStaleWriterCannotPublishToARecreatedBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = stale.Commit(ctx)
-	var rs *ReadSetChanged
+	var rs *graph.ReadSetChanged
 	if !errors.As(err, &rs) || rs.Member != "branch_identifier" {
 		t.Fatalf("stale commit = %v, want ReadSetChanged on branch_identifier", err)
 	}
 	// Even if the re-check is skipped, the manifest key fences it: publish
 	// the stale writer's planned version directly.
-	next := stale.base.Clone()
+	next := stale.Base().Clone()
 	next.Kind, next.Version, next.Fork = manifest.KindCommit, next.Version+1, nil
 	next.Commit = &manifest.Commit{ID: "stale", Parents: []string{next.Head}, Actor: "x"}
 	next.Head = "stale"
@@ -303,7 +304,7 @@ func TestBranchCreateCrash(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			r := newRig(t)
-			h := r.open(t, OpenOptions{})
+			h := r.open(t, graph.OpenOptions{})
 			r.fault.Reset()
 			tt.arm(r.fault, 1)
 			_, err := h.CreateBranch(ctx, "feature", "")
@@ -317,7 +318,7 @@ func TestBranchCreateCrash(t *testing.T) {
 				t.Fatalf("branch create made %d writes, want exactly 1", r.fault.Writes())
 			}
 			r.fault.Heal()
-			g := r.open(t, OpenOptions{}) // the process restarted
+			g := r.open(t, graph.OpenOptions{}) // the process restarted
 			names := branchNames(t, g)
 			snap, serr := g.Snapshot(ctx, "feature")
 			exists := strings.Contains(names, "feature")
@@ -347,7 +348,7 @@ func TestBranchCreateCrash(t *testing.T) {
 func TestBranchCreateLostAnswerIsResolved(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)
-	h := r.open(t, OpenOptions{})
+	h := r.open(t, graph.OpenOptions{})
 	r.fault.LoseAnswer(fault.CondPut, 1)
 	r.count.Reset()
 	if _, err := h.CreateBranch(ctx, "feature", ""); err != nil {
@@ -369,7 +370,7 @@ func TestBranchCreateRace(t *testing.T) {
 	for i := 0; i < n; i++ {
 		go func() {
 			// Separate handles, so only storage arbitrates.
-			g, err := Open(ctx, r.count, OpenOptions{})
+			g, err := graph.Open(ctx, r.count, graph.OpenOptions{})
 			if err == nil {
 				_, err = g.CreateBranch(ctx, "feature", "")
 			}

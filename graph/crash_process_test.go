@@ -1,4 +1,4 @@
-package graph
+package graph_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend/local"
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/recovery"
 )
 
@@ -36,17 +37,17 @@ func crashChild(dir string) int {
 	if err != nil {
 		return 3
 	}
-	g, err := Open(ctx, store, OpenOptions{Actor: "child"})
+	g, err := graph.Open(ctx, store, graph.OpenOptions{Actor: "child"})
 	if err != nil {
 		return 4
 	}
-	Failpoints.Set(g.ID(), FailpointPostPhaseB, func() error {
+	graph.Failpoints.Set(g.ID(), graph.FailpointPostPhaseB, func() error {
 		if err := os.WriteFile(filepath.Join(dir, "at-phase-b"), []byte("1"), 0o644); err != nil {
 			os.Exit(5)
 		}
 		select {} // killed here
 	})
-	_, _, err = twoTableWrite(ctx, g, "main", KindMutation, "child")
+	_, _, err = twoTableWrite(ctx, g, "main", graph.KindMutation, "child")
 	_ = err
 	return 6 // never reached: the parent kills this process first
 }
@@ -67,11 +68,11 @@ func TestCrashWithARealProcessKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g0, err := Init(ctx, store, testSchema, InitOptions{Actor: "parent"})
+	g0, err := graph.Init(ctx, store, testSchema, graph.InitOptions{Actor: "parent"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustWrite(t, g0, "main", KindMutation, "seed")
+	mustWrite(t, g0, "main", graph.KindMutation, "seed")
 	g0.Close()
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -113,7 +114,7 @@ wait:
 	if err != nil || len(keys) != 1 {
 		t.Fatalf("after the kill: sidecars %v (%v), want the child's one", keys, err)
 	}
-	g, err := Open(ctx, store, OpenOptions{Actor: "parent"})
+	g, err := graph.Open(ctx, store, graph.OpenOptions{Actor: "parent"})
 	if err != nil {
 		t.Fatalf("read-write open after the kill: %v", err)
 	}
@@ -129,5 +130,5 @@ wait:
 	if ci, err := g.Commit(ctx, st.commit); err != nil || ci.Actor != "child" || ci.ID != rs[0].CommitID {
 		t.Fatalf("head commit %+v %v, want the child's pre-minted commit", ci, err)
 	}
-	mustWrite(t, g, "main", KindMutation, "after")
+	mustWrite(t, g, "main", graph.KindMutation, "after")
 }

@@ -1,4 +1,4 @@
-package graph
+package graph_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/counter"
 	_ "github.com/omnigraph-go/omnigraph/backend/gocloud" // gocloud+mem://
 	"github.com/omnigraph-go/omnigraph/backend/mem"
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/mutate"
 )
 
 // ignoresConditions is a store that declares conditional create and
@@ -82,14 +84,14 @@ func TestInitRefusesAStoreThatIgnoresConditions(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m := mem.New()
-			_, err := Init(ctx, tt.wrap(m), testSchema, InitOptions{})
-			if !errors.Is(err, ErrUnfencedStore) || !strings.Contains(err.Error(), "omnigraph storage check") || !strings.Contains(err.Error(), tt.want) {
+			_, err := graph.Init(ctx, tt.wrap(m), testSchema, graph.InitOptions{})
+			if !errors.Is(err, graph.ErrUnfencedStore) || !strings.Contains(err.Error(), "omnigraph storage check") || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Init = %v, want ErrUnfencedStore naming %q and 'omnigraph storage check'", err, tt.want)
 			}
 			if keys := allKeys(t, m); len(keys) != 0 {
 				t.Fatalf("a refused init left %v", keys)
 			}
-			if _, err := Open(ctx, m, OpenOptions{ReadOnly: true}); !errors.Is(err, ErrNoGraph) {
+			if _, err := graph.Open(ctx, m, graph.OpenOptions{ReadOnly: true}); !errors.Is(err, graph.ErrNoGraph) {
 				t.Fatalf("open after a refused init = %v, want ErrNoGraph", err)
 			}
 		})
@@ -103,8 +105,8 @@ func TestUndeclaredConditionalCreateIsRefused(t *testing.T) {
 	ctx := context.Background()
 	m := mem.New()
 	c := counter.New(declares{m, backend.Capabilities{ConditionalUpdate: true, KeyAndChildCoexist: true}})
-	_, err := Init(ctx, c, testSchema, InitOptions{})
-	if !errors.Is(err, ErrUnfencedStore) || !strings.Contains(err.Error(), "conditional create") || !strings.Contains(err.Error(), "omnigraph storage check") {
+	_, err := graph.Init(ctx, c, testSchema, graph.InitOptions{})
+	if !errors.Is(err, graph.ErrUnfencedStore) || !strings.Contains(err.Error(), "conditional create") || !strings.Contains(err.Error(), "omnigraph storage check") {
 		t.Fatalf("Init = %v, want ErrUnfencedStore", err)
 	}
 	if w := writes(c.Snapshot()); w != 0 {
@@ -112,19 +114,19 @@ func TestUndeclaredConditionalCreateIsRefused(t *testing.T) {
 	}
 	// A graph made through a fenced adapter, later reached through one that
 	// declares no conditional create: reads work, writes are refused.
-	g, err := Init(ctx, m, testSchema, InitOptions{})
+	g, err := graph.Init(ctx, m, testSchema, graph.InitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustInsertPerson(t, g, "ada")
 	c.Reset()
-	if _, err := Open(ctx, c, OpenOptions{}); !errors.Is(err, ErrUnfencedStore) {
+	if _, err := graph.Open(ctx, c, graph.OpenOptions{}); !errors.Is(err, graph.ErrUnfencedStore) {
 		t.Fatalf("read-write open = %v, want ErrUnfencedStore", err)
 	}
 	if w := writes(c.Snapshot()); w != 0 {
 		t.Fatalf("a refused open made %d writes", w)
 	}
-	ro, err := Open(ctx, c, OpenOptions{ReadOnly: true})
+	ro, err := graph.Open(ctx, c, graph.OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("read-only open = %v, want it allowed", err)
 	}
@@ -137,7 +139,7 @@ func TestUndeclaredConditionalCreateIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range stats {
-		if s.Key == NodeTableKey("Person") && s.Rows != 1 {
+		if s.Key == graph.NodeTableKey("Person") && s.Rows != 1 {
 			t.Fatalf("read-only read of Person = %d rows, want 1", s.Rows)
 		}
 	}
@@ -160,10 +162,10 @@ func TestInitRecordsTheProbeInTheGraphRoot(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := mem.New()
 			s := tt.store(m)
-			if _, err := Init(ctx, s, testSchema, InitOptions{}); err != nil {
+			if _, err := graph.Init(ctx, s, testSchema, graph.InitOptions{}); err != nil {
 				t.Fatalf("Init: %v", err)
 			}
-			root, err := ReadRoot(ctx, s)
+			root, err := graph.ReadRoot(ctx, s)
 			if err != nil {
 				t.Fatalf("ReadRoot: %v", err)
 			}
@@ -171,12 +173,12 @@ func TestInitRecordsTheProbeInTheGraphRoot(t *testing.T) {
 				t.Fatalf("root records %+v, want create ok, compare-and-swap %q", root.Fencing, tt.wantCAS)
 			}
 			for _, k := range allKeys(t, m) {
-				if strings.HasPrefix(k, probeDir) {
+				if strings.HasPrefix(k, graph.ProbeDir) {
 					t.Fatalf("the probe left %s", k)
 				}
 			}
 			c := counter.New(s)
-			g, err := Open(ctx, c, OpenOptions{})
+			g, err := graph.Open(ctx, c, graph.OpenOptions{})
 			if err != nil {
 				t.Fatalf("read-write open: %v", err)
 			}
@@ -189,9 +191,9 @@ func TestInitRecordsTheProbeInTheGraphRoot(t *testing.T) {
 }
 
 // mustInsertPerson commits one Person through the write pipeline.
-func mustInsertPerson(t *testing.T, g *Graph, name string) {
+func mustInsertPerson(t *testing.T, g *graph.Graph, name string) {
 	t.Helper()
-	if _, err := g.MutateQuery(context.Background(), `mutation q($n: String) { insert Person { name: $n } }`, "q", MutateOptions{Branch: "main", Params: map[string]any{"n": name}}); err != nil {
+	if _, err := mutate.Query(context.Background(), g, `mutation q($n: String) { insert Person { name: $n } }`, "q", mutate.Options{Branch: "main", Params: map[string]any{"n": name}}); err != nil {
 		t.Fatalf("insert %s: %v", name, err)
 	}
 }
@@ -206,11 +208,11 @@ func TestInitOnTheGocloudBridge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	g, err := Init(ctx, s, testSchema, InitOptions{})
+	g, err := graph.Init(ctx, s, testSchema, graph.InitOptions{})
 	if err != nil {
 		t.Fatalf("Init on the gocloud bridge: %v", err)
 	}
-	root, err := ReadRoot(ctx, s)
+	root, err := graph.ReadRoot(ctx, s)
 	if err != nil || root.Fencing.CompareAndSwap != "not declared" || root.Fencing.ConditionalCreate != "ok" {
 		t.Fatalf("root = %+v, %v", root, err)
 	}

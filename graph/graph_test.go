@@ -1,4 +1,4 @@
-package graph
+package graph_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/counter"
 	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/manifest"
 )
 
@@ -31,7 +32,7 @@ type rig struct {
 	mem   *mem.Store
 	fault *fault.Injector
 	count *counter.Counter
-	g     *Graph
+	g     *graph.Graph
 }
 
 func newRig(t testing.TB) *rig {
@@ -39,7 +40,7 @@ func newRig(t testing.TB) *rig {
 	r := &rig{mem: mem.New()}
 	r.fault = fault.New(r.mem)
 	r.count = counter.New(r.fault)
-	g, err := Init(context.Background(), r.count, testSchema, InitOptions{Actor: "tester"})
+	g, err := graph.Init(context.Background(), r.count, testSchema, graph.InitOptions{Actor: "tester"})
 	if err != nil {
 		t.Fatalf("Init: %v", err)
 	}
@@ -49,9 +50,9 @@ func newRig(t testing.TB) *rig {
 }
 
 // open opens a fresh handle over the rig's store.
-func (r *rig) open(t testing.TB, opts OpenOptions) *Graph {
+func (r *rig) open(t testing.TB, opts graph.OpenOptions) *graph.Graph {
 	t.Helper()
-	g, err := Open(context.Background(), r.count, opts)
+	g, err := graph.Open(context.Background(), r.count, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -63,7 +64,7 @@ func writes(c counter.Counts) int { return c.Put + c.CondPut + c.Delete }
 func TestInitCreatesTheGraph(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)
-	g := r.open(t, OpenOptions{ReadOnly: true})
+	g := r.open(t, graph.OpenOptions{ReadOnly: true})
 	snap, err := g.Snapshot(ctx, "main")
 	if err != nil {
 		t.Fatal(err)
@@ -118,13 +119,13 @@ func TestInitRefusesAnExistingGraphAndBadSchemas(t *testing.T) {
 		schema string
 		want   error
 	}{
-		{"existing graph", testSchema, ErrGraphExists},
-		{"bad schema", "node person {", ErrInvalidSchema},
+		{"existing graph", testSchema, graph.ErrGraphExists},
+		{"bad schema", "node person {", graph.ErrInvalidSchema},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r.count.Reset()
-			_, err := Init(ctx, r.count, tt.schema, InitOptions{})
+			_, err := graph.Init(ctx, r.count, tt.schema, graph.InitOptions{})
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Init = %v, want %v", err, tt.want)
 			}
@@ -134,7 +135,7 @@ func TestInitRefusesAnExistingGraphAndBadSchemas(t *testing.T) {
 		})
 	}
 	// The graph is untouched.
-	cs, err := r.open(t, OpenOptions{ReadOnly: true}).Commits(ctx, "main", 0)
+	cs, err := r.open(t, graph.OpenOptions{ReadOnly: true}).Commits(ctx, "main", 0)
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("history after refused inits: %v %v", cs, err)
 	}
@@ -146,7 +147,7 @@ func TestInitReclaimsAnInterruptedInit(t *testing.T) {
 		m := mem.New()
 		f := fault.New(m)
 		f.CrashAtWrite(k)
-		_, err := Init(ctx, f, testSchema, InitOptions{})
+		_, err := graph.Init(ctx, f, testSchema, graph.InitOptions{})
 		if err == nil {
 			if f.Writes() >= k {
 				t.Fatalf("k=%d: init succeeded through a crash", k)
@@ -156,20 +157,20 @@ func TestInitReclaimsAnInterruptedInit(t *testing.T) {
 		f.Reset()
 		// Whatever the crash left, the graph is either absent (init again
 		// works) or complete (open works).
-		if _, oerr := Open(ctx, f, OpenOptions{ReadOnly: true}); oerr == nil {
+		if _, oerr := graph.Open(ctx, f, graph.OpenOptions{ReadOnly: true}); oerr == nil {
 			continue
-		} else if !errors.Is(oerr, ErrNoGraph) {
+		} else if !errors.Is(oerr, graph.ErrNoGraph) {
 			t.Fatalf("k=%d: open after crash: %v", k, oerr)
 		}
-		if _, err := Init(ctx, f, testSchema, InitOptions{}); err != nil {
+		if _, err := graph.Init(ctx, f, testSchema, graph.InitOptions{}); err != nil {
 			t.Fatalf("k=%d: init after a crashed init: %v", k, err)
 		}
 	}
 }
 
 func TestOpenWithoutAGraph(t *testing.T) {
-	_, err := Open(context.Background(), mem.New(), OpenOptions{})
-	if !errors.Is(err, ErrNoGraph) || !strings.Contains(err.Error(), "omnigraph init") {
+	_, err := graph.Open(context.Background(), mem.New(), graph.OpenOptions{})
+	if !errors.Is(err, graph.ErrNoGraph) || !strings.Contains(err.Error(), "omnigraph init") {
 		t.Fatalf("Open of an empty store = %v", err)
 	}
 }
@@ -213,7 +214,7 @@ func TestOpenChecksTheStorageStamp(t *testing.T) {
 				r := newRig(t)
 				restamp(t, r, tt.stamp)
 				r.count.Reset()
-				_, err := Open(context.Background(), r.count, OpenOptions{ReadOnly: ro})
+				_, err := graph.Open(context.Background(), r.count, graph.OpenOptions{ReadOnly: ro})
 				if !errors.Is(err, manifest.ErrStamp) || !strings.Contains(err.Error(), tt.want) {
 					t.Fatalf("Open(readOnly=%v) = %v, want a stamp error saying %q", ro, err, tt.want)
 				}
@@ -232,7 +233,7 @@ func TestReadOnlyOpenNeverWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.count.Reset()
-	g := r.open(t, OpenOptions{ReadOnly: true})
+	g := r.open(t, graph.OpenOptions{ReadOnly: true})
 	snap, err := g.Snapshot(ctx, "feature")
 	if err != nil {
 		t.Fatal(err)
@@ -249,13 +250,13 @@ func TestReadOnlyOpenNeverWrites(t *testing.T) {
 	if _, err := g.Branches(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.CreateBranch(ctx, "other", ""); !errors.Is(err, ErrReadOnly) {
+	if _, err := g.CreateBranch(ctx, "other", ""); !errors.Is(err, graph.ErrReadOnly) {
 		t.Fatalf("CreateBranch on a read-only handle = %v", err)
 	}
-	if err := g.DeleteBranch(ctx, "feature"); !errors.Is(err, ErrReadOnly) {
+	if err := g.DeleteBranch(ctx, "feature"); !errors.Is(err, graph.ErrReadOnly) {
 		t.Fatalf("DeleteBranch on a read-only handle = %v", err)
 	}
-	if _, err := g.BeginWrite(ctx, "main", WriteOptions{}); !errors.Is(err, ErrReadOnly) {
+	if _, err := g.BeginWrite(ctx, "main", graph.WriteOptions{}); !errors.Is(err, graph.ErrReadOnly) {
 		t.Fatalf("BeginWrite on a read-only handle = %v", err)
 	}
 	c := r.count.Snapshot()
@@ -276,7 +277,7 @@ func TestInitRefusesANonEmptyLocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := counter.New(m)
-	if _, err := Init(ctx, c, testSchema, InitOptions{}); !errors.Is(err, ErrNotEmpty) || !strings.Contains(err.Error(), "notes.txt") {
+	if _, err := graph.Init(ctx, c, testSchema, graph.InitOptions{}); !errors.Is(err, graph.ErrNotEmpty) || !strings.Contains(err.Error(), "notes.txt") {
 		t.Fatalf("Init over foreign data = %v, want ErrNotEmpty naming the object", err)
 	}
 	if w := writes(c.Snapshot()); w != 0 {

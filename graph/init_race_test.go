@@ -1,4 +1,4 @@
-package graph
+package graph_test
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/backend/local"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
+	"github.com/omnigraph-go/omnigraph/graph"
 )
 
 // otherSchema shares Person (same columns) with testSchema and adds a type
@@ -38,7 +39,7 @@ node Dog {
 func checkWholeGraph(t *testing.T, store backend.StorageAdapter, winnerID, winnerSchema string) {
 	t.Helper()
 	ctx := context.Background()
-	g, err := Open(ctx, store, OpenOptions{})
+	g, err := graph.Open(ctx, store, graph.OpenOptions{})
 	if err != nil {
 		t.Fatalf("open after the race: %v", err)
 	}
@@ -69,7 +70,7 @@ func checkWholeGraph(t *testing.T, store backend.StorageAdapter, winnerID, winne
 		t.Fatal(err)
 	}
 	for _, s := range stats {
-		if s.Key == NodeTableKey("Person") && s.Rows != 1 {
+		if s.Key == graph.NodeTableKey("Person") && s.Rows != 1 {
 			t.Fatalf("Person has %d rows after one insert", s.Rows)
 		}
 	}
@@ -103,7 +104,7 @@ func TestRacingInitsNeverDeleteTheWinnersFiles(t *testing.T) {
 						start sync.WaitGroup
 						done  sync.WaitGroup
 						errs  = make([]error, racers)
-						gs    = make([]*Graph, racers)
+						gs    = make([]*graph.Graph, racers)
 					)
 					start.Add(1)
 					for i := 0; i < racers; i++ {
@@ -115,7 +116,7 @@ func TestRacingInitsNeverDeleteTheWinnersFiles(t *testing.T) {
 								schema = otherSchema
 							}
 							start.Wait()
-							gs[i], errs[i] = Init(context.Background(), store, schema, InitOptions{})
+							gs[i], errs[i] = graph.Init(context.Background(), store, schema, graph.InitOptions{})
 						}(i)
 					}
 					start.Done()
@@ -127,8 +128,8 @@ func TestRacingInitsNeverDeleteTheWinnersFiles(t *testing.T) {
 							t.Fatalf("round %d: inits %d and %d both succeeded", round, winner, i)
 						case err == nil:
 							winner = i
-						case errors.Is(err, ErrGraphExists):
-						case mixed && errors.Is(err, ErrNotEmpty) && strings.Contains(err.Error(), "--force"):
+						case errors.Is(err, graph.ErrGraphExists):
+						case mixed && errors.Is(err, graph.ErrNotEmpty) && strings.Contains(err.Error(), "--force"):
 						default:
 							t.Fatalf("round %d: losing init %d: %v, want ErrGraphExists", round, i, err)
 						}
@@ -174,11 +175,11 @@ func TestInitRaceChild(t *testing.T) {
 		fmt.Printf("RESULT error no starting signal: %v\n", err)
 		return
 	}
-	g, err := Init(context.Background(), s, testSchema, InitOptions{})
+	g, err := graph.Init(context.Background(), s, testSchema, graph.InitOptions{})
 	switch {
 	case err == nil:
 		fmt.Printf("RESULT win %s\n", g.ID())
-	case errors.Is(err, ErrGraphExists):
+	case errors.Is(err, graph.ErrGraphExists):
 		fmt.Println("RESULT exists")
 	default:
 		fmt.Printf("RESULT error %v\n", err)
@@ -247,7 +248,7 @@ func TestRacingInitProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := Open(context.Background(), s, OpenOptions{ReadOnly: true})
+	g, err := graph.Open(context.Background(), s, graph.OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestInitLeftoversOfAnotherSchema(t *testing.T) {
 			m.Delete(ctx, key)
 		}
 		f.CrashAtWrite(k)
-		if _, err := Init(ctx, f, other, InitOptions{}); err == nil {
+		if _, err := graph.Init(ctx, f, other, graph.InitOptions{}); err == nil {
 			t.Fatal("never crashed after creating the Person table")
 		}
 		if _, err := m.Stat(ctx, "nodes/Person/_versions/18446744073709551614.json"); err == nil {
@@ -283,8 +284,8 @@ func TestInitLeftoversOfAnotherSchema(t *testing.T) {
 	}
 	f.Reset()
 	left := allKeys(t, m)
-	_, err := Init(ctx, m, testSchema, InitOptions{})
-	if !errors.Is(err, ErrNotEmpty) || !strings.Contains(err.Error(), "--force") {
+	_, err := graph.Init(ctx, m, testSchema, graph.InitOptions{})
+	if !errors.Is(err, graph.ErrNotEmpty) || !strings.Contains(err.Error(), "--force") {
 		t.Fatalf("Init over another schema's leftovers = %v, want ErrNotEmpty pointing at --force", err)
 	}
 	for _, k := range left {
@@ -292,7 +293,7 @@ func TestInitLeftoversOfAnotherSchema(t *testing.T) {
 			t.Fatalf("the refused init deleted %s", k)
 		}
 	}
-	g, err := Init(ctx, m, testSchema, InitOptions{ReclaimLeftovers: true})
+	g, err := graph.Init(ctx, m, testSchema, graph.InitOptions{ReclaimLeftovers: true})
 	if err != nil {
 		t.Fatalf("Init with ReclaimLeftovers: %v", err)
 	}

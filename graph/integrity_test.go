@@ -21,6 +21,8 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/load"
+	"github.com/omnigraph-go/omnigraph/graph/mutate"
 )
 
 const integritySchema = `
@@ -79,7 +81,7 @@ func newIntegrityRig(t testing.TB) *wrig {
 		t.Fatalf("Init: %v", err)
 	}
 	r.g = g
-	r.load(t, graph.LoadAppend, integrityBase)
+	r.load(t, load.Append, integrityBase)
 	return r
 }
 
@@ -124,16 +126,16 @@ func refused(t *testing.T, r *wrig, write func() error, targets []error, want ..
 	}
 }
 
-func (r *wrig) tryLoad(mode graph.LoadMode, data string, replace ...string) func() error {
+func (r *wrig) tryLoad(mode load.Mode, data string, replace ...string) func() error {
 	return func() error {
-		_, err := r.g.Load(context.Background(), strings.NewReader(data), graph.LoadOptions{Mode: mode, Replace: replace})
+		_, err := load.Run(context.Background(), r.g, strings.NewReader(data), load.Options{Mode: mode, Replace: replace})
 		return err
 	}
 }
 
 func (r *wrig) tryMutate(src string, params map[string]any) func() error {
 	return func() error {
-		_, err := r.g.MutateQuery(context.Background(), wrapMutation(src), "", graph.MutateOptions{Params: params})
+		_, err := mutate.Query(context.Background(), r.g, wrapMutation(src), "", mutate.Options{Params: params})
 		return err
 	}
 }
@@ -147,24 +149,24 @@ func TestCardMinLoadRefusesASourceWithoutEdges(t *testing.T) {
 	r := newIntegrityRig(t)
 	lonely := `{"type":"Engineer","data":{"email":"cy","name":"Cy"}}` + "\n"
 	withTeam := lonely + `{"edge":"MemberOf","from":"cy","to":"core"}` + "\n"
-	for _, mode := range []graph.LoadMode{graph.LoadAppend, graph.LoadMerge} {
+	for _, mode := range []load.Mode{load.Append, load.Merge} {
 		refused(t, r, r.tryLoad(mode, lonely), invalid, "line 1", "@card violation on edge MemberOf", `source "cy" has 0 edges (min 1, @card(1..1))`)
 		refused(t, r, r.tryLoad(mode, withTeam), invalid, "line 1", "@card violation on edge WorksOn", `source "cy" has 0 edges (min 1, @card(1..*))`)
 	}
 	// An overwrite of Engineer keeping ann and bob but adding a lonely cy.
 	keep := `{"type":"Engineer","data":{"email":"ann","name":"Ann"}}` + "\n" + `{"type":"Engineer","data":{"email":"bob","name":"Bob"}}` + "\n"
-	refused(t, r, r.tryLoad(graph.LoadOverwrite, keep+lonely), invalid, "line 3", `source "cy" has 0 edges (min 1`)
+	refused(t, r, r.tryLoad(load.Overwrite, keep+lonely), invalid, "line 3", `source "cy" has 0 edges (min 1`)
 
 	// With its edges in the same file the node loads, in every mode.
 	full := withTeam + `{"edge":"WorksOn","from":"cy","to":"p1"}` + "\n"
-	r.load(t, graph.LoadAppend, full)
+	r.load(t, load.Append, full)
 	if got := strings.Join(r.rows(t, "main", "node:Engineer", "name"), " "); got != "ann|name=Ann bob|name=Bob cy|name=Cy" {
 		t.Errorf("engineers: %s", got)
 	}
 	// A merge that re-loads existing sources alone counts their committed
 	// edges: nothing is missing.
-	r.load(t, graph.LoadMerge, `{"type":"Engineer","data":{"email":"ann","name":"Ann2"}}`)
-	r.load(t, graph.LoadOverwrite, keep+`{"type":"Engineer","data":{"email":"cy","name":"Cy"}}`)
+	r.load(t, load.Merge, `{"type":"Engineer","data":{"email":"ann","name":"Ann2"}}`)
+	r.load(t, load.Overwrite, keep+`{"type":"Engineer","data":{"email":"cy","name":"Cy"}}`)
 	if got := strings.Join(r.rows(t, "main", "edge:MemberOf", "src"), " "); !strings.Contains(got, "src=cy") {
 		t.Errorf("cy lost its team: %s", got)
 	}
@@ -177,23 +179,23 @@ func TestCardMinLoadRefusesASourceWithoutEdges(t *testing.T) {
 func TestCardLoadMovedAndOverwrittenEdges(t *testing.T) {
 	r := newIntegrityRig(t)
 	// w-ann moves from ann to bob: bob has 2 WorksOn (allowed), ann 0.
-	refused(t, r, r.tryLoad(graph.LoadMerge, `{"edge":"WorksOn","from":"bob","to":"p1","data":{"id":"w-ann"}}`), invalid,
+	refused(t, r, r.tryLoad(load.Merge, `{"edge":"WorksOn","from":"bob","to":"p1","data":{"id":"w-ann"}}`), invalid,
 		"line 1", "@card violation on edge WorksOn", `source "ann" has 0 edges (min 1`)
 	// m-ann moves to bob: bob would have 2 (max 1).
-	refused(t, r, r.tryLoad(graph.LoadMerge, `{"edge":"MemberOf","from":"bob","to":"core","data":{"id":"m-ann"}}`), invalid,
+	refused(t, r, r.tryLoad(load.Merge, `{"edge":"MemberOf","from":"bob","to":"core","data":{"id":"m-ann"}}`), invalid,
 		"line 1", `source "bob" has 2 edges (max 1`)
 	// An overwrite of MemberOf without ann's edge leaves ann with none.
-	refused(t, r, r.tryLoad(graph.LoadOverwrite, `{"edge":"MemberOf","from":"bob","to":"web"}`), invalid,
+	refused(t, r, r.tryLoad(load.Overwrite, `{"edge":"MemberOf","from":"bob","to":"web"}`), invalid,
 		"@card violation on edge MemberOf", `source "ann" has 0 edges (min 1`)
-	refused(t, r, r.tryLoad(graph.LoadOverwrite, "", "WorksOn"), invalid, "@card violation on edge WorksOn", "has 0 edges (min 1")
-	refused(t, r, r.tryLoad(graph.LoadOverwrite, `{"edge":"MemberOf","from":"ann","to":"core"}`+"\n"+`{"edge":"MemberOf","from":"ann","to":"web"}`+"\n"+`{"edge":"MemberOf","from":"bob","to":"web"}`), invalid,
+	refused(t, r, r.tryLoad(load.Overwrite, "", "WorksOn"), invalid, "@card violation on edge WorksOn", "has 0 edges (min 1")
+	refused(t, r, r.tryLoad(load.Overwrite, `{"edge":"MemberOf","from":"ann","to":"core"}`+"\n"+`{"edge":"MemberOf","from":"ann","to":"web"}`+"\n"+`{"edge":"MemberOf","from":"bob","to":"web"}`), invalid,
 		"line 1", `source "ann" has 2 edges (max 1`)
 
 	// Moving an engineer to another team in place (same id, same source,
 	// another team) keeps one edge each: accepted.
-	r.load(t, graph.LoadMerge, `{"edge":"MemberOf","from":"ann","to":"web","data":{"id":"m-ann"}}`)
+	r.load(t, load.Merge, `{"edge":"MemberOf","from":"ann","to":"web","data":{"id":"m-ann"}}`)
 	// A complete overwrite of an edge type is accepted.
-	r.load(t, graph.LoadOverwrite, `{"edge":"WorksOn","from":"ann","to":"p2"}`+"\n"+`{"edge":"WorksOn","from":"bob","to":"p2"}`)
+	r.load(t, load.Overwrite, `{"edge":"WorksOn","from":"ann","to":"p2"}`+"\n"+`{"edge":"WorksOn","from":"bob","to":"p2"}`)
 	if got := strings.Join(r.rows(t, "main", "edge:MemberOf", "src", "dst"), " "); got != "m-ann|src=ann|dst=web m-bob|src=bob|dst=web" {
 		t.Errorf("MemberOf: %s", got)
 	}
@@ -258,29 +260,29 @@ insert WorksOn { from: "cy", to: "p2", hours: 2 }`), nil)
 // keeping the node, is accepted.
 func TestOverwriteRefusesStrandedEdges(t *testing.T) {
 	r := newIntegrityRig(t)
-	r.load(t, graph.LoadAppend, `{"edge":"Knows","from":"bob","to":"ann","data":{"id":"k1"}}`)
+	r.load(t, load.Append, `{"edge":"Knows","from":"bob","to":"ann","data":{"id":"k1"}}`)
 	ri := []error{graph.ErrReferentialIntegrity, graph.ErrInvalidInput}
 	onlyBob := `{"type":"Engineer","data":{"email":"bob","name":"Bob"}}`
-	refused(t, r, r.tryLoad(graph.LoadOverwrite, onlyBob), ri,
+	refused(t, r, r.tryLoad(load.Overwrite, onlyBob), ri,
 		"referential integrity", "overwriting Engineer", "edge Knows", `"k1"`, `(src "bob" -> dst "ann")`, `dst "ann" not found in Engineer`)
 	// With Knows replaced as well, MemberOf still points at ann.
-	refused(t, r, r.tryLoad(graph.LoadOverwrite, onlyBob, "Knows"), ri,
+	refused(t, r, r.tryLoad(load.Overwrite, onlyBob, "Knows"), ri,
 		"edge MemberOf", `"m-ann"`, `src "ann" not found in Engineer`)
 	// The destination side: a Team overwrite without core.
-	refused(t, r, r.tryLoad(graph.LoadOverwrite, `{"type":"Team","data":{"slug":"web"}}`), ri,
+	refused(t, r, r.tryLoad(load.Overwrite, `{"type":"Team","data":{"slug":"web"}}`), ri,
 		"overwriting Team", "edge MemberOf", `"m-ann"`, `dst "core" not found in Team`)
-	refused(t, r, r.tryLoad(graph.LoadOverwrite, "", "Project"), ri,
+	refused(t, r, r.tryLoad(load.Overwrite, "", "Project"), ri,
 		"overwriting Project", "edge WorksOn", "and 1 more WorksOn edges")
 
 	// An overwrite that keeps every referenced node is accepted and keeps
 	// the edges.
-	r.load(t, graph.LoadOverwrite, `{"type":"Team","data":{"slug":"core"}}`+"\n"+`{"type":"Team","data":{"slug":"web"}}`+"\n"+`{"type":"Team","data":{"slug":"ops"}}`)
+	r.load(t, load.Overwrite, `{"type":"Team","data":{"slug":"core"}}`+"\n"+`{"type":"Team","data":{"slug":"web"}}`+"\n"+`{"type":"Team","data":{"slug":"ops"}}`)
 	if got := strings.Join(r.rows(t, "main", "edge:MemberOf", "dst"), " "); got != "m-ann|dst=core m-bob|dst=web" {
 		t.Errorf("MemberOf after Team overwrite: %s", got)
 	}
 	// Replacing the nodes and every edge type that points at them at once
 	// is accepted.
-	if err := r.tryLoad(graph.LoadOverwrite, onlyBob+"\n"+
+	if err := r.tryLoad(load.Overwrite, onlyBob+"\n"+
 		`{"edge":"MemberOf","from":"bob","to":"ops"}`+"\n"+
 		`{"edge":"WorksOn","from":"bob","to":"p1"}`, "Knows")(); err != nil {
 		t.Fatalf("overwrite of Engineer, MemberOf, WorksOn and Knows: %v", err)
@@ -296,7 +298,7 @@ func TestOverwriteRefusesStrandedEdges(t *testing.T) {
 		}
 	}
 	// A node that returns under an old key does not bring back old edges.
-	r.load(t, graph.LoadAppend, `{"type":"Engineer","data":{"email":"ann"}}`+"\n"+
+	r.load(t, load.Append, `{"type":"Engineer","data":{"email":"ann"}}`+"\n"+
 		`{"edge":"MemberOf","from":"ann","to":"web"}`+"\n"+`{"edge":"WorksOn","from":"ann","to":"p2"}`)
 	if got := len(r.rows(t, "main", "edge:Knows")); got != 0 {
 		t.Errorf("%d Knows edges reappeared", got)
@@ -308,7 +310,7 @@ func TestOverwriteRefusesStrandedEdges(t *testing.T) {
 // insert), and leaves the graph unchanged.
 func TestEdgeEndpointsEveryWriter(t *testing.T) {
 	r := newIntegrityRig(t)
-	for _, mode := range []graph.LoadMode{graph.LoadAppend, graph.LoadMerge, graph.LoadOverwrite} {
+	for _, mode := range []load.Mode{load.Append, load.Merge, load.Overwrite} {
 		refused(t, r, r.tryLoad(mode, `{"edge":"Knows","from":"ann","to":"zed"}`), invalid, "line 1", `dst "zed" not found in Engineer`)
 	}
 	refused(t, r, r.tryMutate(`insert Knows { from: "zed", to: "ann" }`, nil), invalid, "statement 1", `src "zed" not found in Engineer`)
@@ -326,19 +328,19 @@ func TestMergeEdgeWithoutIDIsIdempotent(t *testing.T) {
 {"edge":"Knows","from":"cy","to":"ann","data":{"since":2020}}
 {"edge":"Knows","from":"ann","to":"cy"}
 `
-	r.load(t, graph.LoadMerge, file)
+	r.load(t, load.Merge, file)
 	first := r.imageRows(t)
 	knows := r.rows(t, "main", "edge:Knows", "src", "dst", "since")
 	if len(knows) != 2 {
 		t.Fatalf("Knows after one merge: %v", knows)
 	}
-	r.load(t, graph.LoadMerge, file)
+	r.load(t, load.Merge, file)
 	second := r.imageRows(t)
 	if first != second {
 		t.Errorf("merging the same file twice changed rows:\nfirst:\n%s\nsecond:\n%s", first, second)
 	}
 	// A changed property updates the same edge.
-	r.load(t, graph.LoadMerge, `{"edge":"Knows","from":"cy","to":"ann","data":{"since":2021}}`)
+	r.load(t, load.Merge, `{"edge":"Knows","from":"cy","to":"ann","data":{"since":2021}}`)
 	after := r.rows(t, "main", "edge:Knows", "src", "dst", "since")
 	if len(after) != 2 {
 		t.Fatalf("Knows after the update: %v", after)
@@ -352,7 +354,7 @@ func TestMergeEdgeWithoutIDIsIdempotent(t *testing.T) {
 		t.Errorf("since not updated: %v", after)
 	}
 	// Append still adds a parallel edge (an edge without data.id is new).
-	r.load(t, graph.LoadAppend, `{"edge":"Knows","from":"cy","to":"ann"}`)
+	r.load(t, load.Append, `{"edge":"Knows","from":"cy","to":"ann"}`)
 	if got := len(r.rows(t, "main", "edge:Knows")); got != 3 {
 		t.Fatalf("%d Knows edges after append, want 3", got)
 	}
@@ -363,13 +365,13 @@ func TestMergeEdgeWithoutIDIsIdempotent(t *testing.T) {
 // file) a merge without data.id is refused with a message saying to give ids.
 func TestMergeEdgeWithoutIDRefusesAmbiguity(t *testing.T) {
 	r := newIntegrityRig(t)
-	r.load(t, graph.LoadAppend, `{"edge":"Knows","from":"ann","to":"bob","data":{"id":"k1"}}`+"\n"+`{"edge":"Knows","from":"ann","to":"bob","data":{"id":"k2"}}`)
-	refused(t, r, r.tryLoad(graph.LoadMerge, `{"edge":"Knows","from":"ann","to":"bob","data":{"since":1}}`), invalid,
+	r.load(t, load.Append, `{"edge":"Knows","from":"ann","to":"bob","data":{"id":"k1"}}`+"\n"+`{"edge":"Knows","from":"ann","to":"bob","data":{"id":"k2"}}`)
+	refused(t, r, r.tryLoad(load.Merge, `{"edge":"Knows","from":"ann","to":"bob","data":{"since":1}}`), invalid,
 		"line 1", `has 2 Knows edges from "ann" to "bob"`, `"k1", "k2"`, "give data.id")
-	refused(t, r, r.tryLoad(graph.LoadMerge, `{"edge":"Knows","from":"bob","to":"ann"}`+"\n"+`{"edge":"Knows","from":"bob","to":"ann"}`), invalid,
+	refused(t, r, r.tryLoad(load.Merge, `{"edge":"Knows","from":"bob","to":"ann"}`+"\n"+`{"edge":"Knows","from":"bob","to":"ann"}`), invalid,
 		"line 2", "already given at line 1", "data.id")
 	// With ids the same parallel edges merge fine.
-	r.load(t, graph.LoadMerge, `{"edge":"Knows","from":"ann","to":"bob","data":{"id":"k1","since":1}}`+"\n"+`{"edge":"Knows","from":"ann","to":"bob","data":{"id":"k2","since":2}}`)
+	r.load(t, load.Merge, `{"edge":"Knows","from":"ann","to":"bob","data":{"id":"k1","since":1}}`+"\n"+`{"edge":"Knows","from":"ann","to":"bob","data":{"id":"k2","since":2}}`)
 	if got := strings.Join(r.rows(t, "main", "edge:Knows", "since"), " "); got != "k1|since=1 k2|since=2" {
 		t.Errorf("Knows: %s", got)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/load"
 )
 
 // BenchmarkOneRowInsertLatency: a one-row insert on a warm handle with a
@@ -103,7 +104,7 @@ func BenchmarkLoadThroughput(b *testing.B) {
 				last, lastPhase = now, phase
 			}
 		}
-		res, err := g.Load(ctx, bytes.NewReader(data.Bytes()), graph.LoadOptions{Mode: graph.LoadAppend, Progress: progress})
+		res, err := load.Run(ctx, g, bytes.NewReader(data.Bytes()), load.Options{Mode: load.Append, Progress: progress})
 		phases[lastPhase] += time.Since(last)
 		b.Logf("phases: parse %v, validate %v, write+commit %v", phases["parse"], phases["validate"], phases["write"])
 		if err != nil || res.Nodes != n || res.Edges != 2*n {

@@ -12,6 +12,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/load"
 	"github.com/omnigraph-go/omnigraph/graph/pg"
 	"github.com/omnigraph-go/omnigraph/table"
 )
@@ -62,9 +63,9 @@ func newWRig(t testing.TB) *wrig {
 	return r
 }
 
-func (r *wrig) load(t testing.TB, mode graph.LoadMode, data string) *graph.LoadResult {
+func (r *wrig) load(t testing.TB, mode load.Mode, data string) *load.Result {
 	t.Helper()
-	res, err := r.g.Load(context.Background(), strings.NewReader(data), graph.LoadOptions{Mode: mode})
+	res, err := load.Run(context.Background(), r.g, strings.NewReader(data), load.Options{Mode: mode})
 	if err != nil {
 		t.Fatalf("Load(%s): %v", mode, err)
 	}
@@ -144,43 +145,43 @@ const baseData = `{"type":"Person","data":{"handle":"ada","name":"Ada","email":"
 func TestLoadValidationErrors(t *testing.T) {
 	tests := []struct {
 		name string
-		mode graph.LoadMode
+		mode load.Mode
 		data string
 		want []string // substrings of the message
 		is   error
 	}{
-		{"syntax", graph.LoadMerge, `{"type":"Person","data":{"handle":"c","name":"C"}` + "\n", []string{"line 1", "column 50", "unexpected end of line"}, graph.ErrInvalidInput},
-		{"not an object", graph.LoadMerge, `["Person"]`, []string{"line 1", "one JSON object"}, graph.ErrInvalidInput},
-		{"unknown top-level field", graph.LoadMerge, `{"type":"Person","data":{"handle":"c","name":"C"},"extra":1}`, []string{"line 1", `unknown field "extra"`}, graph.ErrInvalidInput},
-		{"duplicate top-level field", graph.LoadMerge, `{"type":"Person","type":"Company","data":{"slug":"x"}}`, []string{"line 1", `duplicate field "type"`}, graph.ErrInvalidInput},
-		{"duplicate data field", graph.LoadMerge, "\n" + `{"type":"Person","data":{"handle":"c","name":"C","name":"D"}}`, []string{"line 2", `duplicate field "data.name"`}, graph.ErrInvalidInput},
-		{"type and edge", graph.LoadMerge, `{"type":"Person","edge":"Knows","data":{}}`, []string{"not both"}, graph.ErrInvalidInput},
-		{"unknown type", graph.LoadMerge, `{"type":"Persn","data":{}}`, []string{`unknown node type "Persn"`, "Person"}, graph.ErrInvalidInput},
-		{"unknown property", graph.LoadMerge, `{"type":"Person","data":{"handle":"c","name":"C","nmae":"x"}}`, []string{"line 1", "Person.nmae", "unknown property"}, graph.ErrInvalidInput},
-		{"missing required", graph.LoadMerge, `{"type":"Person","data":{"handle":"c"}}`, []string{"Person.name", "required"}, graph.ErrInvalidInput},
-		{"wrong type", graph.LoadMerge, `{"type":"Person","data":{"handle":"c","name":"C","age":"old"}}`, []string{"Person.age"}, graph.ErrInvalidInput},
-		{"enum", graph.LoadMerge, `{"type":"Company","data":{"slug":"c","industry":"mining"}}`, []string{"Company.industry", "mining"}, graph.ErrInvalidInput},
-		{"range", graph.LoadMerge, `{"type":"Person","data":{"handle":"c","name":"C","age":200}}`, []string{"Person.age", "@range"}, graph.ErrInvalidInput},
-		{"check", graph.LoadMerge, `{"type":"Person","data":{"handle":"c","name":"C","email":"nope"}}`, []string{"Person.email", "@check"}, graph.ErrInvalidInput},
-		{"reserved field", graph.LoadMerge, `{"type":"Person","data":{"handle":"c","name":"C","_rowid":1}}`, []string{"reserved"}, graph.ErrInvalidInput},
-		{"edge src in data", graph.LoadMerge, `{"edge":"Knows","from":"ada","to":"bob","data":{"src":"x"}}`, []string{"data.src", `"from"`}, graph.ErrInvalidInput},
-		{"id mismatch", graph.LoadMerge, `{"type":"Person","data":{"id":"zed","handle":"c","name":"C"}}`, []string{"data.id", "@key"}, graph.ErrInvalidInput},
-		{"key twice in file", graph.LoadMerge, `{"type":"Person","data":{"handle":"c","name":"C"}}` + "\n" + `{"type":"Person","data":{"handle":"c","name":"D"}}`, []string{"line 2", "line 1", "once per file"}, graph.ErrInvalidInput},
-		{"unique within file", graph.LoadMerge, `{"type":"Person","data":{"handle":"c","name":"C","email":"same@x.io"}}` + "\n" + `{"type":"Person","data":{"handle":"d","name":"D","email":"same@x.io"}}`, []string{"line 2", "@unique violation on Person.email"}, graph.ErrInvalidInput},
-		{"unique against branch", graph.LoadMerge, `{"type":"Person","data":{"handle":"c","name":"C","email":"ada@x.io"}}`, []string{"line 1", "@unique violation on Person.email", `"ada"`}, graph.ErrInvalidInput},
-		{"append existing key", graph.LoadAppend, `{"type":"Company","data":{"slug":"new"}}` + "\n" + `{"type":"Person","data":{"handle":"bob","name":"Bobby"}}`, []string{"line 2", "key_conflict", `"bob"`, "--mode merge"}, graph.ErrKeyConflict},
-		{"edge endpoint missing", graph.LoadMerge, `{"edge":"Knows","from":"ada","to":"zed"}`, []string{"line 1", `dst "zed" not found in Person`}, graph.ErrInvalidInput},
-		{"card within file", graph.LoadMerge, `{"type":"Company","data":{"slug":"b2"}}` + "\n" + `{"edge":"WorksAt","from":"bob","to":"acme"}` + "\n" + `{"edge":"WorksAt","from":"bob","to":"b2"}`, []string{"@card violation on edge WorksAt", `"bob" has 2 edges`}, graph.ErrInvalidInput},
-		{"card against branch", graph.LoadMerge, `{"type":"Company","data":{"slug":"b2"}}` + "\n" + `{"edge":"WorksAt","from":"ada","to":"b2"}`, []string{"line 2", `"ada" has 2 edges (max 1`}, graph.ErrInvalidInput},
-		{"bad mode", graph.LoadMode("upsert"), baseData, []string{"unknown load mode", "merge"}, graph.ErrInvalidInput},
+		{"syntax", load.Merge, `{"type":"Person","data":{"handle":"c","name":"C"}` + "\n", []string{"line 1", "column 50", "unexpected end of line"}, graph.ErrInvalidInput},
+		{"not an object", load.Merge, `["Person"]`, []string{"line 1", "one JSON object"}, graph.ErrInvalidInput},
+		{"unknown top-level field", load.Merge, `{"type":"Person","data":{"handle":"c","name":"C"},"extra":1}`, []string{"line 1", `unknown field "extra"`}, graph.ErrInvalidInput},
+		{"duplicate top-level field", load.Merge, `{"type":"Person","type":"Company","data":{"slug":"x"}}`, []string{"line 1", `duplicate field "type"`}, graph.ErrInvalidInput},
+		{"duplicate data field", load.Merge, "\n" + `{"type":"Person","data":{"handle":"c","name":"C","name":"D"}}`, []string{"line 2", `duplicate field "data.name"`}, graph.ErrInvalidInput},
+		{"type and edge", load.Merge, `{"type":"Person","edge":"Knows","data":{}}`, []string{"not both"}, graph.ErrInvalidInput},
+		{"unknown type", load.Merge, `{"type":"Persn","data":{}}`, []string{`unknown node type "Persn"`, "Person"}, graph.ErrInvalidInput},
+		{"unknown property", load.Merge, `{"type":"Person","data":{"handle":"c","name":"C","nmae":"x"}}`, []string{"line 1", "Person.nmae", "unknown property"}, graph.ErrInvalidInput},
+		{"missing required", load.Merge, `{"type":"Person","data":{"handle":"c"}}`, []string{"Person.name", "required"}, graph.ErrInvalidInput},
+		{"wrong type", load.Merge, `{"type":"Person","data":{"handle":"c","name":"C","age":"old"}}`, []string{"Person.age"}, graph.ErrInvalidInput},
+		{"enum", load.Merge, `{"type":"Company","data":{"slug":"c","industry":"mining"}}`, []string{"Company.industry", "mining"}, graph.ErrInvalidInput},
+		{"range", load.Merge, `{"type":"Person","data":{"handle":"c","name":"C","age":200}}`, []string{"Person.age", "@range"}, graph.ErrInvalidInput},
+		{"check", load.Merge, `{"type":"Person","data":{"handle":"c","name":"C","email":"nope"}}`, []string{"Person.email", "@check"}, graph.ErrInvalidInput},
+		{"reserved field", load.Merge, `{"type":"Person","data":{"handle":"c","name":"C","_rowid":1}}`, []string{"reserved"}, graph.ErrInvalidInput},
+		{"edge src in data", load.Merge, `{"edge":"Knows","from":"ada","to":"bob","data":{"src":"x"}}`, []string{"data.src", `"from"`}, graph.ErrInvalidInput},
+		{"id mismatch", load.Merge, `{"type":"Person","data":{"id":"zed","handle":"c","name":"C"}}`, []string{"data.id", "@key"}, graph.ErrInvalidInput},
+		{"key twice in file", load.Merge, `{"type":"Person","data":{"handle":"c","name":"C"}}` + "\n" + `{"type":"Person","data":{"handle":"c","name":"D"}}`, []string{"line 2", "line 1", "once per file"}, graph.ErrInvalidInput},
+		{"unique within file", load.Merge, `{"type":"Person","data":{"handle":"c","name":"C","email":"same@x.io"}}` + "\n" + `{"type":"Person","data":{"handle":"d","name":"D","email":"same@x.io"}}`, []string{"line 2", "@unique violation on Person.email"}, graph.ErrInvalidInput},
+		{"unique against branch", load.Merge, `{"type":"Person","data":{"handle":"c","name":"C","email":"ada@x.io"}}`, []string{"line 1", "@unique violation on Person.email", `"ada"`}, graph.ErrInvalidInput},
+		{"append existing key", load.Append, `{"type":"Company","data":{"slug":"new"}}` + "\n" + `{"type":"Person","data":{"handle":"bob","name":"Bobby"}}`, []string{"line 2", "key_conflict", `"bob"`, "--mode merge"}, graph.ErrKeyConflict},
+		{"edge endpoint missing", load.Merge, `{"edge":"Knows","from":"ada","to":"zed"}`, []string{"line 1", `dst "zed" not found in Person`}, graph.ErrInvalidInput},
+		{"card within file", load.Merge, `{"type":"Company","data":{"slug":"b2"}}` + "\n" + `{"edge":"WorksAt","from":"bob","to":"acme"}` + "\n" + `{"edge":"WorksAt","from":"bob","to":"b2"}`, []string{"@card violation on edge WorksAt", `"bob" has 2 edges`}, graph.ErrInvalidInput},
+		{"card against branch", load.Merge, `{"type":"Company","data":{"slug":"b2"}}` + "\n" + `{"edge":"WorksAt","from":"ada","to":"b2"}`, []string{"line 2", `"ada" has 2 edges (max 1`}, graph.ErrInvalidInput},
+		{"bad mode", load.Mode("upsert"), baseData, []string{"unknown load mode", "merge"}, graph.ErrInvalidInput},
 	}
 	r := newWRig(t)
-	r.load(t, graph.LoadMerge, baseData)
+	r.load(t, load.Merge, baseData)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := r.state(t, "main")
 			r.count.Reset()
-			_, err := r.g.Load(context.Background(), strings.NewReader(tc.data), graph.LoadOptions{Mode: tc.mode})
+			_, err := load.Run(context.Background(), r.g, strings.NewReader(tc.data), load.Options{Mode: tc.mode})
 			if err == nil {
 				t.Fatal("load succeeded; want an error")
 			}
@@ -207,7 +208,7 @@ func TestLoadModes(t *testing.T) {
 	ctx := context.Background()
 	r := newWRig(t)
 	c0 := r.commits(t, "main")
-	res := r.load(t, graph.LoadAppend, baseData+`{"type":"Note","data":{"text":"hello"}}`+"\n")
+	res := r.load(t, load.Append, baseData+`{"type":"Note","data":{"text":"hello"}}`+"\n")
 	if res.Nodes != 4 || res.Edges != 1 || res.Commit == nil {
 		t.Fatalf("append result %+v", res)
 	}
@@ -222,14 +223,14 @@ func TestLoadModes(t *testing.T) {
 	}
 
 	// merge: upsert by id; rows not in the file are kept.
-	r.load(t, graph.LoadMerge, `{"type":"Person","data":{"handle":"bob","name":"Robert","age":40}}`+"\n"+`{"type":"Person","data":{"handle":"cy","name":"Cy"}}`)
+	r.load(t, load.Merge, `{"type":"Person","data":{"handle":"bob","name":"Robert","age":40}}`+"\n"+`{"type":"Person","data":{"handle":"cy","name":"Cy"}}`)
 	if got := strings.Join(r.rows(t, "main", "node:Person", "name", "age"), " "); got != "ada|name=Ada|age=36 bob|name=Robert|age=40 cy|name=Cy|age=(null)" {
 		t.Errorf("after merge: %s", got)
 	}
 
 	// overwrite replaces each type in the file; other types keep theirs.
 	// (WorksAt is replaced too: its edge from ada would outlive ada.)
-	if _, err := r.g.Load(ctx, strings.NewReader(`{"type":"Person","data":{"handle":"dee","name":"Dee"}}`), graph.LoadOptions{Mode: graph.LoadOverwrite, Replace: []string{"WorksAt"}}); err != nil {
+	if _, err := load.Run(ctx, r.g, strings.NewReader(`{"type":"Person","data":{"handle":"dee","name":"Dee"}}`), load.Options{Mode: load.Overwrite, Replace: []string{"WorksAt"}}); err != nil {
 		t.Fatalf("overwrite: %v", err)
 	}
 	if got := r.rows(t, "main", "edge:WorksAt"); len(got) != 0 {
@@ -243,7 +244,7 @@ func TestLoadModes(t *testing.T) {
 	}
 	// Replacing a type with no rows empties it: a zero-fragment version.
 	before := r.commits(t, "main")
-	res, err := r.g.Load(ctx, strings.NewReader(""), graph.LoadOptions{Mode: graph.LoadOverwrite, Replace: []string{"Note"}})
+	res, err := load.Run(ctx, r.g, strings.NewReader(""), load.Options{Mode: load.Overwrite, Replace: []string{"Note"}})
 	if err != nil || res.Commit == nil {
 		t.Fatalf("empty overwrite: %+v %v", res, err)
 	}
@@ -262,7 +263,7 @@ func TestLoadModes(t *testing.T) {
 		t.Errorf("empty overwrite made %d commits", got-before)
 	}
 	// An empty merge changes nothing and publishes nothing.
-	res, err = r.g.Load(ctx, strings.NewReader("\n\n"), graph.LoadOptions{Mode: graph.LoadMerge})
+	res, err = load.Run(ctx, r.g, strings.NewReader("\n\n"), load.Options{Mode: load.Merge})
 	if err != nil || res.Commit != nil {
 		t.Errorf("empty merge: %+v %v", res, err)
 	}
@@ -273,12 +274,12 @@ func TestLoadModes(t *testing.T) {
 func TestLoadOnBranch(t *testing.T) {
 	ctx := context.Background()
 	r := newWRig(t)
-	r.load(t, graph.LoadMerge, baseData)
+	r.load(t, load.Merge, baseData)
 	if _, err := r.g.CreateBranch(ctx, "dev", "main"); err != nil {
 		t.Fatal(err)
 	}
 	mainBefore := r.state(t, "main")
-	res, err := r.g.Load(ctx, strings.NewReader(`{"type":"Note","data":{"text":"on dev"}}`), graph.LoadOptions{Mode: graph.LoadAppend, Branch: "dev"})
+	res, err := load.Run(ctx, r.g, strings.NewReader(`{"type":"Note","data":{"text":"on dev"}}`), load.Options{Mode: load.Append, Branch: "dev"})
 	if err != nil || res.Commit == nil || res.Commit.Branch != "dev" {
 		t.Fatalf("load on dev: %+v %v", res, err)
 	}
@@ -309,14 +310,14 @@ func TestParseStrictJSON(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := r.g.Load(context.Background(), strings.NewReader(tc.line), graph.LoadOptions{Mode: graph.LoadMerge})
+			_, err := load.Run(context.Background(), r.g, strings.NewReader(tc.line), load.Options{Mode: load.Merge})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "line 1") {
 				t.Errorf("got %v; want it to mention %q and line 1", err, tc.want)
 			}
 		})
 	}
 	// Escapes and 64-bit-safe numbers decode exactly.
-	r.load(t, graph.LoadMerge, `{"type":"Person","data":{"handle":"\u00e9t\u00e9 \ud83d\ude00","name":"A\"B","age":7}}`)
+	r.load(t, load.Merge, `{"type":"Person","data":{"handle":"\u00e9t\u00e9 \ud83d\ude00","name":"A\"B","age":7}}`)
 	if got := r.rows(t, "main", "node:Person", "name", "age"); len(got) != 1 || got[0] != "été 😀|name=A\"B|age=7" {
 		t.Errorf("decoded %v", got)
 	}
@@ -329,14 +330,14 @@ func TestParseStrictJSON(t *testing.T) {
 func TestLoadLosesRace(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		mode   graph.LoadMode
+		mode   load.Mode
 		strict bool
-	}{{graph.LoadAppend, false}, {graph.LoadMerge, false}, {graph.LoadOverwrite, true}} {
+	}{{load.Append, false}, {load.Merge, false}, {load.Overwrite, true}} {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			r := newWRig(t)
-			r.load(t, graph.LoadMerge, baseData)
+			r.load(t, load.Merge, baseData)
 			raced := 0
-			opts := graph.LoadOptions{Mode: tc.mode, Progress: func(phase string, _ int64) {
+			opts := load.Options{Mode: tc.mode, Progress: func(phase string, _ int64) {
 				if phase != "write" || raced > 0 {
 					return
 				}
@@ -344,7 +345,7 @@ func TestLoadLosesRace(t *testing.T) {
 				r.mutate(t, fmt.Sprintf(`mutation m() { insert Company { slug: "race%d" } }`, raced), nil)
 			}}
 			c0 := r.commits(t, "main")
-			res, err := r.g.Load(ctx, strings.NewReader(`{"type":"Note","data":{"text":"n"}}`), opts)
+			res, err := load.Run(ctx, r.g, strings.NewReader(`{"type":"Note","data":{"text":"n"}}`), opts)
 			if tc.strict {
 				var rs *graph.ReadSetChanged
 				if !errors.As(err, &rs) || rs.Retryable {

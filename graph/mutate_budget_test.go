@@ -9,6 +9,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/counter"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/gq"
+	"github.com/omnigraph-go/omnigraph/graph/mutate"
 )
 
 // insertRig is a graph with a history of depth commits on main (each a
@@ -58,7 +59,7 @@ func newInsertRig(t testing.TB, depth int) *insertRig {
 
 func (r *insertRig) insert(t testing.TB, handle string) {
 	t.Helper()
-	res, err := r.g.Mutate(context.Background(), r.plan, graph.MutateOptions{Params: map[string]any{"h": handle}})
+	res, err := mutate.Run(context.Background(), r.g, r.plan, mutate.Options{Params: map[string]any{"h": handle}})
 	if err != nil || res.Commit == nil {
 		t.Fatalf("insert %s: %+v %v", handle, res, err)
 	}

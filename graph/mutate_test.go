@@ -12,12 +12,14 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/gq"
+	"github.com/omnigraph-go/omnigraph/graph/load"
+	"github.com/omnigraph-go/omnigraph/graph/mutate"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
-func (r *wrig) mutate(t testing.TB, src string, params map[string]any) *graph.MutateResult {
+func (r *wrig) mutate(t testing.TB, src string, params map[string]any) *mutate.Result {
 	t.Helper()
-	res, err := r.g.MutateQuery(context.Background(), src, "", graph.MutateOptions{Params: params})
+	res, err := mutate.Query(context.Background(), r.g, src, "", mutate.Options{Params: params})
 	if err != nil {
 		t.Fatalf("mutate %s: %v", src, err)
 	}
@@ -30,7 +32,7 @@ func (r *wrig) mutate(t testing.TB, src string, params map[string]any) *graph.Mu
 func TestMutateReadYourWrites(t *testing.T) {
 	ctx := context.Background()
 	r := newWRig(t)
-	r.load(t, graph.LoadMerge, baseData)
+	r.load(t, load.Merge, baseData)
 	before, _ := r.g.Snapshot(ctx, "main")
 	c0 := r.commits(t, "main")
 	res := r.mutate(t, `mutation m($h: String) {
@@ -69,10 +71,10 @@ func TestMutateReadYourWrites(t *testing.T) {
 
 	// @card sees the same query's edges: a second WorksAt for eve fails.
 	st0 := r.state(t, "main")
-	_, err := r.g.MutateQuery(ctx, `mutation m() {
+	_, err := mutate.Query(ctx, r.g, `mutation m() {
   insert Company { slug: "other" }
   insert WorksAt { from: "eve", to: "other" }
-}`, "", graph.MutateOptions{})
+}`, "", mutate.Options{})
 	if !errors.Is(err, graph.ErrInvalidInput) || !strings.Contains(err.Error(), "@card violation on edge WorksAt") || !strings.Contains(err.Error(), "statement 2") {
 		t.Errorf("card: %v", err)
 	}
@@ -84,7 +86,7 @@ func TestMutateReadYourWrites(t *testing.T) {
 // TestMutateErrors: bad mutations say what to fix and change nothing.
 func TestMutateErrors(t *testing.T) {
 	r := newWRig(t)
-	r.load(t, graph.LoadMerge, baseData)
+	r.load(t, load.Merge, baseData)
 	tests := []struct {
 		name   string
 		src    string
@@ -105,7 +107,7 @@ func TestMutateErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := r.state(t, "main")
 			r.count.Reset()
-			_, err := r.g.MutateQuery(context.Background(), tc.src, "", graph.MutateOptions{Params: tc.params})
+			_, err := mutate.Query(context.Background(), r.g, tc.src, "", mutate.Options{Params: tc.params})
 			if err == nil || !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v; want %v mentioning %q", err, tc.is, tc.want)
 			}
@@ -122,13 +124,13 @@ func TestMutateErrors(t *testing.T) {
 
 func TestMutateDeleteCascade(t *testing.T) {
 	r := newWRig(t)
-	r.load(t, graph.LoadMerge, baseData+`{"edge":"Knows","from":"ada","to":"bob"}
+	r.load(t, load.Merge, baseData+`{"edge":"Knows","from":"ada","to":"bob"}
 {"edge":"Knows","from":"bob","to":"ada"}
 {"edge":"Knows","from":"bob","to":"bob"}
 {"type":"Note","data":{"text":"n"}}
 `)
 	notes := r.rows(t, "main", "node:Note")
-	r.load(t, graph.LoadAppend, fmt.Sprintf(`{"edge":"Tagged","from":%q,"to":"ada"}`, strings.Split(notes[0], "|")[0]))
+	r.load(t, load.Append, fmt.Sprintf(`{"edge":"Tagged","from":%q,"to":"ada"}`, strings.Split(notes[0], "|")[0]))
 	res := r.mutate(t, `mutation m() { delete Person where handle = "ada" }`, nil)
 	if res.AffectedNodes != 1 || res.AffectedEdges != 4 {
 		t.Errorf("delete result %+v; want 1 node, 4 edges (2 Knows, 1 WorksAt, 1 Tagged)", res)
@@ -166,8 +168,8 @@ func TestMutateConcurrentInserts(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			<-start
-			_, errs[i] = r.g.MutateQuery(ctx, `mutation m($h: String) { insert Person { handle: $h, name: "P" } }`, "",
-				graph.MutateOptions{Params: map[string]any{"h": fmt.Sprintf("p%d", i)}})
+			_, errs[i] = mutate.Query(ctx, r.g, `mutation m($h: String) { insert Person { handle: $h, name: "P" } }`, "",
+				mutate.Options{Params: map[string]any{"h": fmt.Sprintf("p%d", i)}})
 		}(i)
 	}
 	close(start)
@@ -191,7 +193,7 @@ func TestMutateConcurrentInserts(t *testing.T) {
 func TestMutateStrictUpdateRace(t *testing.T) {
 	ctx := context.Background()
 	r := newWRig(t)
-	r.load(t, graph.LoadMerge, baseData)
+	r.load(t, load.Merge, baseData)
 	cat, err := r.g.Schema(ctx, "main")
 	if err != nil {
 		t.Fatal(err)
@@ -201,9 +203,9 @@ func TestMutateStrictUpdateRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan, _ := prog.Plan("")
-	var prepared []*graph.PreparedMutation
+	var prepared []*mutate.Prepared
 	for _, age := range []int{41, 42} {
-		pm, err := r.g.PrepareMutation(ctx, plan, graph.MutateOptions{Params: map[string]any{"a": age}})
+		pm, err := mutate.Prepare(ctx, r.g, plan, mutate.Options{Params: map[string]any{"a": age}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +216,7 @@ func TestMutateStrictUpdateRace(t *testing.T) {
 	errs := make([]error, 2)
 	for i, pm := range prepared {
 		wg.Add(1)
-		go func(i int, pm *graph.PreparedMutation) {
+		go func(i int, pm *mutate.Prepared) {
 			defer wg.Done()
 			_, errs[i] = pm.Commit(ctx)
 		}(i, pm)
@@ -240,7 +242,7 @@ func TestMutateStrictUpdateRace(t *testing.T) {
 		t.Errorf("bob after race: %v, want %s", got, want)
 	}
 	// Mutate itself surfaces it rather than retrying.
-	pm, _ := r.g.PrepareMutation(ctx, plan, graph.MutateOptions{Params: map[string]any{"a": 50}})
+	pm, _ := mutate.Prepare(ctx, r.g, plan, mutate.Options{Params: map[string]any{"a": 50}})
 	r.mutate(t, `mutation m() { insert Company { slug: "bump" } }`, nil)
 	if _, err := pm.Commit(ctx); !errors.Is(err, graph.ErrReadSetChanged) || graph.IsRetryable(err) {
 		t.Errorf("stale strict update: %v", err)
@@ -252,14 +254,14 @@ func TestMutateIfCommit(t *testing.T) {
 	r := newWRig(t)
 	snap, _ := r.g.Snapshot(ctx, "main")
 	head := snap.CommitID()
-	opts := graph.MutateOptions{IfCommit: head}
+	opts := mutate.Options{IfCommit: head}
 	src := `mutation m() { insert Company { slug: "a" } }`
-	res, err := r.g.MutateQuery(ctx, src, "", opts)
+	res, err := mutate.Query(ctx, r.g, src, "", opts)
 	if err != nil || res.Commit == nil {
 		t.Fatalf("CAS on the head: %+v %v", res, err)
 	}
 	before := r.state(t, "main")
-	_, err = r.g.MutateQuery(ctx, `mutation m() { insert Company { slug: "b" } }`, "", opts)
+	_, err = mutate.Query(ctx, r.g, `mutation m() { insert Company { slug: "b" } }`, "", opts)
 	var pf *graph.PreconditionFailed
 	if !errors.As(err, &pf) || pf.Expected != head || pf.Actual != res.Commit.ID {
 		t.Fatalf("stale CAS: %v", err)
@@ -274,15 +276,15 @@ func TestMutateIfCommit(t *testing.T) {
 func TestMutateFirstWriteForksOnlyTouched(t *testing.T) {
 	ctx := context.Background()
 	r := newWRig(t)
-	r.load(t, graph.LoadMerge, baseData)
+	r.load(t, load.Merge, baseData)
 	if _, err := r.g.CreateBranch(ctx, "feature", "main"); err != nil {
 		t.Fatal(err)
 	}
 	mainBefore := r.state(t, "main")
-	res, err := r.g.MutateQuery(ctx, `mutation m() {
+	res, err := mutate.Query(ctx, r.g, `mutation m() {
   insert Person { handle: "fay", name: "Fay" }
   insert Knows { from: "fay", to: "ada" }
-}`, "", graph.MutateOptions{Branch: "feature"})
+}`, "", mutate.Options{Branch: "feature"})
 	if err != nil || res.Commit == nil {
 		t.Fatal(err)
 	}
@@ -310,7 +312,7 @@ func TestMutateFirstWriteForksOnlyTouched(t *testing.T) {
 		t.Errorf("main has %d people", got)
 	}
 	// A second write on the branch reuses the forks.
-	r2, err := r.g.MutateQuery(ctx, `mutation m() { update Person set { age: 9 } where handle = "fay" }`, "", graph.MutateOptions{Branch: "feature"})
+	r2, err := mutate.Query(ctx, r.g, `mutation m() { update Person set { age: 9 } where handle = "fay" }`, "", mutate.Options{Branch: "feature"})
 	if err != nil || r2.AffectedNodes != 1 {
 		t.Fatalf("second write: %+v %v", r2, err)
 	}
@@ -326,7 +328,7 @@ func TestMutateStorageFaults(t *testing.T) {
 		r := newWRig(t)
 		before := r.state(t, "main")
 		r.fault.FailNth(fault.Put, 1, backend.KindPermanent)
-		_, err := r.g.MutateQuery(ctx, src, "", graph.MutateOptions{Params: map[string]any{"h": "a"}})
+		_, err := mutate.Query(ctx, r.g, src, "", mutate.Options{Params: map[string]any{"h": "a"}})
 		if err == nil || !errors.Is(err, backend.ErrPermanent) {
 			t.Fatalf("got %v; want the permanent storage error", err)
 		}
@@ -340,7 +342,7 @@ func TestMutateStorageFaults(t *testing.T) {
 			c0 := r.commits(t, "main")
 			r.count.Reset()
 			r.fault.LoseAnswer(fault.CondPut, n)
-			res, err := r.g.MutateQuery(ctx, src, "", graph.MutateOptions{Params: map[string]any{"h": "a"}})
+			res, err := mutate.Query(ctx, r.g, src, "", mutate.Options{Params: map[string]any{"h": "a"}})
 			got := r.commits(t, "main") - c0
 			switch {
 			case err == nil:

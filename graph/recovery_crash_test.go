@@ -1,4 +1,4 @@
-package graph
+package graph_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/fault"
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/recovery"
 )
 
@@ -30,13 +31,13 @@ func TestCrashAtEveryWriteOfRecovery(t *testing.T) {
 				// main fails its second table commit; the branch load
 				// crashes right after forking and committing its first
 				// table.
-				var w *Write
+				var w *graph.Write
 				var err error
 				if op.branch == "main" {
 					r.fault.FailNth(fault.CondPut, 3, backend.KindPermanent) // sidecar, Company, Person
 					w, _, err = twoTableWrite(ctx, r.g, op.branch, op.kind, "x")
 				} else {
-					clear := Failpoints.Set(r.g.ID(), FailpointPostPhaseA, func() error {
+					clear := graph.Failpoints.Set(r.g.ID(), graph.FailpointPostPhaseA, func() error {
 						r.fault.CrashAfterWrite(r.fault.Writes() + 2) // the fork, then its commit
 						return nil
 					})
@@ -55,14 +56,14 @@ func TestCrashAtEveryWriteOfRecovery(t *testing.T) {
 				} else {
 					r.fault.CrashAtWrite(k)
 				}
-				_, oerr := Open(ctx, r.fault, OpenOptions{Process: NewProcess()})
+				_, oerr := graph.Open(ctx, r.fault, graph.OpenOptions{Process: graph.NewProcess()})
 				crashed := r.fault.Crashed()
 				r.fault.Heal()
 				r.fault.CrashDeletePrefixAfter(-1)
 				if !crashed && oerr != nil {
 					t.Fatalf("k=%d: recovery failed without a crash: %v", k, oerr)
 				}
-				g, err := Open(ctx, r.fault, OpenOptions{Process: NewProcess()})
+				g, err := graph.Open(ctx, r.fault, graph.OpenOptions{Process: graph.NewProcess()})
 				if err != nil {
 					t.Fatalf("k=%d: recover again after a crash in recovery (%v): %v", k, oerr, err)
 				}

@@ -1,4 +1,4 @@
-package graph
+package graph_test
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/load"
+	"github.com/omnigraph-go/omnigraph/graph/mutate"
 	"github.com/omnigraph-go/omnigraph/recovery"
 )
 
@@ -15,32 +18,32 @@ type entryOp struct {
 	name   string
 	branch string
 	keys   []string
-	run    func(ctx context.Context, g *Graph, tag string) error
+	run    func(ctx context.Context, g *graph.Graph, tag string) error
 }
 
 var entryOps = []entryOp{
 	{
 		name: "MutateQuery", branch: "main", keys: []string{recPerson, recCompany},
-		run: func(ctx context.Context, g *Graph, tag string) error {
+		run: func(ctx context.Context, g *graph.Graph, tag string) error {
 			src := fmt.Sprintf(`mutation m() { insert Person { name: "p-%s" } insert Company { name: "c-%s" } }`, tag, tag)
-			_, err := g.MutateQuery(ctx, src, "", MutateOptions{Branch: "main"})
+			_, err := mutate.Query(ctx, g, src, "", mutate.Options{Branch: "main"})
 			return err
 		},
 	},
 	{
-		name: "Load", branch: "feat", keys: []string{recPerson, recCompany, EdgeTableKey("WorksAt")},
-		run: func(ctx context.Context, g *Graph, tag string) error {
+		name: "Load", branch: "feat", keys: []string{recPerson, recCompany, graph.EdgeTableKey("WorksAt")},
+		run: func(ctx context.Context, g *graph.Graph, tag string) error {
 			data := fmt.Sprintf(`{"type":"Person","data":{"name":"p-%s"}}
 {"type":"Company","data":{"name":"c-%s"}}
 {"edge":"WorksAt","from":"p-%s","to":"c-%s","data":{}}
 `, tag, tag, tag, tag)
-			_, err := g.Load(ctx, strings.NewReader(data), LoadOptions{Branch: "feat", Mode: LoadAppend})
+			_, err := load.Run(ctx, g, strings.NewReader(data), load.Options{Branch: "feat", Mode: load.Append})
 			return err
 		},
 	},
 }
 
-func rowCounts(t testing.TB, g *Graph, branch string, keys []string) []int64 {
+func rowCounts(t testing.TB, g *graph.Graph, branch string, keys []string) []int64 {
 	t.Helper()
 	s, err := g.Snapshot(context.Background(), branch)
 	if err != nil {
@@ -90,7 +93,7 @@ func TestCrashAtEveryWriteEntryPoints(t *testing.T) {
 					err := op.run(ctx, r.g, fmt.Sprintf("k%d", k))
 					crashed := r.fault.Crashed()
 					r.fault.Heal()
-					g, oerr := Open(ctx, r.fault, OpenOptions{Process: NewProcess()}) // a restarted process
+					g, oerr := graph.Open(ctx, r.fault, graph.OpenOptions{Process: graph.NewProcess()}) // a restarted process
 					if oerr != nil {
 						t.Fatalf("k=%d: reopen: %v (write error %v)", k, oerr, err)
 					}

@@ -1,4 +1,4 @@
-package graph
+package graph_test
 
 import (
 	"context"
@@ -19,14 +19,15 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/backend/local"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/internal/testenv"
 	"github.com/omnigraph-go/omnigraph/recovery"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
 var (
-	recPerson  = NodeTableKey("Person")
-	recCompany = NodeTableKey("Company")
+	recPerson  = graph.NodeTableKey("Person")
+	recCompany = graph.NodeTableKey("Company")
 )
 
 // recRows builds a record of the table's schema: id and name are the given
@@ -47,7 +48,7 @@ func recRows(schema *arrow.Schema, names ...string) arrow.Record {
 	return b.NewRecordBatch()
 }
 
-func recAppend(names ...string) StageFunc {
+func recAppend(names ...string) graph.StageFunc {
 	return func(ctx context.Context, base *table.Dataset) (*table.Staged, error) {
 		return base.StageAppend(ctx, recRows(base.Schema(), names...))
 	}
@@ -57,7 +58,7 @@ func recAppend(names ...string) StageFunc {
 type crashRig struct {
 	inner backend.StorageAdapter
 	fault *fault.Injector
-	g     *Graph
+	g     *graph.Graph
 }
 
 func newCrashRig(t testing.TB, backendName string) *crashRig {
@@ -82,7 +83,7 @@ func newCrashRig(t testing.TB, backendName string) *crashRig {
 		t.Fatalf("unknown backend %q", backendName)
 	}
 	r.fault = fault.New(r.inner)
-	g, err := Init(context.Background(), r.fault, testSchema, InitOptions{Actor: "tester"})
+	g, err := graph.Init(context.Background(), r.fault, testSchema, graph.InitOptions{Actor: "tester"})
 	if err != nil {
 		t.Fatalf("Init: %v", err)
 	}
@@ -96,18 +97,18 @@ type writeOp struct {
 	kind   string
 	branch string
 	// setup runs before faults are armed (acknowledged history).
-	setup func(t testing.TB, g *Graph)
+	setup func(t testing.TB, g *graph.Graph)
 }
 
 var writeOps = []writeOp{
 	{
-		name: "mutation", kind: KindMutation, branch: "main",
-		setup: func(t testing.TB, g *Graph) { mustWrite(t, g, "main", KindMutation, "seed") },
+		name: "mutation", kind: graph.KindMutation, branch: "main",
+		setup: func(t testing.TB, g *graph.Graph) { mustWrite(t, g, "main", graph.KindMutation, "seed") },
 	},
 	{
-		name: "load", kind: KindLoad, branch: "feat",
-		setup: func(t testing.TB, g *Graph) {
-			mustWrite(t, g, "main", KindMutation, "seed")
+		name: "load", kind: graph.KindLoad, branch: "feat",
+		setup: func(t testing.TB, g *graph.Graph) {
+			mustWrite(t, g, "main", graph.KindMutation, "seed")
 			if _, err := g.CreateBranch(context.Background(), "feat", ""); err != nil {
 				t.Fatal(err)
 			}
@@ -117,8 +118,8 @@ var writeOps = []writeOp{
 
 // twoTableWrite begins a write that appends one row to Person and one to
 // Company (first touches on a named branch) and commits it.
-func twoTableWrite(ctx context.Context, g *Graph, branch, kind, name string) (*Write, *Result, error) {
-	w, err := g.BeginWrite(ctx, branch, WriteOptions{Kind: kind})
+func twoTableWrite(ctx context.Context, g *graph.Graph, branch, kind, name string) (*graph.Write, *graph.Result, error) {
+	w, err := g.BeginWrite(ctx, branch, graph.WriteOptions{Kind: kind})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -131,7 +132,7 @@ func twoTableWrite(ctx context.Context, g *Graph, branch, kind, name string) (*W
 	return w, res, err
 }
 
-func mustWrite(t testing.TB, g *Graph, branch, kind, name string) *Result {
+func mustWrite(t testing.TB, g *graph.Graph, branch, kind, name string) *graph.Result {
 	t.Helper()
 	_, res, err := twoTableWrite(context.Background(), g, branch, kind, name)
 	if err != nil {
@@ -140,7 +141,7 @@ func mustWrite(t testing.TB, g *Graph, branch, kind, name string) *Result {
 	return res
 }
 
-func liveRows(t testing.TB, s *Snapshot, key string) int64 {
+func liveRows(t testing.TB, s *graph.Snapshot, key string) int64 {
 	t.Helper()
 	ds, err := s.OpenTable(context.Background(), key)
 	if err != nil {
@@ -163,7 +164,7 @@ type state struct {
 }
 
 // tableNames returns the sorted name column of a table at a snapshot.
-func tableNames(t testing.TB, s *Snapshot, key string) []string {
+func tableNames(t testing.TB, s *graph.Snapshot, key string) []string {
 	t.Helper()
 	ctx := context.Background()
 	ds, err := s.OpenTable(ctx, key)
@@ -194,7 +195,7 @@ func sameNames(a, b []string) bool {
 	return strings.Join(a, "\x00") == strings.Join(b, "\x00") && len(a) == len(b)
 }
 
-func stateOf(t testing.TB, g *Graph, branch string) state {
+func stateOf(t testing.TB, g *graph.Graph, branch string) state {
 	t.Helper()
 	ctx := context.Background()
 	s, err := g.Snapshot(ctx, branch)
@@ -215,7 +216,7 @@ func stateOf(t testing.TB, g *Graph, branch string) state {
 
 // assertConverged checks every live branch: each pinned table's HEAD equals
 // its manifest pin, and no recovery sidecar is left.
-func assertConverged(t testing.TB, g *Graph, store backend.StorageAdapter) {
+func assertConverged(t testing.TB, g *graph.Graph, store backend.StorageAdapter) {
 	t.Helper()
 	ctx := context.Background()
 	bs, err := g.Manifest().Branches(ctx)
@@ -228,7 +229,7 @@ func assertConverged(t testing.TB, g *Graph, store backend.StorageAdapter) {
 			t.Fatal(err)
 		}
 		for _, p := range h.Tables {
-			if own := tableBranch(h.Branch, h.Incarnation); p.Branch != own {
+			if own := graph.TableBranch(h.Branch, h.Incarnation); p.Branch != own {
 				// Inherited from the parent (checked there). A fork of
 				// this branch the manifest does not pin must not hold
 				// commits of its own.
@@ -265,12 +266,12 @@ func assertConverged(t testing.TB, g *Graph, store backend.StorageAdapter) {
 // name is the row the write adds to both tables: a visible write must show
 // exactly the rows before plus that one, an invisible one exactly the rows
 // before (content, not only counts).
-func checkOutcome(t testing.TB, store backend.StorageAdapter, op writeOp, before state, w *Write, name string, opErr error) recovery.Kind {
+func checkOutcome(t testing.TB, store backend.StorageAdapter, op writeOp, before state, w *graph.Write, name string, opErr error) recovery.Kind {
 	t.Helper()
 	ctx := context.Background()
 	// A crash is a process restart: the reopen runs in a fresh process
 	// scope that remembers no intent, gate or failpoint of the writer.
-	g, err := Open(ctx, store, OpenOptions{Process: NewProcess()})
+	g, err := graph.Open(ctx, store, graph.OpenOptions{Process: graph.NewProcess()})
 	if err != nil {
 		t.Fatalf("read-write reopen after the interruption (op error %v): %v", opErr, err)
 	}
@@ -436,13 +437,13 @@ func TestLostAnswersNeverDuplicate(t *testing.T) {
 					r := newCrashRig(t, "mem")
 					op.setup(t, r.g)
 					c := counter.New(r.fault)
-					g, err := Open(ctx, c, OpenOptions{Actor: "tester", Branch: "main"})
+					g, err := graph.Open(ctx, c, graph.OpenOptions{Actor: "tester", Branch: "main"})
 					if err != nil {
 						t.Fatal(err)
 					}
 					// A warm handle: the write also sends the deferred
 					// delete of this one's sidecar.
-					mustWrite(t, g, "main", KindMutation, "warm")
+					mustWrite(t, g, "main", graph.KindMutation, "warm")
 					before := stateOf(t, g, op.branch)
 					r.fault.Reset()
 					r.fault.LoseAnswer(class, n)
@@ -451,7 +452,7 @@ func TestLostAnswersNeverDuplicate(t *testing.T) {
 					w, _, err := twoTableWrite(ctx, g, op.branch, op.kind, name)
 					// The outcome is success or a typed error that says the
 					// write may have landed (never an untyped failure).
-					if err != nil && !errors.Is(err, backend.ErrUnknown) && !errors.Is(err, ErrRecoveryRequired) && !IsRetryable(err) {
+					if err != nil && !errors.Is(err, backend.ErrUnknown) && !errors.Is(err, graph.ErrRecoveryRequired) && !graph.IsRetryable(err) {
 						t.Fatalf("n=%d: a lost answer surfaced as an untyped error: %v", n, err)
 					}
 					checkOutcome(t, r.fault, op, before, w, name, err)
@@ -477,9 +478,9 @@ func TestFailpointsAtPhaseBoundaries(t *testing.T) {
 		wantClass recovery.Classification
 		visible   bool
 	}{
-		{FailpointPostPhaseA, false, recovery.Discarded, recovery.ClassNoMovement, false},
-		{FailpointPostPhaseB, false, recovery.RolledForward, recovery.ClassRolledPastExpected, true},
-		{FailpointPostPhaseC, true, recovery.RolledForward, recovery.ClassPublished, true},
+		{graph.FailpointPostPhaseA, false, recovery.Discarded, recovery.ClassNoMovement, false},
+		{graph.FailpointPostPhaseB, false, recovery.RolledForward, recovery.ClassRolledPastExpected, true},
+		{graph.FailpointPostPhaseC, true, recovery.RolledForward, recovery.ClassPublished, true},
 	}
 	for _, op := range writeOps {
 		for _, tc := range cases {
@@ -487,7 +488,7 @@ func TestFailpointsAtPhaseBoundaries(t *testing.T) {
 				r := newCrashRig(t, "mem")
 				op.setup(t, r.g)
 				before := stateOf(t, r.g, op.branch)
-				clear := Failpoints.Set(r.g.ID(), tc.point, func() error {
+				clear := graph.Failpoints.Set(r.g.ID(), tc.point, func() error {
 					r.fault.CrashAtWrite(r.fault.Writes() + 1)
 					return errors.New("injected crash at " + tc.point)
 				})
@@ -497,14 +498,14 @@ func TestFailpointsAtPhaseBoundaries(t *testing.T) {
 				if (err == nil) != tc.wantAck {
 					t.Fatalf("write error %v; acknowledged want %v", err, tc.wantAck)
 				}
-				if tc.point == FailpointPostPhaseB && !errors.Is(err, ErrRecoveryRequired) {
+				if tc.point == graph.FailpointPostPhaseB && !errors.Is(err, graph.ErrRecoveryRequired) {
 					t.Fatalf("a write stopped after its table commits returned %v, want RecoveryRequired", err)
 				}
 				kind := checkOutcome(t, r.fault, op, before, w, "fp", err)
 				if kind != tc.wantKind {
 					t.Fatalf("recovery kind %q, want %q", kind, tc.wantKind)
 				}
-				g, _ := Open(ctx, r.fault, OpenOptions{ReadOnly: true})
+				g, _ := graph.Open(ctx, r.fault, graph.OpenOptions{ReadOnly: true})
 				rs, _ := g.RecoveryAudit(ctx)
 				if len(rs) != 1 || rs[0].Classification != tc.wantClass {
 					t.Fatalf("audit %+v; want one row classified %s", rs, tc.wantClass)
@@ -524,14 +525,14 @@ func TestFailpointsAtPhaseBoundaries(t *testing.T) {
 func TestInProcessHeal(t *testing.T) {
 	ctx := context.Background()
 	r := newCrashRig(t, "mem")
-	mustWrite(t, r.g, "main", KindMutation, "seed")
-	clear := Failpoints.Set(r.g.ID(), FailpointPostPhaseB, func() error { return errors.New("publisher down") })
-	w, _, err := twoTableWrite(ctx, r.g, "main", KindMutation, "interrupted")
+	mustWrite(t, r.g, "main", graph.KindMutation, "seed")
+	clear := graph.Failpoints.Set(r.g.ID(), graph.FailpointPostPhaseB, func() error { return errors.New("publisher down") })
+	w, _, err := twoTableWrite(ctx, r.g, "main", graph.KindMutation, "interrupted")
 	clear()
-	if !errors.Is(err, ErrRecoveryRequired) {
+	if !errors.Is(err, graph.ErrRecoveryRequired) {
 		t.Fatalf("got %v, want RecoveryRequired", err)
 	}
-	res := mustWrite(t, r.g, "main", KindMutation, "next")
+	res := mustWrite(t, r.g, "main", graph.KindMutation, "next")
 	st := stateOf(t, r.g, "main")
 	if !containsStr(st.commits, w.CommitID()) || st.commit != res.Commit.ID || st.person != 3 {
 		t.Fatalf("heal did not roll the interrupted write forward before the next one: %+v", st)
@@ -548,21 +549,21 @@ func TestInProcessHeal(t *testing.T) {
 func TestDeferredRollbackBlocksUntilReopen(t *testing.T) {
 	ctx := context.Background()
 	r := newCrashRig(t, "mem")
-	mustWrite(t, r.g, "main", KindMutation, "seed")
+	mustWrite(t, r.g, "main", graph.KindMutation, "seed")
 	before := stateOf(t, r.g, "main")
 	// Conditional puts of the write: sidecar, Company, Person, manifest.
 	r.fault.FailNth(fault.CondPut, 3, backend.KindPermanent)
-	w, _, err := twoTableWrite(ctx, r.g, "main", KindMutation, "half")
-	if !errors.Is(err, ErrRecoveryRequired) {
+	w, _, err := twoTableWrite(ctx, r.g, "main", graph.KindMutation, "half")
+	if !errors.Is(err, graph.ErrRecoveryRequired) {
 		t.Fatalf("got %v, want RecoveryRequired", err)
 	}
-	_, _, err = twoTableWrite(ctx, r.g, "main", KindMutation, "blocked")
-	var rr *RecoveryRequired
+	_, _, err = twoTableWrite(ctx, r.g, "main", graph.KindMutation, "blocked")
+	var rr *graph.RecoveryRequired
 	if !errors.As(err, &rr) || rr.OperationID != w.OperationID() || !strings.Contains(err.Error(), "a pending recovery sidecar requires rollback — reopen the graph read-write") {
 		t.Fatalf("blocked write: %v", err)
 	}
 	// Read-only open repairs nothing and serves the last published commit.
-	ro, err := Open(ctx, r.fault, OpenOptions{ReadOnly: true})
+	ro, err := graph.Open(ctx, r.fault, graph.OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,21 +573,21 @@ func TestDeferredRollbackBlocksUntilReopen(t *testing.T) {
 	if keys, _ := recovery.Pending(ctx, r.fault); len(keys) != 1 {
 		t.Fatalf("read-only open touched the sidecar: %v", keys)
 	}
-	g, err := Open(ctx, r.fault, OpenOptions{Actor: "tester"})
+	g, err := graph.Open(ctx, r.fault, graph.OpenOptions{Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertConverged(t, g, r.fault)
 	st := stateOf(t, g, "main")
 	ci, _ := g.Commit(ctx, st.commit)
-	if ci.Actor != RecoveryActor || st.person != before.person || st.company != before.company {
+	if ci.Actor != graph.RecoveryActor || st.person != before.person || st.company != before.company {
 		t.Fatalf("after the rollback: %+v by %q", st, ci.Actor)
 	}
 	rs, _ := g.RecoveryAudit(ctx)
 	if len(rs) != 1 || rs[0].RecoveryKind != recovery.RolledBack || rs[0].Classification != recovery.ClassIncompletePhaseB {
 		t.Fatalf("audit %+v", rs)
 	}
-	mustWrite(t, g, "main", KindMutation, "after")
+	mustWrite(t, g, "main", graph.KindMutation, "after")
 }
 
 // TestForeignDriftFailsOpenClosed: a table commit no sidecar owns, on a
@@ -595,18 +596,18 @@ func TestDeferredRollbackBlocksUntilReopen(t *testing.T) {
 func TestForeignDriftFailsOpenClosed(t *testing.T) {
 	ctx := context.Background()
 	r := newCrashRig(t, "mem")
-	mustWrite(t, r.g, "main", KindMutation, "seed")
-	clear := Failpoints.Set(r.g.ID(), FailpointPostPhaseA, func() error {
+	mustWrite(t, r.g, "main", graph.KindMutation, "seed")
+	clear := graph.Failpoints.Set(r.g.ID(), graph.FailpointPostPhaseA, func() error {
 		r.fault.CrashAtWrite(r.fault.Writes() + 1)
 		return errors.New("crash")
 	})
-	_, _, err := twoTableWrite(ctx, r.g, "main", KindMutation, "x")
+	_, _, err := twoTableWrite(ctx, r.g, "main", graph.KindMutation, "x")
 	clear()
 	r.fault.Heal()
 	if err == nil {
 		t.Fatal("the write succeeded through a crash")
 	}
-	s, _ := Open(ctx, r.fault, OpenOptions{ReadOnly: true})
+	s, _ := graph.Open(ctx, r.fault, graph.OpenOptions{ReadOnly: true})
 	snap, _ := s.Snapshot(ctx, "main")
 	ds, err := snap.OpenTable(ctx, recPerson)
 	if err != nil {
@@ -616,7 +617,7 @@ func TestForeignDriftFailsOpenClosed(t *testing.T) {
 	if _, err := table.Commit(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Open(ctx, r.fault, OpenOptions{})
+	_, err = graph.Open(ctx, r.fault, graph.OpenOptions{})
 	if !errors.Is(err, recovery.ErrForeign) {
 		t.Fatalf("open = %v, want a fail-closed ErrForeign", err)
 	}
@@ -649,13 +650,13 @@ func TestRecoveryBudget(t *testing.T) {
 	f := fault.New(m)
 	spy := &listSpy{StorageAdapter: f}
 	c := counter.New(spy)
-	if _, err := Init(ctx, c, testSchema, InitOptions{}); err != nil {
+	if _, err := graph.Init(ctx, c, testSchema, graph.InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.Latency(time.Millisecond)
 	defer f.Latency(0)
 	c.Reset()
-	g, err := Open(ctx, c, OpenOptions{})
+	g, err := graph.Open(ctx, c, graph.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -664,7 +665,7 @@ func TestRecoveryBudget(t *testing.T) {
 		t.Errorf("read-write open: %s; want the __recovery/ List beside the head read (3 requests, 2 round trips)", open)
 	}
 	one := func(name string) counter.Counts {
-		w, err := g.BeginWrite(ctx, "main", WriteOptions{Kind: KindMutation})
+		w, err := g.BeginWrite(ctx, "main", graph.WriteOptions{Kind: graph.KindMutation})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -704,14 +705,14 @@ func TestLiveWritersAreNotRecovered(t *testing.T) {
 	errs := make(chan error, writers+1)
 	for i := 0; i < writers; i++ {
 		go func(i int) {
-			g, err := Open(ctx, r.fault, OpenOptions{Actor: "tester"})
+			g, err := graph.Open(ctx, r.fault, graph.OpenOptions{Actor: "tester"})
 			if err != nil {
 				errs <- err
 				return
 			}
 			for j := 0; j < each; j++ {
-				_, err := Retry(ctx, 50, func(ctx context.Context) (*Result, error) {
-					_, res, err := twoTableWrite(ctx, g, "main", KindMutation, fmt.Sprintf("w%d-%d", i, j))
+				_, err := graph.Retry(ctx, 50, func(ctx context.Context) (*graph.Result, error) {
+					_, res, err := twoTableWrite(ctx, g, "main", graph.KindMutation, fmt.Sprintf("w%d-%d", i, j))
 					return res, err
 				})
 				if err != nil {
@@ -724,7 +725,7 @@ func TestLiveWritersAreNotRecovered(t *testing.T) {
 	}
 	go func() {
 		for j := 0; j < 10; j++ {
-			if _, err := Open(ctx, r.fault, OpenOptions{}); err != nil {
+			if _, err := graph.Open(ctx, r.fault, graph.OpenOptions{}); err != nil {
 				errs <- err
 				return
 			}
@@ -736,7 +737,7 @@ func TestLiveWritersAreNotRecovered(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g, err := Open(ctx, r.fault, OpenOptions{})
+	g, err := graph.Open(ctx, r.fault, graph.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -755,12 +756,12 @@ func TestLiveWritersAreNotRecovered(t *testing.T) {
 func TestPhaseAFailureWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	r := newCrashRig(t, "mem")
-	mustWrite(t, r.g, "main", KindMutation, "seed")
+	mustWrite(t, r.g, "main", graph.KindMutation, "seed")
 	before := stateOf(t, r.g, "main")
 	for _, kind := range []backend.Kind{backend.KindTransient, backend.KindPermanent} {
 		r.fault.FailNth(fault.CondPut, 1, kind) // the sidecar is the first conditional put
-		_, _, err := twoTableWrite(ctx, r.g, "main", KindMutation, "refused")
-		if !errors.Is(err, recovery.ErrArm) || errors.Is(err, ErrRecoveryRequired) {
+		_, _, err := twoTableWrite(ctx, r.g, "main", graph.KindMutation, "refused")
+		if !errors.Is(err, recovery.ErrArm) || errors.Is(err, graph.ErrRecoveryRequired) {
 			t.Fatalf("%s: got %v, want a plain Phase A failure", kind, err)
 		}
 		if st := stateOf(t, r.g, "main"); st.commit != before.commit || st.person != before.person {
@@ -768,9 +769,9 @@ func TestPhaseAFailureWritesNothing(t *testing.T) {
 		}
 		assertConverged(t, r.g, r.fault)
 	}
-	mustWrite(t, r.g, "main", KindMutation, "next")
+	mustWrite(t, r.g, "main", graph.KindMutation, "next")
 
-	if _, err := Open(ctx, failRecoveryList{r.fault}, OpenOptions{}); !errors.Is(err, recovery.ErrList) {
+	if _, err := graph.Open(ctx, failRecoveryList{r.fault}, graph.OpenOptions{}); !errors.Is(err, recovery.ErrList) {
 		t.Fatalf("open with a failing __recovery/ list: %v, want ErrList", err)
 	}
 }
@@ -795,7 +796,7 @@ func TestUntouchedForkHealsInProcess(t *testing.T) {
 	if _, err := r.g.CreateBranch(ctx, "feat", ""); err != nil {
 		t.Fatal(err)
 	}
-	w, err := r.g.BeginWrite(ctx, "feat", WriteOptions{Kind: KindLoad})
+	w, err := r.g.BeginWrite(ctx, "feat", graph.WriteOptions{Kind: graph.KindLoad})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -804,16 +805,16 @@ func TestUntouchedForkHealsInProcess(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Commit(ctx); !errors.Is(err, ErrRecoveryRequired) {
+	if _, err := w.Commit(ctx); !errors.Is(err, graph.ErrRecoveryRequired) {
 		t.Fatalf("got %v, want RecoveryRequired (the fork is durable)", err)
 	}
-	mustWrite(t, r.g, "feat", KindLoad, "after")
+	mustWrite(t, r.g, "feat", graph.KindLoad, "after")
 	rs, err := r.g.RecoveryAudit(ctx)
 	if err != nil || len(rs) != 1 || rs[0].RecoveryKind != recovery.Discarded || rs[0].OperationID != w.OperationID() ||
 		len(rs[0].Tables) != 1 || rs[0].Tables[0].Action != "fork_kept" {
 		t.Fatalf("audit %+v %v", rs, err)
 	}
-	g, err := Open(ctx, r.fault, OpenOptions{})
+	g, err := graph.Open(ctx, r.fault, graph.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

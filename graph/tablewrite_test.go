@@ -1,4 +1,4 @@
-package graph
+package graph_test
 
 import (
 	"context"
@@ -12,10 +12,11 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/fault"
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
-var personKey = NodeTableKey("Person")
+var personKey = graph.NodeTableKey("Person")
 
 // people builds a Person record: id and name are the given names, age null.
 func people(schema *arrow.Schema, names ...string) arrow.Record {
@@ -35,17 +36,17 @@ func people(schema *arrow.Schema, names ...string) arrow.Record {
 }
 
 // appendPeople stages an append of the named people.
-func appendPeople(names ...string) StageFunc {
+func appendPeople(names ...string) graph.StageFunc {
 	return func(ctx context.Context, base *table.Dataset) (*table.Staged, error) {
 		return base.StageAppend(ctx, people(base.Schema(), names...))
 	}
 }
 
 // insert commits one append to Person on branch through the pipeline.
-func insert(t testing.TB, g *Graph, branch string, names ...string) *Result {
+func insert(t testing.TB, g *graph.Graph, branch string, names ...string) *graph.Result {
 	t.Helper()
 	ctx := context.Background()
-	w, err := g.BeginWrite(ctx, branch, WriteOptions{Kind: KindMutation})
+	w, err := g.BeginWrite(ctx, branch, graph.WriteOptions{Kind: graph.KindMutation})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func insert(t testing.TB, g *Graph, branch string, names ...string) *Result {
 	return res
 }
 
-func rowsOf(t testing.TB, s *Snapshot) map[string]int64 {
+func rowsOf(t testing.TB, s *graph.Snapshot) map[string]int64 {
 	t.Helper()
 	stats, err := s.TableStats(context.Background())
 	if err != nil {
@@ -106,7 +107,7 @@ func TestFirstWriteOnABranchForksOnlyTheTouchedTable(t *testing.T) {
 	if _, err := g.CreateBranch(ctx, "feature", ""); err != nil {
 		t.Fatal(err)
 	}
-	w, err := g.BeginWrite(ctx, "feature", WriteOptions{})
+	w, err := g.BeginWrite(ctx, "feature", graph.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestFirstWriteOnABranchForksOnlyTheTouchedTable(t *testing.T) {
 			t.Fatalf("pin %+v: table branch %q, want %q", p, p.Branch, want)
 		}
 	}
-	refs, err := table.ListBranches(ctx, r.mem, NodeTablePath("Company"))
+	refs, err := table.ListBranches(ctx, r.mem, graph.NodeTablePath("Company"))
 	if err != nil || len(refs) != 0 {
 		t.Fatalf("an untouched table was forked: %v %v", refs, err)
 	}
@@ -165,16 +166,16 @@ func TestFirstWriteOnABranchForksOnlyTheTouchedTable(t *testing.T) {
 func TestRacingTableWritesHaveOneWinnerAndNoDrift(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)
-	a, b := r.open(t, OpenOptions{}), r.open(t, OpenOptions{})
-	wa, err := a.BeginWrite(ctx, "main", WriteOptions{Strict: true})
+	a, b := r.open(t, graph.OpenOptions{}), r.open(t, graph.OpenOptions{})
+	wa, err := a.BeginWrite(ctx, "main", graph.WriteOptions{Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wb, err := b.BeginWrite(ctx, "main", WriteOptions{Strict: true})
+	wb, err := b.BeginWrite(ctx, "main", graph.WriteOptions{Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []*Write{wa, wb} {
+	for _, w := range []*graph.Write{wa, wb} {
 		if err := w.Stage(ctx, personKey, appendPeople("x")); err != nil {
 			t.Fatal(err)
 		}
@@ -183,14 +184,14 @@ func TestRacingTableWritesHaveOneWinnerAndNoDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = wb.Commit(ctx)
-	if !errors.Is(err, ErrReadSetChanged) || IsRetryable(err) {
+	if !errors.Is(err, graph.ErrReadSetChanged) || graph.IsRetryable(err) {
 		t.Fatalf("loser = %v, want a strict ReadSetChanged", err)
 	}
-	head, err := table.LatestVersion(ctx, r.mem, NodeTablePath("Person"), "main")
+	head, err := table.LatestVersion(ctx, r.mem, graph.NodeTablePath("Person"), "main")
 	if err != nil || head != 2 {
 		t.Fatalf("Person HEAD = %d (%v), want 2: the loser must not move it", head, err)
 	}
-	s, _ := r.open(t, OpenOptions{ReadOnly: true}).Snapshot(ctx, "main")
+	s, _ := r.open(t, graph.OpenOptions{ReadOnly: true}).Snapshot(ctx, "main")
 	if pin, _ := s.Pin(personKey); pin.Version != head {
 		t.Fatalf("manifest pin %d != table HEAD %d", pin.Version, head)
 	}
@@ -199,8 +200,8 @@ func TestRacingTableWritesHaveOneWinnerAndNoDrift(t *testing.T) {
 func TestPublishFailureAfterEffectsIsRecoveryRequired(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)
-	g := r.open(t, OpenOptions{})
-	w, err := g.BeginWrite(ctx, "main", WriteOptions{})
+	g := r.open(t, graph.OpenOptions{})
+	w, err := g.BeginWrite(ctx, "main", graph.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,11 +212,11 @@ func TestPublishFailureAfterEffectsIsRecoveryRequired(t *testing.T) {
 	// commit, then the manifest publish. Refuse the publish.
 	r.fault.FailNth(fault.CondPut, 3, backend.KindPermanent)
 	_, err = w.Commit(ctx)
-	var rr *RecoveryRequired
-	if !errors.As(err, &rr) || rr.OperationID != w.OperationID() || !errors.Is(err, ErrRecoveryRequired) {
+	var rr *graph.RecoveryRequired
+	if !errors.As(err, &rr) || rr.OperationID != w.OperationID() || !errors.Is(err, graph.ErrRecoveryRequired) {
 		t.Fatalf("Commit = %v, want RecoveryRequired for operation %s", err, w.OperationID())
 	}
-	s, _ := r.open(t, OpenOptions{ReadOnly: true}).Snapshot(ctx, "main")
+	s, _ := r.open(t, graph.OpenOptions{ReadOnly: true}).Snapshot(ctx, "main")
 	if s.CommitID() == w.CommitID() {
 		t.Fatal("a failed publish is visible")
 	}
@@ -230,7 +231,7 @@ func TestOneRowInsertCost(t *testing.T) {
 	}
 	measure := func(depth int) budget {
 		r := newRig(t)
-		h := r.open(t, OpenOptions{})
+		h := r.open(t, graph.OpenOptions{})
 		for i := 1; i < depth; i++ {
 			insert(t, h, "main", "p"+time.Now().Format("150405.000000000"))
 		}
@@ -258,13 +259,13 @@ func TestConcurrentInsertsAllLand(t *testing.T) {
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
 		go func(i int) {
-			g, err := Open(ctx, r.count, OpenOptions{})
+			g, err := graph.Open(ctx, r.count, graph.OpenOptions{})
 			if err != nil {
 				errs <- err
 				return
 			}
-			_, err = Retry(ctx, 2*n, func(ctx context.Context) (*Result, error) {
-				w, err := g.BeginWrite(ctx, "main", WriteOptions{Kind: KindMutation})
+			_, err = graph.Retry(ctx, 2*n, func(ctx context.Context) (*graph.Result, error) {
+				w, err := g.BeginWrite(ctx, "main", graph.WriteOptions{Kind: graph.KindMutation})
 				if err != nil {
 					return nil, err
 				}
@@ -281,7 +282,7 @@ func TestConcurrentInsertsAllLand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g := r.open(t, OpenOptions{ReadOnly: true})
+	g := r.open(t, graph.OpenOptions{ReadOnly: true})
 	s, err := g.Snapshot(ctx, "main")
 	if err != nil {
 		t.Fatal(err)
@@ -293,7 +294,7 @@ func TestConcurrentInsertsAllLand(t *testing.T) {
 	if err != nil || len(cs) != n+1 {
 		t.Fatalf("%d commits (%v), want %d", len(cs), err, n+1)
 	}
-	head, _ := table.LatestVersion(ctx, r.mem, NodeTablePath("Person"), "main")
+	head, _ := table.LatestVersion(ctx, r.mem, graph.NodeTablePath("Person"), "main")
 	if pin, _ := s.Pin(personKey); pin.Version != head {
 		t.Fatalf("manifest pin %d != table HEAD %d", pin.Version, head)
 	}
@@ -311,7 +312,7 @@ func TestFirstTouchThatChangesNothingKeepsThePin(t *testing.T) {
 		return base.StageDelete(ctx, table.Eq("id", "nobody"))
 	}
 	for i := 0; i < 2; i++ { // the second attempt adopts the untouched fork
-		w, err := g.BeginWrite(ctx, "feature", WriteOptions{})
+		w, err := g.BeginWrite(ctx, "feature", graph.WriteOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -359,10 +360,10 @@ func crashFirstWrite(t *testing.T, arm func(*fault.Injector, int)) {
 		if _, err := r.g.CreateBranch(ctx, "feature", ""); err != nil {
 			t.Fatal(err)
 		}
-		h := r.open(t, OpenOptions{})
+		h := r.open(t, graph.OpenOptions{})
 		r.fault.Reset()
 		arm(r.fault, k)
-		w, err := h.BeginWrite(ctx, "feature", WriteOptions{})
+		w, err := h.BeginWrite(ctx, "feature", graph.WriteOptions{})
 		if err == nil {
 			if err = w.Stage(ctx, personKey, appendPeople("crash")); err == nil {
 				_, err = w.Commit(ctx)
@@ -380,7 +381,7 @@ func crashFirstWrite(t *testing.T, arm func(*fault.Injector, int)) {
 			return // k is past the last write: every crash point was covered
 		}
 		r.fault.Heal()
-		g := r.open(t, OpenOptions{}) // restart: read-write open recovers
+		g := r.open(t, graph.OpenOptions{}) // restart: read-write open recovers
 		s, err := g.Snapshot(ctx, "feature")
 		if err != nil {
 			t.Fatalf("k=%d: the branch is unreadable after the crash: %v", k, err)

@@ -1,4 +1,4 @@
-package graph
+package graph_test
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/recovery"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
 // commitStray commits one Person/Company version outside the manifest (a
 // table commit no graph commit published): uncovered drift.
-func commitStray(t testing.TB, g *Graph, key, name string) {
+func commitStray(t testing.TB, g *graph.Graph, key, name string) {
 	t.Helper()
 	ctx := context.Background()
 	s, err := g.Snapshot(ctx, "main")
@@ -33,7 +34,7 @@ func commitStray(t testing.TB, g *Graph, key, name string) {
 	}
 }
 
-func noSidecars(t testing.TB, g *Graph) {
+func noSidecars(t testing.TB, g *graph.Graph) {
 	t.Helper()
 	keys, err := recovery.Pending(context.Background(), g.Store())
 	if err != nil || len(keys) != 0 {
@@ -50,13 +51,13 @@ func noSidecars(t testing.TB, g *Graph) {
 func TestPreArmCheckRefusesUncoveredDrift(t *testing.T) {
 	ctx := context.Background()
 	r := newCrashRig(t, "mem")
-	mustWrite(t, r.g, "main", KindMutation, "seed")
+	mustWrite(t, r.g, "main", graph.KindMutation, "seed")
 	commitStray(t, r.g, recPerson, "stray") // Person sorts after Company
 	before := stateOf(t, r.g, "main")
 
-	_, _, err := twoTableWrite(ctx, r.g, "main", KindMutation, "x")
-	var td *TableDrift
-	if !errors.As(err, &td) || !errors.Is(err, ErrTableDrift) || errors.Is(err, ErrRecoveryRequired) || IsRetryable(err) {
+	_, _, err := twoTableWrite(ctx, r.g, "main", graph.KindMutation, "x")
+	var td *graph.TableDrift
+	if !errors.As(err, &td) || !errors.Is(err, graph.ErrTableDrift) || errors.Is(err, graph.ErrRecoveryRequired) || graph.IsRetryable(err) {
 		t.Fatalf("write over drift: %v, want a non-retryable TableDrift", err)
 	}
 	if td.Table != recPerson || td.Branch != "main" || !strings.Contains(err.Error(), "omnigraph repair") || strings.Contains(err.Error(), "__") {
@@ -73,7 +74,7 @@ func TestPreArmCheckRefusesUncoveredDrift(t *testing.T) {
 	noSidecars(t, r.g)
 
 	// Not wedged: a restarted process opens read-write.
-	g, err := Open(ctx, r.fault, OpenOptions{Process: NewProcess(), Actor: "tester"})
+	g, err := graph.Open(ctx, r.fault, graph.OpenOptions{Process: graph.NewProcess(), Actor: "tester"})
 	if err != nil {
 		t.Fatalf("read-write open over uncovered drift: %v", err)
 	}
@@ -84,7 +85,7 @@ func TestPreArmCheckRefusesUncoveredDrift(t *testing.T) {
 	if rep, err = g.Repair(ctx, true); err != nil || !rep.Applied || len(rep.Records) != 1 {
 		t.Fatalf("repair %+v %v", rep, err)
 	}
-	mustWrite(t, g, "main", KindMutation, "after")
+	mustWrite(t, g, "main", graph.KindMutation, "after")
 	g.Close() // its deferred Phase D delete
 	assertConverged(t, g, r.fault)
 	st := stateOf(t, g, "main")
@@ -101,14 +102,14 @@ func TestPreArmCheckRefusesUncoveredDrift(t *testing.T) {
 func TestRepairResolvesForeignStateUnderAnIntent(t *testing.T) {
 	ctx := context.Background()
 	r := newCrashRig(t, "mem")
-	mustWrite(t, r.g, "main", KindMutation, "seed")
+	mustWrite(t, r.g, "main", graph.KindMutation, "seed")
 	before := stateOf(t, r.g, "main")
 	// The process dies right after its first table commit (Company)...
-	clear := Failpoints.Set(r.g.ID(), FailpointPostPhaseA, func() error {
+	clear := graph.Failpoints.Set(r.g.ID(), graph.FailpointPostPhaseA, func() error {
 		r.fault.CrashAfterWrite(r.fault.Writes() + 1)
 		return nil
 	})
-	w, _, err := twoTableWrite(ctx, r.g, "main", KindMutation, "x")
+	w, _, err := twoTableWrite(ctx, r.g, "main", graph.KindMutation, "x")
 	clear()
 	r.fault.Heal()
 	if err == nil {
@@ -116,10 +117,10 @@ func TestRepairResolvesForeignStateUnderAnIntent(t *testing.T) {
 	}
 	// ...and a foreign Person commit lands under its intent.
 	commitStray(t, r.g, recPerson, "foreign")
-	if _, err := Open(ctx, r.fault, OpenOptions{Process: NewProcess()}); !errors.Is(err, recovery.ErrForeign) {
+	if _, err := graph.Open(ctx, r.fault, graph.OpenOptions{Process: graph.NewProcess()}); !errors.Is(err, recovery.ErrForeign) {
 		t.Fatalf("open = %v, want the fail-closed ErrForeign this test starts from", err)
 	}
-	g, err := OpenForRepair(ctx, r.fault, OpenOptions{Process: NewProcess()})
+	g, err := graph.OpenForRepair(ctx, r.fault, graph.OpenOptions{Process: graph.NewProcess()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestRepairResolvesForeignStateUnderAnIntent(t *testing.T) {
 	if len(rep.Recovered) != 1 || rep.Recovered[0].OperationID != w.OperationID() || rep.Recovered[0].RecoveryKind != recovery.RolledBack || !rep.Applied {
 		t.Fatalf("repair report %+v", rep)
 	}
-	g2, err := Open(ctx, r.fault, OpenOptions{Process: NewProcess(), Actor: "tester"})
+	g2, err := graph.Open(ctx, r.fault, graph.OpenOptions{Process: graph.NewProcess(), Actor: "tester"})
 	if err != nil {
 		t.Fatalf("open after repair: %v", err)
 	}
@@ -141,7 +142,7 @@ func TestRepairResolvesForeignStateUnderAnIntent(t *testing.T) {
 	if st := stateOf(t, g2, "main"); !sameNames(st.persons, before.persons) || !sameNames(st.companies, before.companies) {
 		t.Fatalf("rows after repair %v / %v, want %v / %v", st.persons, st.companies, before.persons, before.companies)
 	}
-	mustWrite(t, g2, "main", KindMutation, "after")
+	mustWrite(t, g2, "main", graph.KindMutation, "after")
 	if st := stateOf(t, g2, "main"); !sameNames(st.persons, []string{"after", "seed"}) {
 		t.Fatalf("rows %v", st.persons)
 	}
@@ -155,18 +156,18 @@ func TestRepairResolvesForeignStateUnderAnIntent(t *testing.T) {
 func TestCrossProcessPublishRaceReprepares(t *testing.T) {
 	ctx := context.Background()
 	r := newCrashRig(t, "mem")
-	mustWrite(t, r.g, "main", KindMutation, "seed")
-	pa, pb := NewProcess(), NewProcess()
-	a, err := Open(ctx, r.fault, OpenOptions{Process: pa, Actor: "tester"})
+	mustWrite(t, r.g, "main", graph.KindMutation, "seed")
+	pa, pb := graph.NewProcess(), graph.NewProcess()
+	a, err := graph.Open(ctx, r.fault, graph.OpenOptions{Process: pa, Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Open(ctx, r.fault, OpenOptions{Process: pb, Actor: "tester"})
+	b, err := graph.Open(ctx, r.fault, graph.OpenOptions{Process: pb, Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	oneTable := func(g *Graph, key, name string, strict bool) (*Result, error) {
-		w, err := g.BeginWrite(ctx, "main", WriteOptions{Kind: KindMutation, Strict: strict})
+	oneTable := func(g *graph.Graph, key, name string, strict bool) (*graph.Result, error) {
+		w, err := g.BeginWrite(ctx, "main", graph.WriteOptions{Kind: graph.KindMutation, Strict: strict})
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +179,7 @@ func TestCrossProcessPublishRaceReprepares(t *testing.T) {
 	// A stops after its table commit; B (the other process) commits and
 	// publishes meanwhile; A's publish then loses.
 	var hits atomic.Int32
-	pa.Failpoints().Set(a.ID(), FailpointPostPhaseB, func() error {
+	pa.Failpoints().Set(a.ID(), graph.FailpointPostPhaseB, func() error {
 		if hits.Add(1) == 1 {
 			if _, err := oneTable(b, recCompany, "b-wins", false); err != nil {
 				t.Errorf("process B: %v", err)
@@ -186,14 +187,14 @@ func TestCrossProcessPublishRaceReprepares(t *testing.T) {
 		}
 		return nil
 	})
-	res, err := Retry(ctx, 5, func(ctx context.Context) (*Result, error) { return oneTable(a, recPerson, "a-retries", false) })
+	res, err := graph.Retry(ctx, 5, func(ctx context.Context) (*graph.Result, error) { return oneTable(a, recPerson, "a-retries", false) })
 	if err != nil {
 		t.Fatalf("the publish-race loser did not reprepare: %v", err)
 	}
 	if hits.Load() < 2 {
 		t.Fatalf("the loser did not prepare again (%d attempts)", hits.Load())
 	}
-	g, err := Open(ctx, r.fault, OpenOptions{Process: NewProcess()})
+	g, err := graph.Open(ctx, r.fault, graph.OpenOptions{Process: graph.NewProcess()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestCrossProcessPublishRaceReprepares(t *testing.T) {
 	// branch, never a storage key.
 	hits.Store(0)
 	_, err = oneTable(a, recPerson, "strict", true)
-	if !errors.Is(err, ErrReadSetChanged) || IsRetryable(err) {
+	if !errors.Is(err, graph.ErrReadSetChanged) || graph.IsRetryable(err) {
 		t.Fatalf("strict loser: %v, want a non-retryable ReadSetChanged", err)
 	}
 	if msg := err.Error(); strings.Contains(msg, "__manifest") || strings.Contains(msg, "/.v/") || !strings.Contains(msg, `"main"`) {
@@ -215,7 +216,7 @@ func TestCrossProcessPublishRaceReprepares(t *testing.T) {
 	}
 	a.Close()
 	b.Close() // B's deferred Phase D delete
-	g, err = Open(ctx, r.fault, OpenOptions{Process: NewProcess()})
+	g, err = graph.Open(ctx, r.fault, graph.OpenOptions{Process: graph.NewProcess()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,13 +234,13 @@ func TestCrossProcessPublishRaceReprepares(t *testing.T) {
 func TestMaybeLandedErrorsNeverAdviseBlindRetry(t *testing.T) {
 	ctx := context.Background()
 	r := newCrashRig(t, "mem")
-	clear := Failpoints.Set(r.g.ID(), FailpointPostPhaseB, func() error { return errors.New("publisher down") })
-	_, _, rerr := twoTableWrite(ctx, r.g, "main", KindMutation, "x")
+	clear := graph.Failpoints.Set(r.g.ID(), graph.FailpointPostPhaseB, func() error { return errors.New("publisher down") })
+	_, _, rerr := twoTableWrite(ctx, r.g, "main", graph.KindMutation, "x")
 	clear()
-	if !errors.Is(rerr, ErrRecoveryRequired) {
+	if !errors.Is(rerr, graph.ErrRecoveryRequired) {
 		t.Fatalf("got %v, want RecoveryRequired", rerr)
 	}
-	unknown := &OutcomeUnknown{Branch: "main", CommitID: "01COMMIT", Version: 3, Err: errors.New("answer lost")}
+	unknown := &graph.OutcomeUnknown{Branch: "main", CommitID: "01COMMIT", Version: 3, Err: errors.New("answer lost")}
 	for _, err := range []error{rerr, unknown} {
 		msg := err.Error()
 		for _, want := range []string{"omnigraph commit list", "omnigraph recovery list", "do not run"} {
@@ -255,7 +256,7 @@ func TestMaybeLandedErrorsNeverAdviseBlindRetry(t *testing.T) {
 	}
 	// The write it was about did land once recovered: retrying it blindly
 	// would have duplicated it.
-	mustWrite(t, r.g, "main", KindMutation, "next")
+	mustWrite(t, r.g, "main", graph.KindMutation, "next")
 	if st := stateOf(t, r.g, "main"); !sameNames(st.persons, []string{"next", "x"}) {
 		t.Fatalf("rows %v", st.persons)
 	}

@@ -1,4 +1,4 @@
-package graph
+package graph_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/counter"
 	"github.com/omnigraph-go/omnigraph/backend/fault"
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/manifest"
 )
 
@@ -54,7 +55,7 @@ func TestRequestBudgets(t *testing.T) {
 
 		// Open + read the head of a branch.
 		r.count.Reset()
-		g, err := Open(ctx, r.count, OpenOptions{ReadOnly: true})
+		g, err := graph.Open(ctx, r.count, graph.OpenOptions{ReadOnly: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +64,7 @@ func TestRequestBudgets(t *testing.T) {
 		}
 		c.openRead = costOf(r.count.Snapshot())
 		r.count.Reset()
-		g2, err := Open(ctx, r.count, OpenOptions{ReadOnly: true, Branch: "deep"})
+		g2, err := graph.Open(ctx, r.count, graph.OpenOptions{ReadOnly: true, Branch: "deep"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +82,7 @@ func TestRequestBudgets(t *testing.T) {
 
 		// Branch create on a freshly opened handle (Open not counted), and
 		// on a warm handle whose main head must be re-probed.
-		h := r.open(t, OpenOptions{})
+		h := r.open(t, graph.OpenOptions{})
 		r.count.Reset()
 		if _, err := h.CreateBranch(ctx, "fresh", ""); err != nil {
 			t.Fatal(err)
@@ -137,10 +138,10 @@ func TestRequestBudgets(t *testing.T) {
 func TestStrictAndRetryableConflicts(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)
-	a, b := r.open(t, OpenOptions{}), r.open(t, OpenOptions{})
+	a, b := r.open(t, graph.OpenOptions{}), r.open(t, graph.OpenOptions{})
 	for _, strict := range []bool{true, false} {
 		t.Run(fmt.Sprintf("strict=%v", strict), func(t *testing.T) {
-			w, err := a.BeginWrite(ctx, "main", WriteOptions{Strict: strict})
+			w, err := a.BeginWrite(ctx, "main", graph.WriteOptions{Strict: strict})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,12 +151,12 @@ func TestStrictAndRetryableConflicts(t *testing.T) {
 			pinCommit(t, b, "main") // another handle wins the head
 			r.count.Reset()
 			_, err = w.Commit(ctx)
-			var rs *ReadSetChanged
+			var rs *graph.ReadSetChanged
 			if !errors.As(err, &rs) || rs.Member != "graph_head" || rs.Retryable == strict {
 				t.Fatalf("Commit = %v, want ReadSetChanged{graph_head, retryable=%v}", err, !strict)
 			}
-			if IsRetryable(err) == strict {
-				t.Fatalf("IsRetryable = %v", IsRetryable(err))
+			if graph.IsRetryable(err) == strict {
+				t.Fatalf("IsRetryable = %v", graph.IsRetryable(err))
 			}
 			if w := writes(r.count.Snapshot()); w != 0 {
 				t.Fatalf("a write refused before its effects made %d writes", w)
@@ -164,9 +165,9 @@ func TestStrictAndRetryableConflicts(t *testing.T) {
 	}
 	// Retry re-prepares a retryable write until it lands.
 	attempts := 0
-	res, err := Retry(ctx, 3, func(ctx context.Context) (*Result, error) {
+	res, err := graph.Retry(ctx, 3, func(ctx context.Context) (*graph.Result, error) {
 		attempts++
-		w, err := a.BeginWrite(ctx, "main", WriteOptions{})
+		w, err := a.BeginWrite(ctx, "main", graph.WriteOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -197,8 +198,8 @@ func TestPublishWithALostAnswer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			r := newRig(t)
-			g := r.open(t, OpenOptions{})
-			w, err := g.BeginWrite(ctx, "main", WriteOptions{})
+			g := r.open(t, graph.OpenOptions{})
+			w, err := g.BeginWrite(ctx, "main", graph.WriteOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,7 +212,7 @@ func TestPublishWithALostAnswer(t *testing.T) {
 			if tt.wantErr == nil && err != nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Commit = %v, want %v", err, tt.wantErr)
 			}
-			var ou *OutcomeUnknown
+			var ou *graph.OutcomeUnknown
 			if tt.wantErr != nil && (!errors.As(err, &ou) || ou.CommitID != w.CommitID()) {
 				t.Fatalf("Commit = %v, want *OutcomeUnknown naming commit %s", err, w.CommitID())
 			}
@@ -219,7 +220,7 @@ func TestPublishWithALostAnswer(t *testing.T) {
 				t.Fatalf("%d conditional puts; a lost answer is never re-sent", c.CondPut)
 			}
 			// What the reader sees matches what the writer was told.
-			fresh := r.open(t, OpenOptions{ReadOnly: true})
+			fresh := r.open(t, graph.OpenOptions{ReadOnly: true})
 			s, err := fresh.Snapshot(ctx, "main")
 			if err != nil {
 				t.Fatal(err)
@@ -245,7 +246,7 @@ func TestCommitHistoryAndTimeTravel(t *testing.T) {
 	// Move one table's pin with each commit, so each version is distinct.
 	var ids []string
 	for i := 0; i < 3; i++ {
-		w, err := g.BeginWrite(ctx, "main", WriteOptions{Actor: fmt.Sprintf("actor-%d", i)})
+		w, err := g.BeginWrite(ctx, "main", graph.WriteOptions{Actor: fmt.Sprintf("actor-%d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -314,7 +315,7 @@ func TestCommitHistoryAndTimeTravel(t *testing.T) {
 func TestNoOpWriteDoesNotCommit(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)
-	w, err := r.g.BeginWrite(ctx, "main", WriteOptions{})
+	w, err := r.g.BeginWrite(ctx, "main", graph.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/load"
+	"github.com/omnigraph-go/omnigraph/graph/mutate"
 )
 
 // runIn runs one in-process invocation with stdin.
@@ -105,7 +107,7 @@ func TestCLILoad(t *testing.T) {
 			}
 			// Merge from stdin with --json.
 			code, out, errs = runIn(t, `{"type":"Person","data":{"handle":"alice","name":"Alice Renamed"}}`, "load", "--data", "-", "--mode", "merge", "--json", url)
-			var res graph.LoadResult
+			var res load.Result
 			if code != exitOK || json.Unmarshal([]byte(out), &res) != nil || res.Commit == nil || res.Nodes != 1 {
 				t.Errorf("merge: exit %d %s %s", code, out, errs)
 			}
@@ -150,7 +152,7 @@ mutation drop($h: String) {
 		t.Error("a failed CAS moved the head")
 	}
 	code, out, errs = runIn(t, "", "mutate", "-e", `update Person set { age: 33 } where handle = "neo"`, "--if-commit", head, "--json", "--store", url)
-	var res graph.MutateResult
+	var res mutate.Result
 	if code != exitOK || json.Unmarshal([]byte(out), &res) != nil || res.AffectedNodes != 1 || res.Commit == nil {
 		t.Errorf("--if-commit head: exit %d %s %s", code, out, errs)
 	}

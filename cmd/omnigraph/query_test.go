@@ -10,6 +10,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/load"
 )
 
 const queryCLIData = `{"type":"Person","data":{"name":"ada","age":36}}
@@ -35,7 +36,7 @@ func queryGraph(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Load(ctx, strings.NewReader(queryCLIData), graph.LoadOptions{Mode: graph.LoadAppend}); err != nil {
+	if _, err := load.Run(ctx, g, strings.NewReader(queryCLIData), load.Options{Mode: load.Append}); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -121,11 +122,11 @@ func TestCLIQuerySnapshotAndBranch(t *testing.T) {
 	if _, err := g.CreateBranch(ctx, "dev", "main"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Load(ctx, strings.NewReader(`{"type":"Person","data":{"name":"di"}}`), graph.LoadOptions{Mode: graph.LoadAppend, Branch: "dev"}); err != nil {
+	if _, err := load.Run(ctx, g, strings.NewReader(`{"type":"Person","data":{"name":"di"}}`), load.Options{Mode: load.Append, Branch: "dev"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Load(ctx, strings.NewReader(`{"type":"Person","data":{"name":"ed"}}
-{"type":"Person","data":{"name":"fi"}}`), graph.LoadOptions{Mode: graph.LoadAppend}); err != nil {
+	if _, err := load.Run(ctx, g, strings.NewReader(`{"type":"Person","data":{"name":"ed"}}
+{"type":"Person","data":{"name":"fi"}}`), load.Options{Mode: load.Append}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

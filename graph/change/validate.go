@@ -17,7 +17,6 @@ import (
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
-
 // validate runs the end-of-write checks: uniqueness and edge endpoints over
 // every table with pending rows, then edges an overwrite would strand, then
 // @card over every touched source.
@@ -249,7 +248,6 @@ func (s *Set) checkEndpoints(ctx context.Context, p *Table) error {
 	}
 	return nil
 }
-
 
 // strandedError is an *InputError that also matches ErrReferentialIntegrity.
 type strandedError struct{ graph.InputError }

@@ -79,7 +79,7 @@ type Result struct {
 	Types map[string]int `json:"types"`
 	// Commit is the published commit; nil when the file changed nothing.
 	Commit   *graph.CommitInfo `json:"commit"`
-	Warnings []string    `json:"warnings,omitempty"`
+	Warnings []string          `json:"warnings,omitempty"`
 }
 
 // loadLine is one parsed, coerced envelope.

@@ -21,8 +21,6 @@ import (
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
-
-
 // Options shape one mutation.
 type Options struct {
 	// Branch to write (default: the handle's current branch).

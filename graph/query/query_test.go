@@ -1,4 +1,4 @@
-package graph
+package query
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/omnigraph-go/omnigraph/backend/mem"
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/gq"
 )
 
@@ -112,7 +113,7 @@ func TestQueryClauses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := g.Query(ctx, "main", tc.src, "", tc.params)
+			res, err := Head(ctx, g, "main", tc.src, "", tc.params)
 			if err != nil {
 				t.Fatalf("Query: %v", err)
 			}
@@ -130,7 +131,7 @@ func TestQueryClauses(t *testing.T) {
 func TestQueryResultJSON(t *testing.T) {
 	ctx := context.Background()
 	g := newSocialGraph(t, mem.New())
-	res, err := g.Query(ctx, "", `query staff() { match { $p: Person  $p worksAt $c } return { $p.handle, $c.slug as company, $p.joined } order { $p.handle } limit 1 }`, "", nil)
+	res, err := Head(ctx, g, "", `query staff() { match { $p: Person  $p worksAt $c } return { $p.handle, $c.slug as company, $p.joined } order { $p.handle } limit 1 }`, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,11 +174,11 @@ func TestQueryErrors(t *testing.T) {
 	}{
 		{name: "unknown type", src: `query q() { match { $p: Persn } return { $p } }`, code: gq.CodeUnknownType},
 		{name: "missing parameter", src: `query q($h: String) { match { $p: Person { handle: $h } } return { $p } }`, code: gq.CodeMissingParam},
-		{name: "mutation on the read path", src: `mutation m() { insert Topic { slug: "x", title: "X" } }`, sentinel: ErrNotARead},
+		{name: "mutation on the read path", src: `mutation m() { insert Topic { slug: "x", title: "X" } }`, sentinel: graph.ErrNotARead},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := g.Query(ctx, "main", tc.src, "", tc.params)
+			_, err := Head(ctx, g, "main", tc.src, "", tc.params)
 			if err == nil {
 				t.Fatal("query succeeded")
 			}
@@ -198,8 +199,8 @@ func TestQueryErrors(t *testing.T) {
 func TestQueryDanglingEdge(t *testing.T) {
 	ctx := context.Background()
 	g := newSocialGraph(t, mem.New())
-	qDelete(t, g, "main", NodeTableKey("Person"), "bob")
-	res, err := g.Query(ctx, "main", `query q() { match { $p: Person { handle: "alice" }  $p knows $f } return { $f.handle } }`, "", nil)
+	qDelete(t, g, "main", graph.NodeTableKey("Person"), "bob")
+	res, err := Head(ctx, g, "main", `query q() { match { $p: Person { handle: "alice" }  $p knows $f } return { $f.handle } }`, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +234,7 @@ func TestScanFastPathMatchesRowPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nr, err := s.nodeTable(ctx, "Person", nil)
+	nr, err := nodeTable(ctx, s, "Person", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package graph
+package query
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/counter"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
+	"github.com/omnigraph-go/omnigraph/graph"
 )
 
 // budgetShapes are the query shapes the request budget is asserted for.
@@ -32,19 +33,19 @@ func TestRepeatedQueryBudget(t *testing.T) {
 	ctx := context.Background()
 	cnt := counter.New(mem.New())
 	writer := newSocialGraph(t, cnt)
-	g, err := Open(ctx, cnt, OpenOptions{ReadOnly: true})
+	g, err := graph.Open(ctx, cnt, graph.OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	check := func(t *testing.T, phase string) {
 		for _, sh := range budgetShapes {
-			first, err := g.Query(ctx, "main", sh.src, "", nil)
+			first, err := Head(ctx, g, "main", sh.src, "", nil)
 			if err != nil {
 				t.Fatalf("%s: %v", sh.name, err)
 			}
 			for i := 0; i < 3; i++ {
 				cnt.Reset()
-				again, err := g.Query(ctx, "main", sh.src, "", nil)
+				again, err := Head(ctx, g, "main", sh.src, "", nil)
 				if err != nil {
 					t.Fatalf("%s: %v", sh.name, err)
 				}
@@ -71,7 +72,7 @@ func TestRepeatedQueryBudget(t *testing.T) {
 		qAppend(t, writer, "main", fmt.Sprintf(`{"type":"Topic","data":{"slug":"t%03d","title":"T%d"}}`, i, i))
 	}
 	cnt.Reset()
-	if _, err := g.Query(ctx, "main", budgetShapes[2].src, "", nil); err != nil {
+	if _, err := Head(ctx, g, "main", budgetShapes[2].src, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	c := cnt.Snapshot()
@@ -89,7 +90,7 @@ func TestRepeatedQueryBudget(t *testing.T) {
 	}
 	check(t, "after commits to the queried tables")
 
-	st := g.QueryCacheStats()
+	st := CacheStatsOf(g)
 	if st.Entries == 0 || st.Hits == 0 {
 		t.Fatalf("cache stats %+v: the cache was not used", st)
 	}
@@ -101,13 +102,13 @@ func TestQueryCacheBounded(t *testing.T) {
 	ctx := context.Background()
 	cnt := counter.New(mem.New())
 	g := newSocialGraph(t, cnt)
-	g.SetQueryCacheLimit(1) // every new entry evicts the others
+	SetCacheLimit(g, 1) // every new entry evicts the others
 	for _, sh := range budgetShapes {
-		a, err := g.Query(ctx, "main", sh.src, "", nil)
+		a, err := Head(ctx, g, "main", sh.src, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := g.Query(ctx, "main", sh.src, "", nil)
+		b, err := Head(ctx, g, "main", sh.src, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,12 +116,12 @@ func TestQueryCacheBounded(t *testing.T) {
 			t.Fatalf("%s: %q then %q", sh.name, rowsText(a), rowsText(b))
 		}
 	}
-	st := g.QueryCacheStats()
+	st := CacheStatsOf(g)
 	if st.Evictions == 0 || st.Entries > 1 {
 		t.Fatalf("stats %+v: a 1-byte cache must evict down to the entry being loaded", st)
 	}
 	cnt.Reset()
-	if _, err := g.Query(ctx, "main", budgetShapes[3].src, "", nil); err != nil {
+	if _, err := Head(ctx, g, "main", budgetShapes[3].src, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if c := cnt.Snapshot(); c.Get == 0 {
@@ -143,14 +144,14 @@ func TestSnapshotIsolation(t *testing.T) {
 	}
 	// Warm the cache at the old versions, then commit new rows to both
 	// tables the query reads.
-	if r, err := old.Query(ctx, q, "", nil); err != nil || rowsText(r) != "bob | carol" {
+	if r, err := Run(ctx, old, q, "", nil); err != nil || rowsText(r) != "bob | carol" {
 		t.Fatalf("before: %v %v", r, err)
 	}
 	qAppend(t, g, "main", `{"type":"Person","data":{"handle":"frank","name":"Frank"}}
 {"edge":"Knows","from":"alice","to":"frank","data":{"id":"k9"}}`)
-	qDelete(t, g, "main", EdgeTableKey("Knows"), "k1")
+	qDelete(t, g, "main", graph.EdgeTableKey("Knows"), "k1")
 
-	r, err := old.Query(ctx, q, "", nil)
+	r, err := Run(ctx, old, q, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestSnapshotIsolation(t *testing.T) {
 	if r.CommitID != old.CommitID() {
 		t.Fatalf("result commit %s, snapshot %s", r.CommitID, old.CommitID())
 	}
-	r, err = g.Query(ctx, "main", q, "", nil)
+	r, err = Head(ctx, g, "main", q, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestSnapshotIsolation(t *testing.T) {
 
 	// A cold snapshot (nothing cached at its versions) is isolated too:
 	// pinned versions are read, not the table heads.
-	g2, err := Open(ctx, g.Store(), OpenOptions{ReadOnly: true})
+	g2, err := graph.Open(ctx, g.Store(), graph.OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestSnapshotIsolation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := cold.Query(ctx, count, "", nil); err != nil || rowsText(r) != "5" {
+	if r, err := Run(ctx, cold, count, "", nil); err != nil || rowsText(r) != "5" {
 		t.Fatalf("time travel count: %v %v", r, err)
 	}
 }
@@ -218,16 +219,16 @@ func TestConcurrentQueriesAndCommits(t *testing.T) {
 				}
 				var persons int64
 				for _, st := range stats {
-					if st.Key == NodeTableKey("Person") {
+					if st.Key == graph.NodeTableKey("Person") {
 						persons = st.Rows
 					}
 				}
-				r, err := s.Query(ctx, `query q() { match { $p: Person } return { count($p) as n } }`, "", nil)
+				r, err := Run(ctx, s, `query q() { match { $p: Person } return { count($p) as n } }`, "", nil)
 				if err != nil {
 					errs <- err
 					return
 				}
-				f, err := s.Query(ctx, `query q() { match { $a: Person { handle: "alice" }  $a knows $f } return { count($f) as n } }`, "", nil)
+				f, err := Run(ctx, s, `query q() { match { $a: Person { handle: "alice" }  $a knows $f } return { count($f) as n } }`, "", nil)
 				if err != nil {
 					errs <- err
 					return
@@ -258,7 +259,7 @@ func TestConcurrentQueriesAndCommits(t *testing.T) {
 func TestPointLookupUsesKeyIndex(t *testing.T) {
 	ctx := context.Background()
 	g := newSocialGraph(t, mem.New())
-	g2, err := Open(ctx, g.Store(), OpenOptions{ReadOnly: true})
+	g2, err := graph.Open(ctx, g.Store(), graph.OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,24 +267,24 @@ func TestPointLookupUsesKeyIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := s.Query(ctx, `query q() { match { $p: Person { handle: "carol" } } return { $p.name } }`, "", nil); err != nil || rowsText(r) != "Carol" {
+	if r, err := Run(ctx, s, `query q() { match { $p: Person { handle: "carol" } } return { $p.name } }`, "", nil); err != nil || rowsText(r) != "Carol" {
 		t.Fatalf("lookup: %v %v", r, err)
 	}
-	pin, _ := s.Pin(NodeTableKey("Person"))
-	e := g2.queryCache().entry(pinID(pin))
+	pin, _ := s.Pin(graph.NodeTableKey("Person"))
+	e := cacheOf(g2).entry(pinID(pin))
 	if e.nodes == nil || e.nodes.full || len(e.nodes.byID) != 1 {
 		t.Fatalf("after a point lookup the Person table holds %+v; want only carol", e.nodes)
 	}
-	if r, err := s.Query(ctx, `query q() { match { $p: Person { handle: "nobody" } } return { $p.name } }`, "", nil); err != nil || len(r.Rows) != 0 {
+	if r, err := Run(ctx, s, `query q() { match { $p: Person { handle: "nobody" } } return { $p.name } }`, "", nil); err != nil || len(r.Rows) != 0 {
 		t.Fatalf("missing key: %v %v", r, err)
 	}
-	if e = g2.queryCache().entry(pinID(pin)); !e.nodes.absent["nobody"] || e.nodes.full {
+	if e = cacheOf(g2).entry(pinID(pin)); !e.nodes.absent["nobody"] || e.nodes.full {
 		t.Fatalf("a missing key is remembered as absent without loading the table: %+v", e.nodes)
 	}
-	if r, err := s.Query(ctx, `query q() { match { $p: Person } return { count($p) as n } }`, "", nil); err != nil || rowsText(r) != "5" {
+	if r, err := Run(ctx, s, `query q() { match { $p: Person } return { count($p) as n } }`, "", nil); err != nil || rowsText(r) != "5" {
 		t.Fatalf("scan: %v %v", r, err)
 	}
-	if e = g2.queryCache().entry(pinID(pin)); !e.nodes.full || len(e.nodes.byID) != 5 {
+	if e = cacheOf(g2).entry(pinID(pin)); !e.nodes.full || len(e.nodes.byID) != 5 {
 		t.Fatalf("after a scan: %+v", e.nodes)
 	}
 }
@@ -302,14 +303,14 @@ func TestConcurrentColdQueries(t *testing.T) {
 	}
 	want := make([]string, len(queries))
 	for i, q := range queries {
-		r, err := g.Query(ctx, "main", q, "", nil)
+		r, err := Head(ctx, g, "main", q, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want[i] = rowsText(r)
 	}
 	for round := 0; round < 3; round++ {
-		h, err := Open(ctx, g.Store(), OpenOptions{ReadOnly: true})
+		h, err := graph.Open(ctx, g.Store(), graph.OpenOptions{ReadOnly: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -320,7 +321,7 @@ func TestConcurrentColdQueries(t *testing.T) {
 			go func(w int) {
 				defer wg.Done()
 				i := (w + round) % len(queries)
-				r, err := h.Query(ctx, "main", queries[i], "", nil)
+				r, err := Head(ctx, h, "main", queries[i], "", nil)
 				if err != nil {
 					errs <- err
 					return
@@ -377,24 +378,24 @@ func TestLongQueryIgnoresConcurrentCommit(t *testing.T) {
 	inner := mem.New()
 	writer := newSocialGraph(t, inner)
 	gs := &gateStore{StorageAdapter: inner, match: "edges/Knows/", reached: make(chan struct{}), release: make(chan struct{})}
-	reader, err := Open(ctx, gs, OpenOptions{ReadOnly: true})
+	reader, err := graph.Open(ctx, gs, graph.OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	type result struct {
-		r   *QueryResult
+		r   *Result
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		r, err := reader.Query(ctx, "main", `query q() { match { $p: Person { handle: "alice" }  $p knows{1,2} $f } return { $f.handle } }`, "", nil)
+		r, err := Head(ctx, reader, "main", `query q() { match { $p: Person { handle: "alice" }  $p knows{1,2} $f } return { $f.handle } }`, "", nil)
 		done <- result{r, err}
 	}()
 	<-gs.reached
 	qAppend(t, writer, "main", `{"type":"Person","data":{"handle":"zed","name":"Zed"}}
 {"edge":"Knows","from":"alice","to":"zed","data":{"id":"kz"}}
 {"edge":"Knows","from":"bob","to":"zed","data":{"id":"kz2"}}`)
-	qDelete(t, writer, "main", EdgeTableKey("Knows"), "k4")
+	qDelete(t, writer, "main", graph.EdgeTableKey("Knows"), "k4")
 	close(gs.release)
 	res := <-done
 	if res.err != nil {
@@ -403,7 +404,7 @@ func TestLongQueryIgnoresConcurrentCommit(t *testing.T) {
 	if got := rowsText(res.r); got != "bob | carol | dave" {
 		t.Fatalf("the running query saw the concurrent commits: %q", got)
 	}
-	after, err := reader.Query(ctx, "main", `query q() { match { $p: Person { handle: "alice" }  $p knows{1,2} $f } return { $f.handle } }`, "", nil)
+	after, err := Head(ctx, reader, "main", `query q() { match { $p: Person { handle: "alice" }  $p knows{1,2} $f } return { $f.handle } }`, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,11 +425,11 @@ func TestEdgeIndexBuiltOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Query(ctx, `query q() { match { $p: Person { handle: "alice" }  $p knows $f } return { $f.handle } }`, "", nil); err != nil {
+		if _, err := Run(ctx, s, `query q() { match { $p: Person { handle: "alice" }  $p knows $f } return { $f.handle } }`, "", nil); err != nil {
 			t.Fatal(err)
 		}
-		pin, _ := s.Pin(EdgeTableKey("Knows"))
-		e := g.queryCache().entry(pinID(pin))
+		pin, _ := s.Pin(graph.EdgeTableKey("Knows"))
+		e := cacheOf(g).entry(pinID(pin))
 		if e.edges == nil {
 			t.Fatal("no index cached for the pinned Knows version")
 		}

@@ -1,4 +1,4 @@
-package graph
+package query
 
 import (
 	"context"
@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/omnigraph-go/omnigraph/backend/mem"
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/gq"
+	"github.com/omnigraph-go/omnigraph/graph/load"
 	"github.com/omnigraph-go/omnigraph/graph/pg"
 )
 
@@ -50,7 +52,7 @@ var docGolden = map[string]string{
 // against the fixture graph and compares with docGolden. A new example in
 // the docs fails this test until its expected answer is added here.
 func TestDocsQueriesGolden(t *testing.T) {
-	raw, err := os.ReadFile("../docs/queries.md")
+	raw, err := os.ReadFile("../../docs/queries.md")
 	if err != nil {
 		t.Skipf("docs/queries.md: %v", err)
 	}
@@ -92,7 +94,7 @@ func TestDocsQueriesGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := snap.Execute(ctx, p, args)
+				res, err := Execute(ctx, snap, p, args)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -121,21 +123,21 @@ func TestDocsQueriesGolden(t *testing.T) {
 // examples/social.jsonl loaded through Load: every read query runs, and the
 // filter's answer is the one worked out from the data file.
 func TestExampleQueries(t *testing.T) {
-	src, err := os.ReadFile("../examples/social.gq")
+	src, err := os.ReadFile("../../examples/social.gq")
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.Open("../examples/social.jsonl")
+	data, err := os.Open("../../examples/social.jsonl")
 	if err != nil {
 		t.Skipf("example data: %v", err)
 	}
 	defer data.Close()
 	ctx := context.Background()
-	g, err := Init(ctx, mem.New(), socialSchema(t), InitOptions{})
+	g, err := graph.Init(ctx, mem.New(), socialSchema(t), graph.InitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Load(ctx, data, LoadOptions{Mode: LoadAppend}); err != nil {
+	if _, err := load.Run(ctx, g, data, load.Options{Mode: load.Append}); err != nil {
 		t.Fatal(err)
 	}
 	params := map[string]map[string]any{
@@ -158,7 +160,7 @@ func TestExampleQueries(t *testing.T) {
 			continue
 		}
 		t.Run(p.Name, func(t *testing.T) {
-			r, err := snap.Query(ctx, string(src), p.Name, params[p.Name])
+			r, err := Run(ctx, snap, string(src), p.Name, params[p.Name])
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package graph
+package query
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/omnigraph-go/omnigraph/backend/mem"
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
@@ -23,10 +24,10 @@ edge Knows: Person -> Person
 
 // benchGraph builds nodes persons and edges random knows-edges in a memory
 // store (one commit).
-func benchGraph(b *testing.B, nodes, edges int) *Graph {
+func benchGraph(b *testing.B, nodes, edges int) *graph.Graph {
 	b.Helper()
 	ctx := context.Background()
-	g, err := Init(ctx, mem.New(), benchQuerySchema, InitOptions{})
+	g, err := graph.Init(ctx, mem.New(), benchQuerySchema, graph.InitOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,13 +44,13 @@ func benchGraph(b *testing.B, nodes, edges int) *Graph {
 	for i := range erow {
 		erow[i] = map[string]any{"id": fmt.Sprintf("k%07d", i), "src": id(rng.IntN(nodes)), "dst": id(rng.IntN(nodes))}
 	}
-	w, err := g.BeginWrite(ctx, "main", WriteOptions{Kind: KindLoad})
+	w, err := g.BeginWrite(ctx, "main", graph.WriteOptions{Kind: graph.KindLoad})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for key, rec := range map[string]arrow.Record{
-		NodeTableKey("Person"): testRecord(b, person.ArrowSchema(), prow),
-		EdgeTableKey("Knows"):  testRecord(b, knows.ArrowSchema(), erow),
+		graph.NodeTableKey("Person"): testRecord(b, person.ArrowSchema(), prow),
+		graph.EdgeTableKey("Knows"):  testRecord(b, knows.ArrowSchema(), erow),
 	} {
 		if err := w.Stage(ctx, key, func(ctx context.Context, base *table.Dataset) (*table.Staged, error) {
 			return base.StageAppend(ctx, rec)
@@ -74,12 +75,12 @@ func BenchmarkQueryWarm(b *testing.B) {
 		{"point-lookup", `query q() { match { $p: Person { handle: "p000042" }  $p knows $f } return { $f.handle, $f.age } }`},
 	} {
 		b.Run(q.name, func(b *testing.B) {
-			if _, err := g.Query(ctx, "main", q.src, "", nil); err != nil {
+			if _, err := Head(ctx, g, "main", q.src, "", nil); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := g.Query(ctx, "main", q.src, "", nil); err != nil {
+				if _, err := Head(ctx, g, "main", q.src, "", nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -96,11 +97,11 @@ func BenchmarkQueryCold(b *testing.B) {
 	const src = `query q() { match { $a: Person { age: 42 }  $a knows{2,2} $b } return { count($b) as n } }`
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		h, err := Open(ctx, g.Store(), OpenOptions{ReadOnly: true})
+		h, err := graph.Open(ctx, g.Store(), graph.OpenOptions{ReadOnly: true})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := h.Query(ctx, "main", src, "", nil); err != nil {
+		if _, err := Head(ctx, h, "main", src, "", nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package graph
+package query
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/pg"
 	"github.com/omnigraph-go/omnigraph/table"
 )
@@ -29,7 +30,7 @@ import (
 
 func socialSchema(t testing.TB) string {
 	t.Helper()
-	src, err := os.ReadFile("../examples/social.pg")
+	src, err := os.ReadFile("../../examples/social.pg")
 	if err != nil {
 		t.Fatalf("read the example schema: %v", err)
 	}
@@ -37,7 +38,7 @@ func socialSchema(t testing.TB) string {
 }
 
 // qAppend commits lines to branch as one graph commit.
-func qAppend(t testing.TB, g *Graph, branch, lines string) *Result {
+func qAppend(t testing.TB, g *graph.Graph, branch, lines string) *graph.Result {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := g.Schema(ctx, branch)
@@ -81,7 +82,7 @@ func qAppend(t testing.TB, g *Graph, branch, lines string) *Result {
 				}
 			}
 			row[pg.ColID] = id
-			k := NodeTableKey(nt.Name)
+			k := graph.NodeTableKey(nt.Name)
 			rows[k] = append(rows[k], row)
 			schemas[k] = nt.ArrowSchema()
 		default:
@@ -98,12 +99,12 @@ func qAppend(t testing.TB, g *Graph, branch, lines string) *Result {
 				id = fmt.Sprintf("%s-%04d", strings.ToLower(et.Name), n)
 			}
 			row[pg.ColID], row[pg.ColSrc], row[pg.ColDst] = id, env.From, env.To
-			k := EdgeTableKey(et.Name)
+			k := graph.EdgeTableKey(et.Name)
 			rows[k] = append(rows[k], row)
 			schemas[k] = et.ArrowSchema()
 		}
 	}
-	w, err := g.BeginWrite(ctx, branch, WriteOptions{Kind: KindLoad})
+	w, err := g.BeginWrite(ctx, branch, graph.WriteOptions{Kind: graph.KindLoad})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,10 +129,10 @@ func qAppend(t testing.TB, g *Graph, branch, lines string) *Result {
 }
 
 // qDelete deletes node or edge rows by id in one commit.
-func qDelete(t testing.TB, g *Graph, branch, key string, ids ...string) {
+func qDelete(t testing.TB, g *graph.Graph, branch, key string, ids ...string) {
 	t.Helper()
 	ctx := context.Background()
-	w, err := g.BeginWrite(ctx, branch, WriteOptions{Kind: KindMutation, Strict: true})
+	w, err := g.BeginWrite(ctx, branch, graph.WriteOptions{Kind: graph.KindMutation, Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,9 +238,9 @@ const socialFixture = `
 
 // newSocialGraph initialises the example schema in store and loads the
 // fixture in one commit.
-func newSocialGraph(t testing.TB, store backend.StorageAdapter) *Graph {
+func newSocialGraph(t testing.TB, store backend.StorageAdapter) *graph.Graph {
 	t.Helper()
-	g, err := Init(context.Background(), store, socialSchema(t), InitOptions{Actor: "tester"})
+	g, err := graph.Init(context.Background(), store, socialSchema(t), graph.InitOptions{Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func newSocialGraph(t testing.TB, store backend.StorageAdapter) *Graph {
 
 // rowsText renders a result compactly for comparisons: rows separated by
 // " | ", values by ",", JSON spelling of dates.
-func rowsText(r *QueryResult) string {
+func rowsText(r *Result) string {
 	var rows []string
 	for i := range r.Rows {
 		var vals []string

@@ -1,4 +1,4 @@
-package graph
+package query
 
 import (
 	"context"
@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/omnigraph-go/omnigraph/backend/mem"
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/gq"
+	"github.com/omnigraph-go/omnigraph/graph/mutate"
 )
 
 // paramSchema has float properties of both widths, an enum and a list of
@@ -34,9 +36,9 @@ const paramFixture = `
 {"type":"Item","data":{"sku":"d"}}
 `
 
-func newParamGraph(t *testing.T) *Graph {
+func newParamGraph(t *testing.T) *graph.Graph {
 	t.Helper()
-	g, err := Init(context.Background(), mem.New(), paramSchema, InitOptions{Actor: "tester"})
+	g, err := graph.Init(context.Background(), mem.New(), paramSchema, graph.InitOptions{Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func TestParamTakesPropertyFloatWidth(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := g.Query(ctx, "main", tc.src, "", tc.params)
+			res, err := Head(ctx, g, "main", tc.src, "", tc.params)
 			if err != nil {
 				t.Fatalf("Query: %v", err)
 			}
@@ -92,14 +94,14 @@ func TestParamTakesPropertyFloatWidth(t *testing.T) {
 func TestMutationWhereParamTakesPropertyFloatWidth(t *testing.T) {
 	ctx := context.Background()
 	g := newParamGraph(t)
-	res, err := g.MutateQuery(ctx, `mutation m($x: F64) { update Item set { state: "gone" } where w32 = $x }`, "", MutateOptions{Params: map[string]any{"x": 1.2}})
+	res, err := mutate.Query(ctx, g, `mutation m($x: F64) { update Item set { state: "gone" } where w32 = $x }`, "", mutate.Options{Params: map[string]any{"x": 1.2}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.AffectedNodes != 1 {
 		t.Fatalf("update where w32 = 1.2 affected %d nodes, want 1 (a)", res.AffectedNodes)
 	}
-	res, err = g.MutateQuery(ctx, `mutation m($x: F64) { delete Item where w32 > $x }`, "", MutateOptions{Params: map[string]any{"x": 1.2}})
+	res, err = mutate.Query(ctx, g, `mutation m($x: F64) { delete Item where w32 > $x }`, "", mutate.Options{Params: map[string]any{"x": 1.2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,14 +110,14 @@ func TestMutationWhereParamTakesPropertyFloatWidth(t *testing.T) {
 	}
 	// Read-your-writes inside one mutation: the insert is staged, the update
 	// matches it through the staged rows.
-	res, err = g.MutateQuery(ctx, `mutation m($x: F64) {
+	res, err = mutate.Query(ctx, g, `mutation m($x: F64) {
   insert Item { sku: "e", w32: 3.3 }
   update Item set { state: "live" } where w32 = $x
-}`, "", MutateOptions{Params: map[string]any{"x": 3.3}})
+}`, "", mutate.Options{Params: map[string]any{"x": 3.3}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := g.Query(ctx, "main", `query q() { match { $i: Item } return { $i.sku, $i.state } }`, "", nil)
+	got, err := Head(ctx, g, "main", `query q() { match { $i: Item } return { $i.sku, $i.state } }`, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +133,7 @@ func TestMutationWhereParamTakesPropertyFloatWidth(t *testing.T) {
 func TestEnumParamRefusedBeforeIO(t *testing.T) {
 	ctx := context.Background()
 	g := newParamGraph(t)
-	before := g.mustHead(t)
+	before := mustHead(t, g)
 	reads := []struct{ name, src string }{
 		{"filter", `query q($s: String) { match { $i: Item  $i.state = $s } return { $i.sku } }`},
 		{"inline", `query q($s: String) { match { $i: Item { state: $s } } return { $i.sku } }`},
@@ -144,12 +146,12 @@ func TestEnumParamRefusedBeforeIO(t *testing.T) {
 			if tc.name == "list param" {
 				p["s"] = []any{"live", "publshed"}
 			}
-			_, err := g.Query(ctx, "main", tc.src, "", p)
+			_, err := Head(ctx, g, "main", tc.src, "", p)
 			assertQueryError(t, err, gq.CodeBadValue, "q", `"publshed" is not one of draft, gone, live`)
 		})
 	}
 	// A known value still runs (and compares as before).
-	res, err := g.Query(ctx, "main", reads[0].src, "", map[string]any{"s": "live"})
+	res, err := Head(ctx, g, "main", reads[0].src, "", map[string]any{"s": "live"})
 	if err != nil || rowsText(res) != "a" {
 		t.Fatalf("known value: %v %q", err, rowsText(res))
 	}
@@ -161,16 +163,16 @@ func TestEnumParamRefusedBeforeIO(t *testing.T) {
 	}
 	for _, tc := range muts {
 		t.Run("mutate "+tc.name, func(t *testing.T) {
-			_, err := g.MutateQuery(ctx, tc.src, "", MutateOptions{Params: map[string]any{"s": "publshed"}})
+			_, err := mutate.Query(ctx, g, tc.src, "", mutate.Options{Params: map[string]any{"s": "publshed"}})
 			assertQueryError(t, err, gq.CodeBadValue, "m", `"publshed" is not one of draft, gone, live`)
 		})
 	}
-	if after := g.mustHead(t); after != before {
+	if after := mustHead(t, g); after != before {
 		t.Errorf("a refused mutation moved the head: %s -> %s", before, after)
 	}
 }
 
-func (g *Graph) mustHead(t *testing.T) string {
+func mustHead(t *testing.T, g *graph.Graph) string {
 	t.Helper()
 	s, err := g.Snapshot(context.Background(), "main")
 	if err != nil {
@@ -216,31 +218,31 @@ mutation add($s: String) {
   insert Item { sku: $s }
 }
 `
-	res, err := g.Query(ctx, "main", file, "live", nil)
+	res, err := Head(ctx, g, "main", file, "live", nil)
 	if err != nil || rowsText(res) != "a" {
 		t.Fatalf("live beside a type error and a mixed mutation: %v %q", err, rowsText(res))
 	}
-	mres, err := g.MutateQuery(ctx, file, "add", MutateOptions{Params: map[string]any{"s": "n"}})
+	mres, err := mutate.Query(ctx, g, file, "add", mutate.Options{Params: map[string]any{"s": "n"}})
 	if err != nil || mres.AffectedNodes != 1 {
 		t.Fatalf("add beside a mixed mutation: %v %+v", err, mres)
 	}
-	_, err = g.Query(ctx, "main", file, "typo", nil)
+	_, err = Head(ctx, g, "main", file, "typo", nil)
 	assertQueryError(t, err, gq.CodeUnknownType, "typo", `in query "typo" at 7:15: unknown node type "Itme"`)
-	_, err = g.MutateQuery(ctx, file, "mixed", MutateOptions{})
+	_, err = mutate.Query(ctx, g, file, "mixed", mutate.Options{})
 	assertQueryError(t, err, gq.CodeMixedMutation, "mixed", `in query "mixed" at 12:3: this delete`)
-	_, err = g.Query(ctx, "main", file, "mixed", nil)
-	if !errors.Is(err, ErrNotARead) {
+	_, err = Head(ctx, g, "main", file, "mixed", nil)
+	if !errors.Is(err, graph.ErrNotARead) {
 		t.Errorf("a mutation on the read path: %v", err)
 	}
-	_, err = g.MutateQuery(ctx, file, "add", MutateOptions{})
+	_, err = mutate.Query(ctx, g, file, "add", mutate.Options{})
 	assertQueryError(t, err, gq.CodeMissingParam, "add", "parameter $s (String) is required")
-	_, err = g.Query(ctx, "main", `query broken() { match { $i: Item  $i.sku ~ 1 } return { $i } }`, "", nil)
+	_, err = Head(ctx, g, "main", `query broken() { match { $i: Item  $i.sku ~ 1 } return { $i } }`, "", nil)
 	assertQueryError(t, err, gq.CodeSyntax, "broken", `in query "broken" at 1:43: unexpected character`)
 	// A runtime input error of a mutation names the query and statement.
-	_, err = g.MutateQuery(ctx, `mutation dup() {
+	_, err = mutate.Query(ctx, g, `mutation dup() {
   insert Item { sku: "q", w32: 1 }
   update Item set { w32: 1e39 } where sku = "q"
-}`, "", MutateOptions{})
+}`, "", mutate.Options{})
 	if err == nil || !strings.Contains(err.Error(), `in query "dup"`) {
 		t.Errorf("out-of-range update: %v", err)
 	}

@@ -1,0 +1,31 @@
+package graph
+
+import (
+	"context"
+
+	"github.com/omnigraph-go/omnigraph/graph/manifest"
+)
+
+// Internals the external tests of this directory (package graph_test) reach:
+// the standard export_test.go pattern, compiled only into the test binary,
+// so none of it is public API.
+
+// TableBranch is tableBranch.
+var TableBranch = tableBranch
+
+// ProbeDir is probeDir.
+const ProbeDir = probeDir
+
+// CreateBranchInternal is createBranch: CreateBranch without the check
+// that refuses the engine's internal branch names.
+func (g *Graph) CreateBranchInternal(ctx context.Context, name, from string) (*Snapshot, error) {
+	return g.CreateBranchInternal(ctx, name, from)
+}
+
+// DeleteBranchInternal is deleteBranch.
+func (g *Graph) DeleteBranchInternal(ctx context.Context, name string) error {
+	return g.DeleteBranchInternal(ctx, name)
+}
+
+// Base is the head the write was begun on.
+func (w *Write) Base() *manifest.Entry { return w.base }
