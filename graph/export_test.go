@@ -19,12 +19,12 @@ const ProbeDir = probeDir
 // CreateBranchInternal is createBranch: CreateBranch without the check
 // that refuses the engine's internal branch names.
 func (g *Graph) CreateBranchInternal(ctx context.Context, name, from string) (*Snapshot, error) {
-	return g.CreateBranchInternal(ctx, name, from)
+	return g.createBranch(ctx, name, from)
 }
 
 // DeleteBranchInternal is deleteBranch.
 func (g *Graph) DeleteBranchInternal(ctx context.Context, name string) error {
-	return g.DeleteBranchInternal(ctx, name)
+	return g.deleteBranch(ctx, name)
 }
 
 // Base is the head the write was begun on.
