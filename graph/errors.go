@@ -205,7 +205,7 @@ var ErrReferentialIntegrity = errors.New("referential integrity")
 // ErrPreconditionFailed matches every *PreconditionFailed.
 var ErrPreconditionFailed = errors.New("precondition failed")
 
-// PreconditionFailed is a conditional write (MutateOptions.IfCommit) whose
+// PreconditionFailed is a conditional write (mutate.Options.IfCommit) whose
 // branch head was not the expected commit. Nothing was written and the
 // write was not retried.
 type PreconditionFailed struct {

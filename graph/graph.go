@@ -1,13 +1,20 @@
-// Package graph is the engine: a typed property graph stored as one table per
-// node and edge type, tied together by the __manifest control dataset
-// (package graph/manifest), with graph branches, a commit graph, time travel,
-// and the shared write pipeline every writer (load, mutation, merge, schema
-// apply, maintenance) goes through (write.go).
+// Package graph is the engine core: a typed property graph stored as one
+// table per node and edge type, tied together by the __manifest control
+// dataset (package graph/manifest), with graph branches, a commit graph,
+// time travel, and the shared write pipeline every writer goes through
+// (write.go: BeginWrite, Stage, Commit; recovery.go: the sweep at open,
+// heal and Repair).
+//
+// The operations are packages above the core, each a client of the
+// pipeline or of a Snapshot: graph/change (the change set a writer stages
+// and its constraint evaluator), graph/load (NDJSON load), graph/mutate
+// (mutations) and graph/query (reads). docs/dev/README.md maps the tree.
 //
 // A *Graph is a handle on one graph in one store. It caches the last head it
 // read of each branch, so a read or a write on a warm handle pays one List to
 // learn the branch did not move, and no GET. Handles of one graph in one
-// process share the write gates (gates.go).
+// process share the write gates (gates.go). Packages above keep per-handle
+// state as an Attachment of the handle.
 //
 // The on-disk layout and the request budget are described in
 // docs/dev/graph.md.

@@ -65,7 +65,7 @@ type Options struct {
 	// "parse", "validate" or "write"; done counts lines parsed.
 	Progress func(phase string, done int64)
 	// Retries bounds re-preparing an append or merge that lost a race
-	// (default DefaultWriteRetries).
+	// (default graph.DefaultWriteRetries).
 	Retries int
 	// Actor overrides the handle's actor for this commit.
 	Actor string

@@ -34,7 +34,7 @@ type Options struct {
 	// Now fixes now() (zero: the time of the call).
 	Now time.Time
 	// Retries bounds re-preparing an insert-only mutation that lost a race
-	// (default DefaultWriteRetries).
+	// (default graph.DefaultWriteRetries).
 	Retries int
 	// Actor overrides the handle's actor for this commit.
 	Actor string
