@@ -52,8 +52,14 @@ func TestErrorIsAndMessage(t *testing.T) {
 	if !backend.IsNotFound(err) || backend.IsPrecondition(err) {
 		t.Fatal("IsNotFound/IsPrecondition disagree with the kind")
 	}
-	if got, want := err.Error(), "get graph/_manifest: not_found"; got != want {
+	// The message names the operation and class, never the key (keys are
+	// internal; they stay on the value).
+	if got, want := err.Error(), "get: not_found"; got != want {
 		t.Fatalf("Error() = %q, want %q", got, want)
+	}
+	var be *backend.Error
+	if !errors.As(err, &be) || be.Key != "graph/_manifest" {
+		t.Fatalf("the key must stay on the value: %+v", be)
 	}
 	cause := backend.NewError("put", "k", backend.KindTransient, context.DeadlineExceeded)
 	if !errors.Is(cause, context.DeadlineExceeded) || !errors.Is(cause, backend.ErrTransient) {

@@ -81,12 +81,11 @@ func NewError(op, key string, kind Kind, err error) *Error {
 	return &Error{Op: op, Key: key, Kind: kind, Err: err}
 }
 
+// Error names the operation and the failure class, never the key: storage
+// keys are internal and paths may be private, and this text reaches users
+// and logs (Key stays on the value for callers that need it).
 func (e *Error) Error() string {
-	msg := e.Op
-	if e.Key != "" {
-		msg += " " + e.Key
-	}
-	msg += ": " + e.Kind.String()
+	msg := e.Op + ": " + e.Kind.String()
 	if e.Err != nil {
 		msg += ": " + Redact(e.Err.Error())
 	}

@@ -404,6 +404,9 @@ func TestCrashAtEveryWriteOfEveryWriter(t *testing.T) {
 						if crashed && err != nil && !errors.Is(err, backend.ErrUnknown) && !errors.Is(err, graph.ErrRecoveryRequired) {
 							t.Errorf("%s: a crash surfaced as an untyped error (want OutcomeUnknown or RecoveryRequired)", where)
 						}
+						if err != nil {
+							assertNoInternalKeys(t, where, err.Error())
+						}
 						// A restarted process: no intent, gate or handle of
 						// the writer survives.
 						g, oerr := graph.Open(ctx, r.fault, graph.OpenOptions{Process: graph.NewProcess(), Actor: "tester"})
@@ -477,6 +480,20 @@ func TestCrashAtEveryWriteOfEveryWriter(t *testing.T) {
 					t.Errorf("the harness never saw both outcomes: %v", landed)
 				}
 			})
+		}
+	}
+}
+
+// internalKeyMarks are pieces of storage keys that no user-facing message may
+// contain (issue 11 items 14 and 15: say which branch and version, never the
+// key).
+var internalKeyMarks = []string{"__manifest/", "/.v/", "__recovery/", "_graph_commit_recoveries/", "tree/", "_versions/"}
+
+func assertNoInternalKeys(t testing.TB, where, msg string) {
+	t.Helper()
+	for _, m := range internalKeyMarks {
+		if strings.Contains(msg, m) {
+			t.Errorf("%s: the error names an internal storage key (%q): %s", where, m, msg)
 		}
 	}
 }

@@ -116,7 +116,7 @@ func Audits(ctx context.Context, store backend.StorageAdapter) ([]Record, error)
 		var r Record
 		dec := json.NewDecoder(bytes.NewReader(data))
 		if err := dec.Decode(&r); err != nil {
-			return nil, fmt.Errorf("recovery audit row %s is corrupt: %v", o.Key, err)
+			return nil, fmt.Errorf("a recovery audit row is corrupt: %v", err)
 		}
 		out = append(out, r)
 	}

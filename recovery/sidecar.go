@@ -90,17 +90,19 @@ func Encode(sc *Sidecar) ([]byte, error) {
 // Decode parses the sidecar stored at key. Anything unreadable or
 // inconsistent is ErrCorruptSidecar.
 func Decode(key string, data []byte) (*Sidecar, error) {
+	// Messages name the operation, never the key (keys are internal).
+	op, _ := OperationIDOf(key)
 	var sc Sidecar
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sc); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptSidecar, key, err)
+		return nil, fmt.Errorf("%w: operation %s: %v", ErrCorruptSidecar, op, err)
 	}
 	if err := sc.validate(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptSidecar, key, err)
+		return nil, fmt.Errorf("%w: operation %s: %v", ErrCorruptSidecar, op, err)
 	}
 	if id, _ := OperationIDOf(key); id != sc.Intent.OperationID {
-		return nil, fmt.Errorf("%w: %s holds operation %q", ErrCorruptSidecar, key, sc.Intent.OperationID)
+		return nil, fmt.Errorf("%w: the sidecar of operation %s holds operation %q", ErrCorruptSidecar, op, sc.Intent.OperationID)
 	}
 	return &sc, nil
 }
@@ -190,7 +192,7 @@ func Arm(ctx context.Context, store backend.StorageAdapter, sc *Sidecar) error {
 		}
 		_ = store.Delete(ctx, key) // withdraw: the writer will not act on it
 	}
-	return fmt.Errorf("%w: write %s: %w", ErrArm, key, err)
+	return fmt.Errorf("%w: write the sidecar of operation %s: %w", ErrArm, sc.Intent.OperationID, err)
 }
 
 // Disarm is Phase D: delete the sidecar. The caller treats an error as a
@@ -221,7 +223,7 @@ func Pending(ctx context.Context, store backend.StorageAdapter) ([]string, error
 // unparseable one is ErrCorruptSidecar.
 func Read(ctx context.Context, store backend.StorageAdapter, key string) (*Sidecar, error) {
 	if _, ok := OperationIDOf(key); !ok {
-		return nil, fmt.Errorf("%w: unexpected object %s under %s", ErrCorruptSidecar, key, Dir)
+		return nil, fmt.Errorf("%w: an object in the recovery directory is not a sidecar", ErrCorruptSidecar)
 	}
 	data, _, err := store.Get(ctx, key)
 	if err != nil {

@@ -198,7 +198,7 @@ func Resolve(ctx context.Context, store backend.StorageAdapter, sc *Sidecar, opt
 			rec.Tables = append(rec.Tables, TableOutcome{Key: t.Key, Path: t.Path, Branch: t.Branch, FromVersion: t.ExpectedVersion, ToVersion: t.ExpectedVersion, Action: "none"})
 		}
 	case a.Class == ClassInvariantViolation:
-		return out, fmt.Errorf("%w: operation %s: %s; the sidecar %s is kept for inspection", ErrInvariantViolation, in.OperationID, describe(a), Key(in.OperationID))
+		return out, fmt.Errorf("%w: operation %s: %s; its sidecar is kept for inspection (omnigraph recovery list)", ErrInvariantViolation, in.OperationID, describe(a))
 	case (a.Class == ClassUnexpectedAtP1 || a.Class == ClassUnexpectedMultistep) && opts.Mode == Compensate:
 		if err := rollBack(ctx, store, opts, a, rec); err != nil {
 			return out, err

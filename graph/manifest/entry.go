@@ -159,7 +159,7 @@ func Decode(key string, data []byte) (*Entry, error) {
 		Stamp int `json:"stamp"`
 	}
 	if err := json.Unmarshal(data, &stamp); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, Describe(key), err)
 	}
 	if stamp.Stamp != StampCurrent {
 		return nil, &StampError{Key: key, Found: stamp.Stamp}
@@ -167,13 +167,13 @@ func Decode(key string, data []byte) (*Entry, error) {
 	var e Entry
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&e); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, Describe(key), err)
 	}
 	if err := e.validate(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, Describe(key), err)
 	}
 	if e.Key() != key {
-		return nil, fmt.Errorf("%w: %s holds version %d of %q incarnation %d", ErrCorrupt, key, e.Version, e.Branch, e.Incarnation)
+		return nil, fmt.Errorf("%w: %s holds version %d of %q incarnation %d", ErrCorrupt, Describe(key), e.Version, e.Branch, e.Incarnation)
 	}
 	return &e, nil
 }

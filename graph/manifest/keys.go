@@ -99,21 +99,32 @@ func VersionKey(branch string, incarnation, version uint64) string {
 // SchemaKey is where the accepted schema source with this identity lives.
 func SchemaKey(identity string) string { return SchemaDir + identity + ".pg" }
 
+// Describe names the manifest version a key holds for a user message
+// ("branch \"main\" version 3"), never the key itself: storage keys are
+// internal.
+func Describe(key string) string {
+	branch, inc, v, err := ParseVersionKey(key)
+	if err != nil {
+		return "a manifest object"
+	}
+	return fmt.Sprintf("branch %q version %d (incarnation %d)", branch, v, inc)
+}
+
 // ParseVersionKey splits a version key into its branch, incarnation and
 // version.
 func ParseVersionKey(key string) (branch string, incarnation, version uint64, err error) {
 	rest, ok := strings.CutPrefix(key, branchesDir)
 	if !ok {
-		return "", 0, 0, fmt.Errorf("%w: key %q is not under %s", ErrCorrupt, key, branchesDir)
+		return "", 0, 0, fmt.Errorf("%w: a manifest object is not under the branches directory", ErrCorrupt)
 	}
 	i := strings.LastIndex(rest, "/"+versionsMarker+"/")
 	if i < 0 {
-		return "", 0, 0, fmt.Errorf("%w: key %q has no version marker", ErrCorrupt, key)
+		return "", 0, 0, fmt.Errorf("%w: a manifest object has no version marker", ErrCorrupt)
 	}
 	branch = rest[:i]
 	parts := strings.Split(rest[i+len(versionsMarker)+2:], "/")
 	if len(parts) != 2 {
-		return "", 0, 0, fmt.Errorf("%w: key %q is not <incarnation>/<version>", ErrCorrupt, key)
+		return "", 0, 0, fmt.Errorf("%w: a manifest object is not named <incarnation>/<version>", ErrCorrupt)
 	}
 	if incarnation, err = ParseInv(parts[0]); err != nil {
 		return "", 0, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
