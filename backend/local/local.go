@@ -759,9 +759,10 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	case err == nil:
 		serr := syncDir(filepath.Dir(s.path(key)))
 		s.pruneDirs(key)
-		if serr != nil {
-			// The unlink took effect in memory; whether it survives a
-			// power loss is not known.
+		// The unlink took effect in memory; whether it survives a power
+		// loss is not known. (A directory that a concurrent delete already
+		// emptied and removed took the entry with it: ENOENT is fine.)
+		if serr != nil && !errors.Is(errnoOf(serr), unix.ENOENT) {
 			return backend.NewError("delete", key, backend.KindUnknown, fmt.Errorf("deleted, but syncing the directory failed: %v", errnoOf(serr)))
 		}
 		return nil
