@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/azure"
@@ -28,6 +29,12 @@ func TestLostAnswerInjectedAzure(t *testing.T) {
 // proxiedAzure returns a store at a fresh prefix whose requests pass
 // through a recording proxy.
 func proxiedAzure(t *testing.T) (backend.StorageAdapter, *testenv.Proxy) {
+	return proxiedAzureTimeout(t, 0)
+}
+
+// proxiedAzureTimeout is proxiedAzure with each request bounded by timeout
+// (zero: the default).
+func proxiedAzureTimeout(t *testing.T, timeout time.Duration) (backend.StorageAdapter, *testenv.Proxy) {
 	name := testenv.AzureContainer(t)
 	cfg, err := azure.ConfigFromEnv(name)
 	if err != nil {
@@ -37,6 +44,7 @@ func proxiedAzure(t *testing.T) (backend.StorageAdapter, *testenv.Proxy) {
 	i := strings.LastIndex(u, "/")
 	p := testenv.NewProxy(t, u[:i])
 	cfg.Endpoint = p.URL + u[i:]
+	cfg.RequestTimeout = timeout
 	st, err := azure.New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +94,17 @@ func TestListPagesCostOneRequestAzure(t *testing.T) {
 func TestWireAzure(t *testing.T) {
 	testenv.RunWire(t, testenv.Wire{
 		Open:     proxiedAzure,
+		IsWrite:  testenv.IsMethod(http.MethodPut),
+		IsRead:   testenv.IsMethod(http.MethodGet),
+		Throttle: testenv.Rule{Status: http.StatusServiceUnavailable, Header: http.Header{"X-Ms-Error-Code": {"ServerBusy"}}},
+	})
+}
+
+// TestReissueWireAzure runs the manifest re-issue rule through a
+// misbehaving proxy in front of Azurite (see testenv.RunReissue).
+func TestReissueWireAzure(t *testing.T) {
+	testenv.RunReissue(t, testenv.ReissueWire{
+		Open:     proxiedAzureTimeout,
 		IsWrite:  testenv.IsMethod(http.MethodPut),
 		IsRead:   testenv.IsMethod(http.MethodGet),
 		Throttle: testenv.Rule{Status: http.StatusServiceUnavailable, Header: http.Header{"X-Ms-Error-Code": {"ServerBusy"}}},

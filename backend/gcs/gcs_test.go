@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/gcs"
@@ -49,6 +50,36 @@ func TestWireGCS(t *testing.T) {
 			return backend.WithPrefix(st, prefix), p
 		},
 		// Uploads are one multipart POST each (ChunkSize 0).
+		IsWrite: func(r testenv.Request) bool {
+			return r.Method == http.MethodPost && strings.HasPrefix(r.Path, "/upload/")
+		},
+		IsRead:   testenv.IsMethod(http.MethodGet),
+		Throttle: testenv.Rule{Status: http.StatusTooManyRequests, Header: http.Header{"Content-Type": {"application/json"}}, Body: `{"error":{"code":429,"message":"rate limit exceeded"}}`},
+	})
+}
+
+// TestReissueWireGCS runs the manifest re-issue rule through a misbehaving
+// proxy in front of fake-gcs-server (see testenv.RunReissue).
+func TestReissueWireGCS(t *testing.T) {
+	testenv.RunReissue(t, testenv.ReissueWire{
+		Open: func(t *testing.T, timeout time.Duration) (backend.StorageAdapter, *testenv.Proxy) {
+			bucket := testenv.GCSBucket(t)
+			target := os.Getenv("STORAGE_EMULATOR_HOST")
+			if !strings.Contains(target, "://") {
+				target = "http://" + target
+			}
+			p := testenv.NewProxy(t, target)
+			p.Host = strings.TrimPrefix(strings.TrimPrefix(target, "http://"), "https://")
+			t.Setenv("STORAGE_EMULATOR_HOST", p.HostPort)
+			st, err := gcs.New(t.Context(), gcs.Config{Bucket: bucket, RequestTimeout: timeout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			prefix := testenv.Prefix(t) + "/"
+			t.Cleanup(func() { _ = st.DeletePrefix(context.Background(), prefix) })
+			return backend.WithPrefix(st, prefix), p
+		},
 		IsWrite: func(r testenv.Request) bool {
 			return r.Method == http.MethodPost && strings.HasPrefix(r.Path, "/upload/")
 		},

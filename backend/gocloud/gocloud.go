@@ -52,6 +52,9 @@ func init() {
 		if err := backend.CheckParams(u); err != nil {
 			return nil, err
 		}
+		if err := cloud.CheckEnv(); err != nil {
+			return nil, err
+		}
 		prefix := strings.Trim(u.Path, "/")
 		if prefix != "" {
 			if err := backend.ValidatePrefix(prefix); err != nil {

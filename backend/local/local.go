@@ -576,7 +576,15 @@ func (s *Store) fill(f *os.File, tmp string, data []byte) (os.FileInfo, error) {
 	return f.Stat()
 }
 
+// syncDirHook, when set by a test, replaces the directory fsync that follows
+// a rename, a link or an unlink: it injects a failure after the write took
+// effect.
+var syncDirHook func(dir string) error
+
 func syncDir(dir string) error {
+	if syncDirHook != nil {
+		return syncDirHook(dir)
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -749,8 +757,14 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	unlock()
 	switch {
 	case err == nil:
-		syncDir(filepath.Dir(s.path(key)))
+		serr := syncDir(filepath.Dir(s.path(key)))
 		s.pruneDirs(key)
+		// The unlink took effect in memory; whether it survives a power
+		// loss is not known. (A directory that a concurrent delete already
+		// emptied and removed took the entry with it: ENOENT is fine.)
+		if serr != nil && !errors.Is(errnoOf(serr), unix.ENOENT) {
+			return backend.NewError("delete", key, backend.KindUnknown, fmt.Errorf("deleted, but syncing the directory failed: %v", errnoOf(serr)))
+		}
 		return nil
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EISDIR):
 		return nil // missing, or only a prefix: nothing to delete

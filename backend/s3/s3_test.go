@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/s3"
@@ -53,6 +54,35 @@ func TestWireS3(t *testing.T) {
 			Body: `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`},
 	})
 }
+
+// TestReissueWireS3 runs the manifest re-issue rule through a misbehaving
+// proxy in front of versitygw (see testenv.RunReissue).
+func TestReissueWireS3(t *testing.T) {
+	testenv.RunReissue(t, testenv.ReissueWire{
+		Open: func(t *testing.T, timeout time.Duration) (backend.StorageAdapter, *testenv.Proxy) {
+			bucket := testenv.S3Bucket(t)
+			cfg, err := s3.ConfigFromEnv(bucket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := testenv.NewProxy(t, cfg.Endpoint)
+			cfg.Endpoint, cfg.RequestTimeout = p.URL, timeout
+			st, err := s3.New(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prefix := testenv.Prefix(t) + "/"
+			t.Cleanup(func() { _ = st.DeletePrefix(context.Background(), prefix) })
+			return backend.WithPrefix(st, prefix), p
+		},
+		IsWrite:  testenv.IsMethod(http.MethodPut),
+		IsRead:   testenv.IsMethod(http.MethodGet),
+		Throttle: s3Throttle,
+	})
+}
+
+var s3Throttle = testenv.Rule{Status: http.StatusServiceUnavailable, Header: http.Header{"Content-Type": {"application/xml"}},
+	Body: `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`}
 
 // TestMultipartConditionalS3: above the multipart threshold, the condition
 // rides on CompleteMultipartUpload: a second create loses and leaves the

@@ -379,47 +379,6 @@ func TestHistoryFollowsTheForkPoint(t *testing.T) {
 	}
 }
 
-func TestPublishLostAnswerIsReadBack(t *testing.T) {
-	tests := []struct {
-		name    string
-		mode    int32
-		wantErr error
-	}{
-		{"applied then lost", 1, nil},
-		{"lost without effect", 2, backend.ErrUnknown},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
-			m, c := newStore(t)
-			head := chain(t, m, "main", 1, 1)
-			c.loseNext.Store(tt.mode)
-			c.reset()
-			err := m.Publish(ctx, commitEntry("main", 1, 2, head.Head))
-			if tt.wantErr == nil && err != nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
-				t.Fatalf("Publish = %v, want %v", err, tt.wantErr)
-			}
-			if c.puts.Load() != 1 {
-				t.Fatalf("publish sent %d conditional puts; a lost answer must never be re-sent", c.puts.Load())
-			}
-		})
-	}
-	t.Run("another writer won", func(t *testing.T) {
-		ctx := context.Background()
-		m, c := newStore(t)
-		head := chain(t, m, "main", 1, 1)
-		if err := m.Publish(ctx, commitEntry("main", 1, 2, head.Head)); err != nil {
-			t.Fatal(err)
-		}
-		c.loseNext.Store(2)
-		mine := commitEntry("main", 1, 2, head.Head)
-		mine.Commit.ID, mine.Head = "mine", "mine"
-		if err := m.Publish(ctx, mine); !errors.Is(err, ErrHeadMoved) {
-			t.Fatalf("Publish = %v, want ErrHeadMoved", err)
-		}
-	})
-}
-
 func TestDecodeChecksStampFirst(t *testing.T) {
 	e := commitEntry("main", 1, 1, "")
 	for _, tt := range []struct {

@@ -1,10 +1,10 @@
 package manifest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 
@@ -48,13 +48,32 @@ type Ref struct {
 func (r Ref) Live() bool { return r.Exists && !r.Deleted }
 
 // Store reads and writes __manifest through a StorageAdapter. It holds no
-// state: caching is the caller's business.
+// graph state: caching is the caller's business.
 type Store struct {
-	s backend.StorageAdapter
+	s     backend.StorageAdapter
+	sleep Sleeper      // nil: real time
+	log   *slog.Logger // nil: slog.Default() at each use
 }
 
-// New returns a Store over s (the graph root).
+// New returns a Store over s (the graph root). Its re-issue pauses use real
+// time and it logs to slog.Default().
 func New(s backend.StorageAdapter) *Store { return &Store{s: s} }
+
+// SetSleeper replaces the clock of the pauses between re-issues of a
+// manifest create (tests pass one that returns at once); nil restores real
+// time. Call it before the store is shared.
+func (m *Store) SetSleeper(s Sleeper) { m.sleep = s }
+
+// SetLogger sets where the publish events go; nil means slog.Default() at
+// the time of each event. Call it before the store is shared.
+func (m *Store) SetLogger(l *slog.Logger) { m.log = l }
+
+func (m *Store) logger() *slog.Logger {
+	if m.log != nil {
+		return m.log
+	}
+	return slog.Default()
+}
 
 // Adapter returns the storage the store uses.
 func (m *Store) Adapter() backend.StorageAdapter { return m.s }
@@ -124,50 +143,15 @@ func (m *Store) Head(ctx context.Context, branch string) (*Entry, error) {
 	return m.Read(ctx, r)
 }
 
-// Publish stores e as the next version of its branch incarnation with
-// exactly one PutIfAbsent. The key is taken when another writer published
-// e.Version first or the incarnation was deleted: ErrHeadMoved, nothing
-// written. When the answer is lost (backend.ErrUnknown) it reads the key back
-// once: our exact bytes mean success, other bytes mean ErrHeadMoved, and
-// anything else stays an error matching backend.ErrUnknown. It never re-sends.
-func (m *Store) Publish(ctx context.Context, e *Entry) error {
-	data, err := Encode(e)
-	if err != nil {
-		return err
-	}
-	return m.putOnce(ctx, e.Key(), fmt.Sprintf("branch %q version %d", e.Branch, e.Version), data)
-}
-
-// putOnce creates key once; what names it for users (a branch and version,
-// never the storage key).
-func (m *Store) putOnce(ctx context.Context, key, what string, data []byte) error {
-	_, err := m.s.PutIfAbsent(ctx, key, data)
-	switch {
-	case err == nil:
-		return nil
-	case backend.IsPrecondition(err):
-		return fmt.Errorf("%w: %s was already published by another writer", ErrHeadMoved, what)
-	case !errors.Is(err, backend.ErrUnknown):
-		return fmt.Errorf("publish manifest version: %w", err)
-	}
-	got, _, rerr := m.s.Get(ctx, key)
-	switch {
-	case rerr == nil && bytes.Equal(got, data):
-		return nil
-	case rerr == nil:
-		return fmt.Errorf("%w: %s was published by another writer", ErrHeadMoved, what)
-	}
-	return fmt.Errorf("publish %s: answer lost and read-back failed (%s): %w", what, backend.Redact(rerr.Error()), err)
-}
-
 // Tombstone deletes incarnation r.Incarnation of a live branch whose head is
-// r.Version, with one PutIfAbsent of a zero-byte object at the next version
-// key. A publish that won that key first makes it ErrHeadMoved.
+// r.Version, with a PutIfAbsent of a zero-byte object at the next version
+// key, re-issued like Publish's. A publish that won that key first makes it
+// ErrHeadMoved.
 func (m *Store) Tombstone(ctx context.Context, r Ref) error {
 	if !r.Live() {
 		return fmt.Errorf("%w: %q", ErrBranchNotFound, r.Branch)
 	}
-	return m.putOnce(ctx, VersionKey(r.Branch, r.Incarnation, r.Version+1), fmt.Sprintf("branch %q version %d", r.Branch, r.Version+1), []byte{})
+	return m.create(ctx, VersionKey(r.Branch, r.Incarnation, r.Version+1), r.Branch, r.Version+1, []byte{})
 }
 
 // CheckNewName verifies that branch may be created: no live branch has the

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Proxy is an HTTP proxy on 127.0.0.1 in front of a store's endpoint that
@@ -57,6 +58,10 @@ type Rule struct {
 	// Header and Body go with Status.
 	Header http.Header
 	Body   string
+	// Delay holds the answer back this long after forwarding (or until the
+	// client gives up), so a client with a shorter request timeout sees its
+	// request time out after it took effect.
+	Delay time.Duration
 }
 
 // NewProxy starts a proxy to target (a base URL) and stops it when the test
@@ -141,6 +146,14 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write(respBody)
 			return
 		}
+	}
+	if rule.Delay > 0 {
+		t := time.NewTimer(rule.Delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+		}
+		t.Stop()
 	}
 	if rule.Status == 0 {
 		// The answer is lost: close the connection without a response.

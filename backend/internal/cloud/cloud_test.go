@@ -96,3 +96,36 @@ func TestTransportKind(t *testing.T) {
 		}
 	}
 }
+
+// TestRequesterOneRetryLayer pins the one retry layer: reads and writes of
+// fresh files get 3 client + 3 throttle retries; conditionals and writes to
+// reused keys (backend.ReusedKey) make exactly one attempt.
+func TestRequesterOneRetryLayer(t *testing.T) {
+	errX := errors.New("x")
+	r := Requester{
+		Policy:   Policy{MaxClient: MaxClientRetries, MaxThrottle: MaxThrottleRetries, Backoff: time.Microsecond},
+		Classify: func(error, Mode) (backend.Kind, Verdict) { return backend.KindTransient, RetryThrottle },
+		Describe: func(error) string { return "throttled" },
+	}
+	for _, c := range []struct {
+		name  string
+		ctx   context.Context
+		mode  Mode
+		calls int
+	}{
+		{"read", context.Background(), Read, 1 + MaxThrottleRetries},
+		{"fresh write", context.Background(), Write, 1 + MaxThrottleRetries},
+		{"conditional", context.Background(), Conditional, 1},
+		{"reused key", backend.ReusedKey(context.Background()), Write, 1},
+		{"reused key conditional", backend.ReusedKey(context.Background()), Conditional, 1},
+	} {
+		calls := 0
+		err := r.Do(c.ctx, "put", "k", c.mode, func(context.Context) error { calls++; return errX })
+		if calls != c.calls || backend.KindOf(err) != backend.KindTransient {
+			t.Fatalf("%s: %d attempts (%v), want %d", c.name, calls, err, c.calls)
+		}
+	}
+	if backend.IsReusedKey(context.Background()) {
+		t.Fatal("an unmarked context reads as a reused key")
+	}
+}

@@ -86,7 +86,7 @@ type Mode int
 
 const (
 	Read        Mode = iota // repeatable; every transient failure is retried
-	Write                   // unconditional Put/Delete: retried only when the failure proves no effect
+	Write                   // unconditional Put/Delete: retried only when the failure proves no effect; once for a reused key (backend.ReusedKey)
 	Conditional             // PutIfAbsent/PutIfMatch: exactly one attempt
 )
 
@@ -112,7 +112,9 @@ func (r Requester) Do(ctx context.Context, op, key string, m Mode, fn func(ctx c
 	switch {
 	case r.CheckContext && ctx.Err() != nil:
 		err = ctx.Err()
-	case m == Conditional:
+	case m == Conditional, m == Write && backend.IsReusedKey(ctx):
+		// Conditionals and writes to reused keys make one attempt; their
+		// owner resolves an ambiguous answer.
 		err = Once(ctx, r.Timeout, fn)
 	default:
 		err = r.Policy.Do(ctx, fn, func(err error) Verdict {
