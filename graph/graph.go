@@ -212,7 +212,7 @@ func Open(ctx context.Context, store backend.StorageAdapter, opts OpenOptions) (
 			return nil, err
 		}
 	}
-	man := manifest.New(store)
+	man := newManifest(store)
 	// A read-write open lists __recovery/ beside the head read.
 	type listed struct {
 		keys []string
@@ -330,6 +330,20 @@ func (g *Graph) catalog(ctx context.Context, identity string) (*pg.Catalog, erro
 	return c, nil
 }
 
+// reissuePause is the clock of the manifest store's pauses between
+// re-issues of a publish whose answer was lost (nil: the wall clock). It is a
+// test seam: this package's tests make it instant (export_test.go) so crash
+// runs that lose a publish answer do not wait seconds each.
+var reissuePause manifest.Sleeper
+
+func newManifest(store backend.StorageAdapter) *manifest.Store {
+	m := manifest.New(store)
+	if reissuePause != nil {
+		m.SetSleeper(reissuePause)
+	}
+	return m
+}
+
 // Init creates a graph in store from a .pg schema: one table per node and
 // edge type, the graph root object (RootKey), the accepted schema, and the
 // initial commit on main. It refuses a store that already holds a graph, a
@@ -350,7 +364,7 @@ func Init(ctx context.Context, store backend.StorageAdapter, schemaSrc string, o
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
 	}
-	man := manifest.New(store)
+	man := newManifest(store)
 	exists, err := man.Exists(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("check for an existing graph: %w", err)

@@ -350,11 +350,15 @@ func TestMutateStorageFaults(t *testing.T) {
 					t.Errorf("reported success with %d commits", got)
 				}
 			case errors.Is(err, backend.ErrUnknown), errors.Is(err, graph.ErrRecoveryRequired):
-				t.Logf("reported %v (%d commits)", err, got)
+				if got > 1 {
+					t.Errorf("reported %v with %d commits", err, got)
+				}
 			default:
 				t.Errorf("lost answer reported as a plain failure: %v", err)
 			}
-			if c := r.count.Snapshot(); c.CondPut > 3 {
+			// Three conditional puts, plus at most one identical re-issue of
+			// a publish whose answer was lost (seed 001); never a second commit.
+			if c := r.count.Snapshot(); c.CondPut > 4 {
 				t.Errorf("%d conditional puts: a commit was sent twice", c.CondPut)
 			}
 		})

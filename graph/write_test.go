@@ -190,9 +190,15 @@ func TestPublishWithALostAnswer(t *testing.T) {
 		arm     func(f *fault.Injector)
 		landed  bool
 		wantErr error
+		condPut int // the publish plus its identical re-issues (seed 001)
 	}{
-		{"applied, answer lost", func(f *fault.Injector) { f.LoseAnswer(fault.CondPut, 1) }, true, nil},
-		{"not applied, answer lost", func(f *fault.Injector) { f.FailNth(fault.CondPut, 1, backend.KindUnknown) }, false, backend.ErrUnknown},
+		{"applied, answer lost", func(f *fault.Injector) { f.LoseAnswer(fault.CondPut, 1) }, true, nil, 2},
+		{"not applied, answer lost", func(f *fault.Injector) { f.FailNth(fault.CondPut, 1, backend.KindUnknown) }, true, nil, 2},
+		{"no answer to any re-issue", func(f *fault.Injector) {
+			for n := 1; n <= 5; n++ {
+				f.FailNth(fault.CondPut, n, backend.KindUnknown)
+			}
+		}, false, backend.ErrUnknown, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -216,8 +222,8 @@ func TestPublishWithALostAnswer(t *testing.T) {
 			if tt.wantErr != nil && (!errors.As(err, &ou) || ou.CommitID != w.CommitID()) {
 				t.Fatalf("Commit = %v, want *OutcomeUnknown naming commit %s", err, w.CommitID())
 			}
-			if c := r.count.Snapshot(); c.CondPut != 1 {
-				t.Fatalf("%d conditional puts; a lost answer is never re-sent", c.CondPut)
+			if c := r.count.Snapshot(); c.CondPut != tt.condPut {
+				t.Fatalf("%d conditional puts; want %d (the publish and its identical re-issues)", c.CondPut, tt.condPut)
 			}
 			// What the reader sees matches what the writer was told.
 			fresh := r.open(t, graph.OpenOptions{ReadOnly: true})
