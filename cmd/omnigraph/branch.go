@@ -45,12 +45,12 @@ func branchCreateCmd(a *app) *cobra.Command {
 			"its parent's tables until it first writes them. Names may contain '/', but a\n" +
 			"live name cannot be a path prefix of another live name (review vs review/x).",
 		Args: cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			g, done, err := t.openGraph(c.Context(), true)
+		RunE: func(c *cobra.Command, args []string) (err error) {
+			g, done, err := t.openWrite(c.Context(), "branch create")
 			if err != nil {
 				return err
 			}
-			defer done()
+			defer done(&err)
 			snap, err := g.CreateBranch(c.Context(), args[0], from)
 			if err != nil {
 				return err
@@ -67,6 +67,7 @@ func branchCreateCmd(a *app) *cobra.Command {
 	t.addStore(c)
 	t.addJSON(c)
 	t.addActor(c)
+	t.addWait(c)
 	return c
 }
 
@@ -108,12 +109,12 @@ func branchDeleteCmd(a *app) *cobra.Command {
 		Use:   "delete NAME",
 		Short: "Delete a branch (refused while branches forked from it are live)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			g, done, err := t.openGraph(c.Context(), true)
+		RunE: func(c *cobra.Command, args []string) (err error) {
+			g, done, err := t.openWrite(c.Context(), "branch delete")
 			if err != nil {
 				return err
 			}
-			defer done()
+			defer done(&err)
 			if err := g.DeleteBranch(c.Context(), args[0]); err != nil {
 				return err
 			}
@@ -127,5 +128,6 @@ func branchDeleteCmd(a *app) *cobra.Command {
 	t.addStore(c)
 	t.addJSON(c)
 	t.addActor(c)
+	t.addWait(c)
 	return c
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/gq"
 	"github.com/omnigraph-go/omnigraph/graph/manifest"
@@ -76,6 +77,9 @@ var errorCodes = []struct {
 	code   string
 	target error
 }{
+	{clusterlock.CodeLockHeld, clusterlock.ErrLockHeld},
+	{clusterlock.CodeWrongID, clusterlock.ErrWrongID},
+	{clusterlock.CodeNotHeld, clusterlock.ErrNotHeld},
 	{"recovery_required", graph.ErrRecoveryRequired},
 	{"recovery_pending", recovery.ErrPending},
 	{"read_set_changed", graph.ErrReadSetChanged},

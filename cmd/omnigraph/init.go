@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +23,7 @@ type graphTarget struct {
 	store string
 	json  bool
 	actor string
+	wait  time.Duration // --wait of the commands that take the cluster lock
 }
 
 func (t *graphTarget) addStore(c *cobra.Command) {

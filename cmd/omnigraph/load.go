@@ -18,7 +18,7 @@ func init() {
 		var data, mode, branch string
 		var replace []string
 		c := &cobra.Command{
-			Use:   "load --data FILE.jsonl --mode append|merge|overwrite [--branch B] URL",
+			Use:   "load --data FILE.jsonl --mode append|merge|overwrite [--branch B] [--wait D] URL",
 			Short: "Load strict NDJSON (one node or edge per line) as one commit",
 			Long: "Load a file of graph-batch NDJSON into a branch as ONE commit. Each line is\n" +
 				"  {\"type\":\"Person\",\"data\":{...}}                       a node\n" +
@@ -29,7 +29,7 @@ func init() {
 				"merge (upsert by id), overwrite (replace each type present in the file; --type T\n" +
 				"also replaces T, emptying it when the file has no T rows). --data - reads stdin.",
 			Args: cobra.MaximumNArgs(1),
-			RunE: func(c *cobra.Command, args []string) error {
+			RunE: func(c *cobra.Command, args []string) (err error) {
 				ctx := c.Context()
 				if len(args) == 1 {
 					if t.store != "" && t.store != args[0] {
@@ -56,11 +56,11 @@ func init() {
 					defer f.Close()
 					in = f
 				}
-				g, done, err := t.openGraph(ctx, true)
+				g, done, err := t.openWrite(ctx, "load")
 				if err != nil {
 					return err
 				}
-				defer done()
+				defer done(&err)
 				opts := load.Options{Branch: branch, Mode: m, Replace: replace}
 				bar := newProgress(a.stderr)
 				opts.Progress = bar.update
@@ -87,6 +87,7 @@ func init() {
 		t.addStore(c)
 		t.addJSON(c)
 		t.addActor(c)
+		t.addWait(c)
 		c.Flags().StringVar(&data, "data", "", "NDJSON file to load (- for stdin)")
 		c.Flags().StringVar(&mode, "mode", "", "append | merge | overwrite (required)")
 		c.Flags().StringVar(&branch, "branch", "", "branch to load into (default main)")

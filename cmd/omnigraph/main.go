@@ -6,11 +6,24 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(cliMain(os.Args[1:]))
+}
+
+// cliMain runs the CLI as a process: Ctrl-C (SIGINT) and SIGTERM cancel the
+// command's context, so a write settles or aborts and its cluster lock is
+// released (on a fresh context) before the process exits. A second signal
+// after the first is handled by the default action again, so a stuck
+// command can still be interrupted.
+func cliMain(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // restore the default action for a second signal
+	}()
+	return run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 }

@@ -19,7 +19,7 @@ func init() {
 		var t graphTarget
 		var file, expr, params, branch, ifCommit string
 		c := &cobra.Command{
-			Use:   "mutate (--query FILE.gq [NAME] | -e 'GQ') [--params JSON] [--branch B] [--if-commit ID] --store URL",
+			Use:   "mutate (--query FILE.gq [NAME] | -e 'GQ') [--params JSON] [--branch B] [--if-commit ID] [--wait D] --store URL",
 			Short: "Run a .gq mutation (insert / update / delete) as one commit",
 			Long: "Run a .gq mutation as ONE commit: every statement sees the earlier ones'\n" +
 				"inserts and updates, and either everything lands or nothing does. A query\n" +
@@ -28,7 +28,7 @@ func init() {
 				"--if-commit ID writes only while the branch head is still commit ID; when it\n" +
 				"is not, nothing is written and the exit code is 4.",
 			Args: cobra.MaximumNArgs(2),
-			RunE: func(c *cobra.Command, args []string) error {
+			RunE: func(c *cobra.Command, args []string) (err error) {
 				ctx := c.Context()
 				if (file == "") == (expr == "") {
 					return usagef("give the mutation once: --query FILE.gq [NAME] or -e 'insert Person { ... }'")
@@ -57,11 +57,11 @@ func init() {
 				if err != nil {
 					return err
 				}
-				g, done, err := t.openGraph(ctx, true)
+				g, done, err := t.openWrite(ctx, "mutate")
 				if err != nil {
 					return err
 				}
-				defer done()
+				defer done(&err)
 				res, err := mutate.Query(ctx, g, src, name, mutate.Options{Branch: branch, Params: p, IfCommit: ifCommit})
 				if errors.Is(err, graph.ErrPreconditionFailed) {
 					return exitCodeError{code: exitConflict, err: err}
@@ -87,6 +87,7 @@ func init() {
 		t.addStore(c)
 		t.addJSON(c)
 		t.addActor(c)
+		t.addWait(c)
 		c.Flags().StringVar(&file, "query", "", "a .gq file holding the mutation")
 		c.Flags().StringVarP(&expr, "expr", "e", "", "the mutation text")
 		c.Flags().StringVar(&params, "params", "", "parameters as a JSON object")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/recovery"
 )
@@ -127,28 +129,21 @@ func repairCmd(a *app) *cobra.Command {
 			"recovery log ('omnigraph recovery list'). It refuses only a table whose HEAD is\n" +
 			"behind its pin, which no restore can fix.",
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
+		RunE: func(c *cobra.Command, args []string) (err error) {
 			ctx := c.Context()
-			var g *graph.Graph
-			var done func()
-			if confirm {
-				store, err := t.openStore(ctx)
-				if err != nil {
-					return err
+			// Both modes hold the cluster lock: --confirm so that no live
+			// writer's intent is resolved under it, the preview so that it
+			// never lists a live writer's in-flight write as interrupted.
+			g, done, err := t.openWriteGraph(ctx, "repair", func(ctx context.Context, s backend.StorageAdapter) (*graph.Graph, error) {
+				if confirm {
+					return graph.OpenForRepair(ctx, s, graph.OpenOptions{Actor: t.actor})
 				}
-				g, err = graph.OpenForRepair(ctx, store, graph.OpenOptions{Actor: t.actor})
-				if err != nil {
-					store.Close()
-					return err
-				}
-				done = func() { g.Close(); store.Close() }
-			} else {
-				var err error
-				if g, done, err = t.openGraph(ctx, false); err != nil {
-					return err
-				}
+				return graph.Open(ctx, s, graph.OpenOptions{ReadOnly: true, Actor: t.actor})
+			})
+			if err != nil {
+				return err
 			}
-			defer done()
+			defer done(&err)
 			rep, err := g.Repair(ctx, confirm)
 			if err != nil {
 				return err
@@ -163,6 +158,7 @@ func repairCmd(a *app) *cobra.Command {
 	c.Flags().BoolVar(&confirm, "confirm", false, "resolve and restore (default: preview only)")
 	t.addStore(c)
 	t.addJSON(c)
+	t.addWait(c)
 	return c
 }
 
