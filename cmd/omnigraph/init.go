@@ -56,7 +56,11 @@ func (t *graphTarget) openStore(ctx context.Context) (backend.StorageAdapter, er
 	if isProcessLocal(t.store) && !processLocalStores {
 		return nil, errProcessLocalStore
 	}
-	return backend.Open(ctx, t.store)
+	s, err := backend.Open(ctx, t.store)
+	if err != nil {
+		return nil, err
+	}
+	return wrapStore(ctx, s), nil
 }
 
 // isProcessLocal reports whether url names a store that lives only inside

@@ -38,13 +38,14 @@ func (t *graphTarget) addWait(c *cobra.Command) {
 }
 
 // lockOptions are the cluster lock options of this invocation.
-func (t *graphTarget) lockOptions(op string) clusterlock.Options {
+func (t *graphTarget) lockOptions(ctx context.Context, op string) clusterlock.Options {
 	o := clusterlock.Options{
 		Operation:     op,
 		Wait:          t.wait,
 		PollInterval:  lockPollInterval,
 		StoreURL:      backend.Redact(t.store),
 		BinaryVersion: cliVersion(),
+		Logger:        loggerFrom(ctx),
 	}
 	if u, err := backend.ParseURL(t.store); err == nil && u.Scheme == "file" {
 		o.LocalRoot = true
@@ -70,7 +71,7 @@ func (t *graphTarget) acquireLock(ctx context.Context, store backend.StorageAdap
 	if !exists {
 		return nil, graph.ErrNoGraph
 	}
-	l, err := clusterlock.Acquire(ctx, store, t.lockOptions(op))
+	l, err := clusterlock.Acquire(ctx, store, t.lockOptions(ctx, op))
 	if err != nil {
 		if errors.Is(err, clusterlock.ErrLockHeld) {
 			return nil, exitCodeError{code: exitLockHeld, err: err}
@@ -189,7 +190,7 @@ func lockStatusCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer store.Close()
-			o := t.lockOptions("")
+			o := t.lockOptions(ctx, "")
 			st, err := clusterlock.Status(ctx, store, o)
 			if err != nil {
 				return err
@@ -279,7 +280,7 @@ func lockUnlockCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer store.Close()
-			if err := clusterlock.Unlock(ctx, store, id, t.lockOptions("")); err != nil {
+			if err := clusterlock.Unlock(ctx, store, id, t.lockOptions(ctx, "")); err != nil {
 				return err
 			}
 			if t.json {

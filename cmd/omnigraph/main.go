@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -25,5 +26,10 @@ func cliMain(args []string) int {
 		<-ctx.Done()
 		stop() // restore the default action for a second signal
 	}()
+	// The engine's own events (the manifest store's re-issues) go to
+	// slog's default logger: in the binary, the CLI's.
+	if log, err := newLogger(os.Stderr); err == nil {
+		slog.SetDefault(log)
+	}
 	return run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 }

@@ -138,6 +138,12 @@ func usageEverywhere(root *cobra.Command) {
 // (--json, or --format json|jsonl), as one line
 // {"error":{"code":...,"message":...,"hint":...}}.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	log, err := newLogger(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return exitUsage
+	}
+	ctx = withLogger(ctx, log)
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCmd(a)
 	root.SetArgs(args)
