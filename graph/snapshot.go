@@ -83,6 +83,11 @@ func (g *Graph) SnapshotAtVersion(ctx context.Context, branch string, v uint64) 
 	return &Snapshot{g: g, entry: e}, nil
 }
 
+// SnapshotOf wraps a manifest version read through this handle's manifest
+// store (Manifest().ReadVersion, History) as a read-only snapshot: the
+// merge reads its base this way. The entry is copied.
+func (g *Graph) SnapshotOf(e *manifest.Entry) *Snapshot { return &Snapshot{g: g, entry: e.Clone()} }
+
 // Graph returns the handle the snapshot was read through.
 func (s *Snapshot) Graph() *Graph { return s.g }
 

@@ -201,6 +201,10 @@ type ScanOptions struct {
 	// Filter keeps rows it matches; the zero Predicate matches every row.
 	// Fragments whose statistics prove no row can match are not read.
 	Filter Predicate
+	// Fragments, when non-nil, restricts the scan to the fragments with
+	// these ids (a diff reads only the fragments two versions do not
+	// share); others are not read.
+	Fragments []string
 }
 
 // Changes is a combination of writes staged as one version by StageChanges.

@@ -216,8 +216,18 @@ func (ds *Dataset) Scan(ctx context.Context, opts ScanOptions) ([]arrow.Record, 
 		return nil, err
 	}
 	fields := neededFields(ds.schema, proj, opts.Filter)
+	var only map[string]bool
+	if opts.Fragments != nil {
+		only = make(map[string]bool, len(opts.Fragments))
+		for _, id := range opts.Fragments {
+			only[id] = true
+		}
+	}
 	var out []arrow.Record
 	for _, f := range ds.m.Fragments {
+		if only != nil && !only[f.ID] {
+			continue
+		}
 		if !opts.Filter.mayMatch(statsMap(f), f.Rows) {
 			continue
 		}

@@ -201,3 +201,7 @@ func canonicalAt(a arrow.Array, i int) any {
 	}
 	return nil
 }
+
+// RecordRows converts a record into rows of canonical values (the diff and
+// the merge read committed rows with it).
+func RecordRows(rec arrow.Record) []Row { return recordEntityRows(rec) }

@@ -139,8 +139,8 @@ func (s *Set) checkUnique(ctx context.Context, p *Table, cols []string) error {
 			continue
 		}
 		if other, dup := seen[tk]; dup {
-			return graph.InputErrorf(p.origin[id], "@unique violation on %s: %s is also used by %s %q (%s); give each a distinct value",
-				what, uniqueTupleText(p.rows[id], cols), name, other, p.origin[other])
+			return violation(ViolationUnique, p, id, graph.InputErrorf(p.origin[id], "@unique violation on %s: %s is also used by %s %q (%s); give each a distinct value",
+				what, uniqueTupleText(p.rows[id], cols), name, other, p.origin[other]))
 		}
 		seen[tk] = id
 	}
@@ -182,8 +182,8 @@ func (s *Set) checkUnique(ctx context.Context, p *Table, cols []string) error {
 			continue
 		}
 		if id, clash := seen[tk]; clash && id != cid {
-			return graph.InputErrorf(p.origin[id], "@unique violation on %s: %s is already used by %s %q on branch %q; pick another value, or update that %s instead",
-				what, uniqueTupleText(cr, cols), name, cid, s.snap.Branch(), name)
+			return violation(ViolationUnique, p, id, graph.InputErrorf(p.origin[id], "@unique violation on %s: %s is already used by %s %q on branch %q; pick another value, or update that %s instead",
+				what, uniqueTupleText(cr, cols), name, cid, s.snap.Branch(), name))
 		}
 	}
 	return nil
@@ -241,12 +241,43 @@ func (s *Set) checkEndpoints(ctx context.Context, p *Table) error {
 		for _, id := range p.order {
 			v, _ := p.rows[id][side.col].(string)
 			if !staged(v) && !found[v] {
-				return graph.InputErrorf(p.origin[id], "edge %s: %s %q not found in %s; insert that %s first (or earlier in the same write), or fix the %s value",
-					e.Name, side.col, v, n.Name, n.Name, side.word)
+				return violation(ViolationEndpoint, p, id, graph.InputErrorf(p.origin[id], "edge %s: %s %q not found in %s; insert that %s first (or earlier in the same write), or fix the %s value",
+					e.Name, side.col, v, n.Name, n.Name, side.word))
 			}
 		}
 	}
 	return nil
+}
+
+// Violation kinds: which constraint a Violation broke.
+const (
+	ViolationUnique   = "unique"
+	ViolationEndpoint = "endpoint"
+	ViolationCard     = "card"
+)
+
+// Violation is the *graph.InputError of a broken constraint, with which
+// constraint and which entity (for @card: the edge type and the source
+// node id), so a writer that reports conflicts (merge) can classify it. It
+// unwraps to the *graph.InputError, so errors.Is(err, graph.ErrInvalidInput)
+// and errors.As(err, **graph.InputError) still hold.
+type Violation struct {
+	*graph.InputError
+	Kind       string
+	EntityKind string // "node" or "edge"
+	TypeName   string
+	EntityID   string
+}
+
+// Unwrap exposes the *graph.InputError.
+func (v *Violation) Unwrap() error { return v.InputError }
+
+func violation(kind string, p *Table, id string, err error) error {
+	ek := "node"
+	if p.edge != nil {
+		ek = "edge"
+	}
+	return &Violation{InputError: err.(*graph.InputError), Kind: kind, EntityKind: ek, TypeName: p.TypeName(), EntityID: id}
 }
 
 // strandedError is an *InputError that also matches ErrReferentialIntegrity.
@@ -427,12 +458,12 @@ func (s *Set) checkCard(ctx context.Context, e *pg.EdgeType) error {
 	for _, src := range sources {
 		c := count[src]
 		if e.Card.Max >= 0 && c > e.Card.Max {
-			return graph.InputErrorf(first[src], "@card violation on edge %s: source %q has %d edges (max %d, @card(%s)); remove the extra edges or delete an existing one first",
-				e.Name, src, c, e.Card.Max, e.Card)
+			return &Violation{Kind: ViolationCard, EntityKind: "edge", TypeName: e.Name, EntityID: src, InputError: graph.InputErrorf(first[src], "@card violation on edge %s: source %q has %d edges (max %d, @card(%s)); remove the extra edges or delete an existing one first",
+				e.Name, src, c, e.Card.Max, e.Card).(*graph.InputError)}
 		}
 		if c < e.Card.Min {
-			return graph.InputErrorf(first[src], "@card violation on edge %s: source %q has %d edges (min %d, @card(%s)); give a new %s its %s edges in the same write, and to drop the last edges of a %s delete the %s itself (or replace the edges in the same write)",
-				e.Name, src, c, e.Card.Min, e.Card, e.From, e.Name, e.From, e.From)
+			return &Violation{Kind: ViolationCard, EntityKind: "edge", TypeName: e.Name, EntityID: src, InputError: graph.InputErrorf(first[src], "@card violation on edge %s: source %q has %d edges (min %d, @card(%s)); give a new %s its %s edges in the same write, and to drop the last edges of a %s delete the %s itself (or replace the edges in the same write)",
+				e.Name, src, c, e.Card.Min, e.Card, e.From, e.Name, e.From, e.From).(*graph.InputError)}
 		}
 	}
 	return nil

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/graph/merge"
+)
+
+func init() {
+	registerCommitSub(commitChangesCmd)
+	register(diffCmd)
+}
+
+func parseChangeFilter(typ, op string, limit int) (merge.Filter, error) {
+	f := merge.Filter{Type: typ, Op: merge.Op(op), Limit: limit}
+	switch f.Op {
+	case "", merge.OpInsert, merge.OpUpdate, merge.OpDelete:
+	default:
+		return f, usagef("--op must be insert, update or delete, not %q", op)
+	}
+	if limit < 0 {
+		return f, usagef("--limit must be 0 (all) or more")
+	}
+	return f, nil
+}
+
+func printChanges(a *app, cs []merge.Change) {
+	for _, c := range cs {
+		line := fmt.Sprintf("%-6s %s %s %q", c.Op, c.EntityKind, c.TypeName, c.ID)
+		if c.EntityKind == "edge" {
+			line += fmt.Sprintf(" (%s -> %s)", c.From, c.To)
+		}
+		if c.Op == merge.OpUpdate {
+			line += " " + changedColumns(c.Before, c.After)
+		}
+		fmt.Fprintln(a.stdout, line)
+	}
+	fmt.Fprintf(a.stdout, "%d changes\n", len(cs))
+}
+
+// changedColumns renders the columns an update changed: "name: Ada -> Ada2".
+func changedColumns(before, after map[string]any) string {
+	var cols []string
+	for k, v := range after {
+		if fmt.Sprint(before[k]) != fmt.Sprint(v) {
+			cols = append(cols, k)
+		}
+	}
+	sort.Strings(cols)
+	parts := make([]string, len(cols))
+	for i, k := range cols {
+		parts[i] = fmt.Sprintf("%s: %v -> %v", k, before[k], after[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func commitChangesCmd(a *app) *cobra.Command {
+	var t graphTarget
+	var typ, op string
+	var limit int
+	c := &cobra.Command{
+		Use:   "changes ID [--type T] [--op insert|update|delete] [--limit N]",
+		Short: "Show the entity changes of one commit against its first parent",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			f, err := parseChangeFilter(typ, op, limit)
+			if err != nil {
+				return err
+			}
+			g, done, err := t.openGraph(c.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			cs, err := merge.CommitChanges(c.Context(), g, args[0], f)
+			if err != nil {
+				return err
+			}
+			if t.json {
+				return writeJSON(a.stdout, map[string]any{"commit": args[0], "changes": nonNil(cs)})
+			}
+			printChanges(a, cs)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&typ, "type", "", "only changes of this node or edge type")
+	c.Flags().StringVar(&op, "op", "", "only changes of this op: insert, update or delete")
+	c.Flags().IntVar(&limit, "limit", 0, "at most this many changes (0: all)")
+	t.addStore(c)
+	t.addJSON(c)
+	return c
+}
+
+func nonNil(cs []merge.Change) []merge.Change {
+	if cs == nil {
+		return []merge.Change{}
+	}
+	return cs
+}
+
+// resolveTarget reads a branch head, or else a commit by id.
+func resolveTarget(ctx context.Context, g *graph.Graph, name string) (*graph.Snapshot, error) {
+	s, err := g.Snapshot(ctx, name)
+	if err == nil {
+		return s, nil
+	}
+	if !errors.Is(err, manifest.ErrBranchNotFound) && !errors.Is(err, graph.ErrInvalidBranch) {
+		return nil, err
+	}
+	s, cerr := g.SnapshotAt(ctx, name)
+	if cerr != nil {
+		return nil, fmt.Errorf("%q is neither a branch nor a commit: %w", name, cerr)
+	}
+	return s, nil
+}
+
+func diffCmd(a *app) *cobra.Command {
+	var t graphTarget
+	var typ, op string
+	var limit int
+	c := &cobra.Command{
+		Use:   "diff A B [--type T] [--op insert|update|delete] [--limit N]",
+		Short: "Show the entity changes from A to B (branches or commit ids)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(c *cobra.Command, args []string) error {
+			f, err := parseChangeFilter(typ, op, limit)
+			if err != nil {
+				return err
+			}
+			g, done, err := t.openGraph(c.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			from, err := resolveTarget(c.Context(), g, args[0])
+			if err != nil {
+				return err
+			}
+			to, err := resolveTarget(c.Context(), g, args[1])
+			if err != nil {
+				return err
+			}
+			cs, err := merge.Diff(c.Context(), from, to, f)
+			if err != nil {
+				return err
+			}
+			if t.json {
+				return writeJSON(a.stdout, map[string]any{"from": args[0], "to": args[1], "changes": nonNil(cs)})
+			}
+			printChanges(a, cs)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&typ, "type", "", "only changes of this node or edge type")
+	c.Flags().StringVar(&op, "op", "", "only changes of this op: insert, update or delete")
+	c.Flags().IntVar(&limit, "limit", 0, "at most this many changes (0: all)")
+	t.addStore(c)
+	t.addJSON(c)
+	return c
+}
