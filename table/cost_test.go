@@ -1,0 +1,178 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/backend/counter"
+	"github.com/omnigraph-go/omnigraph/backend/mem"
+)
+
+// meter wraps a store and adds up bytes moved, split by what the object is:
+// fragment data (data/), version manifests (_versions/) or anything else.
+type meter struct {
+	backend.StorageAdapter
+	mu                          sync.Mutex
+	fragRead, manWritten, wrote int64
+}
+
+func (m *meter) add(p *int64, n int) {
+	m.mu.Lock()
+	*p += int64(n)
+	m.mu.Unlock()
+}
+
+func isFragmentKey(k string) bool { return strings.Contains(k, "/data/") }
+
+func (m *meter) Get(ctx context.Context, key string) ([]byte, backend.Attrs, error) {
+	b, a, err := m.StorageAdapter.Get(ctx, key)
+	if isFragmentKey(key) {
+		m.add(&m.fragRead, len(b))
+	}
+	return b, a, err
+}
+
+func (m *meter) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	b, err := m.StorageAdapter.GetRange(ctx, key, off, n)
+	if isFragmentKey(key) {
+		m.add(&m.fragRead, len(b))
+	}
+	return b, err
+}
+
+func (m *meter) written(key string, n int) {
+	m.add(&m.wrote, n)
+	if strings.Contains(key, "/_versions/") {
+		m.add(&m.manWritten, n)
+	}
+}
+
+func (m *meter) Put(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	m.written(key, len(data))
+	return m.StorageAdapter.Put(ctx, key, data)
+}
+
+func (m *meter) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	m.written(key, len(data))
+	return m.StorageAdapter.PutIfAbsent(ctx, key, data)
+}
+
+func (m *meter) reset() {
+	m.mu.Lock()
+	m.fragRead, m.manWritten, m.wrote = 0, 0, 0
+	m.mu.Unlock()
+}
+
+// meteredStore is counter(meter(mem)): requests and round trips on the
+// counter, bytes on the meter.
+func meteredStore() (backend.StorageAdapter, *counter.Counter, *meter) {
+	m := &meter{StorageAdapter: mem.New()}
+	c := counter.New(m)
+	return c, c, m
+}
+
+// costAt builds a dataset with one 2,000-row base fragment (even keys) and
+// then depth-1 one-row commits, each a real table commit.
+func costAt(t *testing.T, depth int, compactEvery int) (store backend.StorageAdapter, cnt *counter.Counter, mt *meter, ds *Dataset) {
+	t.Helper()
+	store, cnt, mt = meteredStore()
+	ds = mustCreate(t, store)
+	base := make([]person, 2000)
+	for i := range base {
+		base[i] = person{id: fmt.Sprintf("k%06d", 2*i), name: "base", age: int64(i)}
+	}
+	ds = mustAppend(t, ds, base)
+	for i := 0; ds.Version() < uint64(depth); i++ {
+		ds = mustAppend(t, ds, people("h", i, 1))
+		if compactEvery > 0 && i%compactEvery == compactEvery-1 {
+			var err error
+			if ds, err = ds.Compact(context.Background(), CompactOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return store, cnt, mt, ds
+}
+
+type costSample struct {
+	commitBytes, manifestBytes   int64
+	coldScan, uniqCheck          counter.Counts
+	scanFragBytes, uniqFragBytes int64
+	fragments                    int
+}
+
+func measureCost(t *testing.T, store backend.StorageAdapter, cnt *counter.Counter, mt *meter, ds *Dataset) costSample {
+	t.Helper()
+	ctx := context.Background()
+	var s costSample
+	s.fragments = len(ds.Manifest().Fragments)
+
+	// One more one-row commit: bytes written.
+	mt.reset()
+	ds = mustAppend(t, ds, people("z", 0, 1))
+	s.commitBytes, s.manifestBytes = mt.wrote, mt.manWritten
+
+	// A cold scan: a fresh handle of the version, no cache.
+	cold, err := OpenVersion(ctx, store, testPath, MainBranch, ds.Version())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cnt.Reset()
+	mt.reset()
+	recs, err := cold.Scan(ctx, ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(recs); int64(n) != ds.RowCount() {
+		t.Fatalf("cold scan returned %d rows, want %d", n, ds.RowCount())
+	}
+	releaseAll(recs)
+	s.coldScan, s.scanFragBytes = cnt.Snapshot(), mt.fragRead
+
+	// A keyed insert whose key lies inside the base fragment's key range:
+	// the uniqueness check (merge-insert staging) on a fresh handle.
+	fresh, err := OpenVersion(ctx, store, testPath, MainBranch, ds.Version())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record(t, []person{{id: "k000101", name: "new", age: 1}})
+	defer rec.Release()
+	cnt.Reset()
+	mt.reset()
+	st, err := fresh.StageMergeInsert(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.uniqCheck, s.uniqFragBytes = cnt.Snapshot(), mt.fragRead
+	if st.Empty() {
+		t.Fatal("merge-insert of a new key staged nothing")
+	}
+	return s
+}
+
+func countRows(recs []arrow.Record) int {
+	n := 0
+	for _, r := range recs {
+		n += int(r.NumRows())
+	}
+	return n
+}
+
+// TestCostProfile records what one-row commits cost as history grows
+// (bytes written per commit, a cold scan, a keyed insert's uniqueness
+// check). It asserts nothing about growth itself; the budget tests do. Run
+// with -v to print the profile.
+func TestCostProfile(t *testing.T) {
+	for _, depth := range []int{10, 2000} {
+		store, cnt, mt, ds := costAt(t, depth, 0)
+		s := measureCost(t, store, cnt, mt, ds)
+		t.Logf("depth %d: fragments=%d commit_bytes=%d manifest_bytes=%d cold_scan={%s} scan_fragment_bytes=%d uniq_check={%s} uniq_fragment_bytes=%d",
+			depth, s.fragments, s.commitBytes, s.manifestBytes, s.coldScan, s.scanFragBytes, s.uniqCheck, s.uniqFragBytes)
+	}
+}
