@@ -172,6 +172,7 @@ type Staged struct {
 	Files []string
 
 	store backend.StorageAdapter
+	cache *Cache // the staging version's, inherited by the committed one
 	empty bool
 }
 

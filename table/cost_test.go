@@ -6,11 +6,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/counter"
+	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 )
 
@@ -175,4 +177,117 @@ func TestCostProfile(t *testing.T) {
 		t.Logf("depth %d: fragments=%d commit_bytes=%d manifest_bytes=%d cold_scan={%s} scan_fragment_bytes=%d uniq_check={%s} uniq_fragment_bytes=%d",
 			depth, s.fragments, s.commitBytes, s.manifestBytes, s.coldScan, s.scanFragBytes, s.uniqCheck, s.uniqFragBytes)
 	}
+}
+
+// latentStore is counter(fault(meter(mem))) with a per-request latency, so
+// requests sent together overlap and the counter's round trips measure the
+// critical path.
+func latentStore(d time.Duration) (backend.StorageAdapter, *counter.Counter, *meter, *fault.Injector) {
+	m := &meter{StorageAdapter: mem.New()}
+	inj := fault.New(m)
+	inj.Latency(d)
+	c := counter.New(inj)
+	return c, c, m, inj
+}
+
+// TestColdScanReadsFragmentsInParallel pins the parallel-read rule: a cold
+// scan of F fragments sends its fragment GETs up to 16 at a time, so its
+// serial round trips are at most F/16 + 3, and it reads each fragment once.
+func TestColdScanReadsFragmentsInParallel(t *testing.T) {
+	ctx := context.Background()
+	store, cnt, _, inj := latentStore(0)
+	ds := mustCreate(t, store)
+	const F = 160
+	for i := 0; i < F; i++ {
+		ds = mustAppend(t, ds, people("p", i, 1))
+	}
+	inj.Latency(3 * time.Millisecond)
+	cold, err := OpenVersion(ctx, store, testPath, MainBranch, ds.Version())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cnt.Reset()
+	got := rowsOf(t, cold)
+	c := cnt.Snapshot()
+	if !equalRows(got, render(people("p", 0, F))) {
+		t.Fatalf("cold scan rows differ: %d rows", len(got))
+	}
+	if c.Get != F || c.Total != F {
+		t.Fatalf("cold scan of %d fragments: %s, want exactly %d GETs", F, c, F)
+	}
+	if max := F/16 + 3; c.RoundTrips > max {
+		t.Fatalf("cold scan of %d fragments: %d serial round trips, budget %d (%s)", F, c.RoundTrips, max, c)
+	}
+	t.Logf("cold scan of %d fragments: %s", F, c)
+}
+
+// TestWarmReadAfterWriteFetchesOnlyNewFragment pins the immutable-object
+// cache rule: versions share the cache of the handle they were derived from
+// (or were given with WithCache), so after a one-row write a scan of the new
+// version fetches only the new fragment, and opening the new version on a
+// handle that shares the cache costs its manifest GET plus that fragment.
+func TestWarmReadAfterWriteFetchesOnlyNewFragment(t *testing.T) {
+	ctx := context.Background()
+	store, cnt, mt := meteredStore()
+	ds := mustCreate(t, store)
+	for i := 0; i < 50; i++ {
+		ds = mustAppend(t, ds, people("p", i, 1))
+	}
+	_ = rowsOf(t, ds) // warm
+	ds = mustAppend(t, ds, people("p", 50, 1))
+	cnt.Reset()
+	mt.reset()
+	got := rowsOf(t, ds)
+	c := cnt.Snapshot()
+	if !equalRows(got, render(people("p", 0, 51))) {
+		t.Fatalf("warm scan rows differ: %d rows", len(got))
+	}
+	if c.Total > 3 || c.Get != 1 {
+		t.Fatalf("warm read after a one-row write: %s, want only the new fragment's GET (budget 3)", c)
+	}
+	newest := ds.Manifest().Fragments[len(ds.Manifest().Fragments)-1]
+	if mt.fragRead != newest.Size {
+		t.Fatalf("warm read read %d fragment bytes, want only the new fragment's %d", mt.fragRead, newest.Size)
+	}
+
+	// Another handle of the next version, given the same cache.
+	next := mustAppend(t, ds, people("p", 51, 1))
+	cnt.Reset()
+	other, err := OpenVersion(ctx, store, testPath, MainBranch, next.Version())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = rowsOf(t, other.WithCache(ds.Cache()))
+	if c := cnt.Snapshot(); c.Total > 3 || c.Get != 2 {
+		t.Fatalf("open + read of the next version with a shared cache: %s, want manifest + new fragment (budget 3)", c)
+	}
+	if !equalRows(got, render(people("p", 0, 52))) {
+		t.Fatalf("shared-cache scan rows differ: %d rows", len(got))
+	}
+}
+
+// TestCacheBudget pins the memory bound: a cache never holds more than its
+// limit, evicts least recently used objects, and reads stay correct.
+func TestCacheBudget(t *testing.T) {
+	store, cnt, _ := meteredStore()
+	ds := mustCreate(t, store)
+	for i := 0; i < 20; i++ {
+		ds = mustAppend(t, ds, people("p", i*100, 100))
+	}
+	c := NewCache(4 << 10)
+	small := ds.WithCache(c)
+	for i := 0; i < 2; i++ {
+		if got := rowsOf(t, small); len(got) != 2000 {
+			t.Fatalf("scan with a small cache: %d rows", len(got))
+		}
+	}
+	st := c.Stats()
+	if st.Bytes > st.Limit || st.Evictions == 0 {
+		t.Fatalf("cache stats %+v: want bytes <= limit and evictions", st)
+	}
+	t.Setenv(CacheBytesEnv, "12345")
+	if got := NewCache(0).Stats().Limit; got != 12345 {
+		t.Fatalf("%s=12345: limit %d", CacheBytesEnv, got)
+	}
+	_ = cnt
 }

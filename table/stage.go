@@ -11,13 +11,13 @@ import (
 
 // newStage starts a staged write against this version.
 func (ds *Dataset) newStage() (*Staged, *Manifest) {
-	return &Staged{store: ds.store, Path: ds.path, Branch: ds.m.Branch}, ds.m.clone()
+	return &Staged{store: ds.store, cache: ds.cache, Path: ds.path, Branch: ds.m.Branch}, ds.m.clone()
 }
 
 func (ds *Dataset) root() string { return branchRoot(ds.path, ds.m.Branch) }
 
 func emptyStage(ds *Dataset, op string) *Staged {
-	return &Staged{store: ds.store, Path: ds.path, Branch: ds.m.Branch, ReadVersion: ds.m.Version, Operation: op, empty: true}
+	return &Staged{store: ds.store, cache: ds.cache, Path: ds.path, Branch: ds.m.Branch, ReadVersion: ds.m.Version, Operation: op, empty: true}
 }
 
 // StageAppend stages recs as one new fragment (one Put). Appending no rows
@@ -311,7 +311,7 @@ func (ds *Dataset) StageCreateIndex(ctx context.Context, column string) (*Staged
 		return nil, errorf(ErrInvalid, "create index: key index needs a string column, %q is %s", column, ds.schema.Field(idx[0]).Type)
 	}
 	st, m := ds.newStage()
-	ix, key, err := buildKeyIndex(ctx, ds.store, ds.path, ds.root(), m, column, idx[0])
+	ix, key, err := buildKeyIndex(ctx, ds, ds.root(), m, column, idx[0])
 	if err != nil {
 		return nil, err
 	}
@@ -371,15 +371,17 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 		}
 		newFrags = append(newFrags, f)
 		st.Files = append(st.Files, key)
+		// The rewritten rows are already decoded: seed the cache, so the
+		// index rebuild and the next read do not fetch the new file.
+		for _, r := range pending {
+			r.Retain()
+		}
+		d := &decodedFragment{recs: append([]arrow.Record(nil), pending...)}
+		ds.cache.put(key, d, d.bytes())
 		return nil
 	}
 	for _, f := range cand {
-		ff, err := loadFragment(ctx, ds.store, ds.path, f)
-		if err != nil {
-			releaseAll(pending)
-			return nil, err
-		}
-		recs, _, err := ds.readMatching(ctx, f, ff, all, nil, Predicate{}, nil)
+		recs, _, err := ds.readMatching(ctx, f, nil, all, nil, Predicate{}, nil)
 		if err != nil {
 			releaseAll(pending)
 			return nil, err
@@ -427,7 +429,7 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 		if ix.Kind != "key" || len(col) == 0 {
 			continue
 		}
-		nix, key, err := buildKeyIndex(ctx, ds.store, ds.path, ds.root(), m, ix.Column, col[0])
+		nix, key, err := buildKeyIndex(ctx, ds, ds.root(), m, ix.Column, col[0])
 		if err != nil {
 			return nil, err
 		}
