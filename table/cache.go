@@ -80,6 +80,18 @@ func (c *Cache) Stats() CacheStats {
 	return CacheStats{Entries: c.lru.Len(), Bytes: c.used, Limit: c.limit, Hits: c.hits, Misses: c.misses, Evictions: c.evictions}
 }
 
+// SetLimit changes the budget (<= 0: DefaultCacheBytes) and evicts down
+// to it.
+func (c *Cache) SetLimit(limit int64) {
+	if limit <= 0 {
+		limit = DefaultCacheBytes()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.limit = limit
+	c.evictLocked("")
+}
+
 func (c *Cache) get(key string) (any, bool) {
 	if c == nil {
 		return nil, false
@@ -113,10 +125,16 @@ func (c *Cache) put(key string, val any, size int64) {
 		c.entries[key] = c.lru.PushFront(&cacheItem{key: key, val: val, size: size})
 		c.used += size
 	}
+	c.evictLocked(key)
+}
+
+// evictLocked drops least recently used objects, never keep, until the
+// cache fits its budget.
+func (c *Cache) evictLocked(keep string) {
 	for el := c.lru.Back(); el != nil && c.used > c.limit; {
 		prev := el.Prev()
 		it := el.Value.(*cacheItem)
-		if it.key != key {
+		if it.key != keep || keep == "" {
 			c.lru.Remove(el)
 			delete(c.entries, it.key)
 			c.used -= it.size
