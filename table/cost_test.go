@@ -94,7 +94,7 @@ func costAt(t *testing.T, depth int, compactEvery int) (store backend.StorageAda
 		ds = mustAppend(t, ds, people("h", i, 1))
 		if compactEvery > 0 && i%compactEvery == compactEvery-1 {
 			var err error
-			if ds, err = ds.Compact(context.Background(), CompactOptions{}); err != nil {
+			if ds, err = ds.Compact(context.Background(), CompactOptions{IndexKey: true}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -171,11 +171,12 @@ func countRows(recs []arrow.Record) int {
 // check). It asserts nothing about growth itself; the budget tests do. Run
 // with -v to print the profile.
 func TestCostProfile(t *testing.T) {
-	for _, depth := range []int{10, 2000} {
-		store, cnt, mt, ds := costAt(t, depth, 0)
+	for _, c := range []struct{ depth, compactEvery int }{{10, 0}, {1000, 0}, {2000, 32}} {
+		depth := c.depth
+		store, cnt, mt, ds := costAt(t, depth, c.compactEvery)
 		s := measureCost(t, store, cnt, mt, ds)
-		t.Logf("depth %d: fragments=%d commit_bytes=%d manifest_bytes=%d cold_scan={%s} scan_fragment_bytes=%d uniq_check={%s} uniq_fragment_bytes=%d",
-			depth, s.fragments, s.commitBytes, s.manifestBytes, s.coldScan, s.scanFragBytes, s.uniqCheck, s.uniqFragBytes)
+		t.Logf("depth %d, compaction every %d commits: fragments=%d commit_bytes=%d manifest_bytes=%d cold_scan={%s} scan_fragment_bytes=%d uniq_check={%s} uniq_fragment_bytes=%d",
+			depth, c.compactEvery, s.fragments, s.commitBytes, s.manifestBytes, s.coldScan, s.scanFragBytes, s.uniqCheck, s.uniqFragBytes)
 	}
 }
 
@@ -290,4 +291,45 @@ func TestCacheBudget(t *testing.T) {
 		t.Fatalf("%s=12345: limit %d", CacheBytesEnv, got)
 	}
 	_ = cnt
+}
+
+// TestCompactBoundsManifestAndKeyChecksReadNoFragment pins two rules: a
+// compaction with IndexKey folds many one-row fragments into one fragment
+// covered by the key index (the manifest then no longer grows with the
+// history it had), with the same rows; and a keyed insert whose key lies
+// inside existing fragments' key ranges checks uniqueness without reading
+// any fragment byte, both right after the compaction and after more
+// one-row commits (their inline keys answer).
+func TestCompactBoundsManifestAndKeyChecksReadNoFragment(t *testing.T) {
+	ctx := context.Background()
+	store, cnt, mt, ds := costAt(t, 300, 0)
+	want := rowsOf(t, ds)
+	before := len(ds.Manifest().Fragments)
+	ds, err := ds.Compact(ctx, CompactOptions{IndexKey: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rowsOf(t, ds); !equalRows(got, want) {
+		t.Fatalf("compaction changed the rows: %d vs %d", len(got), len(want))
+	}
+	if n := len(ds.Manifest().Fragments); n != 1 || !ds.KeyIndexCovers() {
+		t.Fatalf("after compaction: %d fragments (was %d), index covers=%v", n, before, ds.KeyIndexCovers())
+	}
+	if again, err := ds.Compact(ctx, CompactOptions{IndexKey: true}); err != nil || again != ds {
+		t.Fatalf("a second compaction must be a no-op: %v", err)
+	}
+	for i := 0; i < 20; i++ {
+		ds = mustAppend(t, ds, people("q", i, 1))
+	}
+	s := measureCost(t, store, cnt, mt, ds)
+	t.Logf("after compaction + 20 commits: fragments=%d commit_bytes=%d cold_scan={%s} uniq_check={%s} uniq_fragment_bytes=%d", s.fragments, s.commitBytes, s.coldScan, s.uniqCheck, s.uniqFragBytes)
+	if s.uniqFragBytes != 0 {
+		t.Fatalf("uniqueness check read %d fragment bytes, want 0", s.uniqFragBytes)
+	}
+	if s.uniqCheck.Total > 4 {
+		t.Fatalf("uniqueness check cost %s, want index directory + page + the new fragment's put", s.uniqCheck)
+	}
+	if s.commitBytes > 16<<10 {
+		t.Fatalf("one-row commit wrote %d bytes, budget 16 KiB", s.commitBytes)
+	}
 }

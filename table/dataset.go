@@ -130,7 +130,7 @@ func StageCreate(ctx context.Context, store backend.StorageAdapter, path string,
 	}
 	st := &Staged{store: store, Path: path, Branch: MainBranch}
 	if rows(recs) > 0 {
-		f, key, err := writeFragment(ctx, store, path, branchRoot(path, MainBranch), schema, recs)
+		f, key, err := writeFragment(ctx, store, path, branchRoot(path, MainBranch), schema, keyColumn, recs)
 		if err != nil {
 			return nil, err
 		}

@@ -396,13 +396,15 @@ func (ds *Dataset) Lookup(ctx context.Context, ids ...string) (arrow.Record, err
 	var out []arrow.Record
 	defer func() { releaseAll(out) }()
 	filter := In(ds.m.KeyColumn, ids...)
+	sortedIDs := append([]string(nil), ids...)
+	sort.Strings(sortedIDs)
 	hits, covered, err := ds.indexHits(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
 	var read []Fragment
 	for _, f := range ds.m.Fragments {
-		if covered[f.ID] && len(hits[f.ID]) > 0 || !covered[f.ID] && filter.mayMatch(statsMap(f), f.Rows) {
+		if covered[f.ID] && len(hits[f.ID]) > 0 || !covered[f.ID] && mayHoldKeys(f, sortedIDs, filter) {
 			read = append(read, f)
 		}
 	}
@@ -460,14 +462,19 @@ func (ds *Dataset) indexHits(ctx context.Context, ids []string) (map[string][]in
 }
 
 // matchRows returns, per fragment id, the live row offsets matching pred.
-func (ds *Dataset) matchRows(ctx context.Context, pred Predicate, skip map[string]bool) (map[string]*roaring.Bitmap, error) {
+// With keys (sorted) set, pred is the key filter In(key, keys...) and
+// fragments whose inline keys hold none of them are not read.
+func (ds *Dataset) matchRows(ctx context.Context, pred Predicate, skip map[string]bool, keys []string) (map[string]*roaring.Bitmap, error) {
 	fields := neededFields(ds.schema, nil, pred)
 	if len(fields) == 0 {
 		fields = []int{ds.schema.FieldIndices(ds.m.KeyColumn)[0]}
 	}
 	var read []Fragment
 	for _, f := range ds.m.Fragments {
-		if !skip[f.ID] && pred.mayMatch(statsMap(f), f.Rows) {
+		if skip[f.ID] {
+			continue
+		}
+		if keys != nil && mayHoldKeys(f, keys, pred) || keys == nil && pred.mayMatch(statsMap(f), f.Rows) {
 			read = append(read, f)
 		}
 	}
@@ -500,6 +507,15 @@ func (ds *Dataset) matchRows(ctx context.Context, pred Predicate, skip map[strin
 	return out, nil
 }
 
+// mayHoldKeys reports whether fragment f can hold one of keys (sorted):
+// by its inline keys, else by filter (the key filter) on its statistics.
+func mayHoldKeys(f Fragment, keys []string, filter Predicate) bool {
+	if may, ok := f.mayHoldKey(keys); ok {
+		return may
+	}
+	return filter.mayMatch(statsMap(f), f.Rows)
+}
+
 // locateKeys returns, per fragment id, the live row offsets whose key is in
 // keys: by the key index where it covers, by scanning elsewhere.
 func (ds *Dataset) locateKeys(ctx context.Context, keys []string) (map[string]*roaring.Bitmap, error) {
@@ -510,7 +526,9 @@ func (ds *Dataset) locateKeys(ctx context.Context, keys []string) (map[string]*r
 	if err != nil {
 		return nil, err
 	}
-	out, err := ds.matchRows(ctx, In(ds.m.KeyColumn, keys...), covered)
+	sorted := append([]string(nil), keys...)
+	sort.Strings(sorted)
+	out, err := ds.matchRows(ctx, In(ds.m.KeyColumn, keys...), covered, sorted)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func (ds *Dataset) StageAppend(ctx context.Context, recs ...arrow.Record) (*Stag
 		return emptyStage(ds, OpAppend), nil
 	}
 	st, m := ds.newStage()
-	f, key, err := writeFragment(ctx, ds.store, ds.path, ds.root(), ds.schema, recs)
+	f, key, err := writeFragment(ctx, ds.store, ds.path, ds.root(), ds.schema, ds.m.KeyColumn, recs)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (ds *Dataset) StageOverwriteWithSchema(ctx context.Context, schema *arrow.S
 	m.Fragments = []Fragment{}
 	m.Indexes = nil
 	if rows(recs) > 0 {
-		f, key, err := writeFragment(ctx, ds.store, ds.path, ds.root(), schema, recs)
+		f, key, err := writeFragment(ctx, ds.store, ds.path, ds.root(), schema, ds.m.KeyColumn, recs)
 		if err != nil {
 			return nil, err
 		}
@@ -132,7 +132,7 @@ func (ds *Dataset) StageChanges(ctx context.Context, ch Changes) (*Staged, error
 		}
 	}
 	if ch.Delete != nil {
-		m, err := ds.matchRows(ctx, *ch.Delete, nil)
+		m, err := ds.matchRows(ctx, *ch.Delete, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +166,7 @@ func (ds *Dataset) StageChanges(ctx context.Context, ch Changes) (*Staged, error
 		return nil, err
 	}
 	if rows(adds) > 0 {
-		f, k, err := writeFragment(ctx, ds.store, ds.path, ds.root(), ds.schema, adds)
+		f, k, err := writeFragment(ctx, ds.store, ds.path, ds.root(), ds.schema, ds.m.KeyColumn, adds)
 		if err != nil {
 			return nil, err
 		}
@@ -349,8 +349,12 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 			hasDel = hasDel || f.Deletion != nil
 		}
 	}
+	needIndex := opts.IndexKey && len(ds.m.Fragments) > 0 && !ds.KeyIndexCovers()
 	if len(cand) < 2 && !hasDel {
-		return emptyStage(ds, OpCompact), nil
+		if !needIndex {
+			return emptyStage(ds, OpCompact), nil
+		}
+		cand = nil // only the key index is built
 	}
 	all, _ := fieldIndices(ds.schema, nil)
 	st, m := ds.newStage()
@@ -365,7 +369,7 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 		if rows(pending) == 0 {
 			return nil
 		}
-		f, key, err := writeFragment(ctx, ds.store, ds.path, ds.root(), ds.schema, pending)
+		f, key, err := writeFragment(ctx, ds.store, ds.path, ds.root(), ds.schema, ds.m.KeyColumn, pending)
 		if err != nil {
 			return err
 		}
@@ -424,6 +428,9 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 	}
 	old := m.Indexes
 	m.Indexes = nil
+	if opts.IndexKey && ds.keyIndex(ds.m.KeyColumn) == nil {
+		old = append(old, Index{Kind: "key", Column: ds.m.KeyColumn})
+	}
 	for _, ix := range old {
 		col := ds.schema.FieldIndices(ix.Column)
 		if ix.Kind != "key" || len(col) == 0 {
@@ -438,6 +445,42 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 	}
 	st.finish(m, ds.m.Version, OpCompact)
 	return st, nil
+}
+
+// KeyIndexCovers reports whether this version has a key index on its key
+// column covering every fragment (an insert then checks key uniqueness
+// without reading fragment data). No I/O.
+func (ds *Dataset) KeyIndexCovers() bool {
+	ix := ds.keyIndex(ds.m.KeyColumn)
+	if ix == nil {
+		return false
+	}
+	covered := make(map[string]bool, len(ix.Fragments))
+	for _, id := range ix.Fragments {
+		covered[id] = true
+	}
+	for _, f := range ds.m.Fragments {
+		if !covered[f.ID] {
+			return false
+		}
+	}
+	return true
+}
+
+// SmallFragments counts the fragments with fewer live rows than target
+// (<= 0: the compaction default) or with deletions: what a compaction
+// would rewrite. No I/O.
+func (ds *Dataset) SmallFragments(target int64) int {
+	if target <= 0 {
+		target = 1 << 20
+	}
+	n := 0
+	for _, f := range ds.m.Fragments {
+		if f.Deletion != nil || f.LiveRows() < target {
+			n++
+		}
+	}
+	return n
 }
 
 // Compact stages and commits a compaction. Nothing to do returns ds itself.
