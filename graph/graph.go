@@ -61,6 +61,10 @@ type Graph struct {
 	heads  map[string]*cachedHead
 	cats   map[string]*pg.Catalog
 	tables map[string]*table.Dataset // by tableCacheKey; versions are immutable
+	// objects caches decoded fragments, deletion vectors and key index
+	// pages for every table version the handle opens: those files are
+	// immutable, so a new version re-reads only what it added.
+	objects *table.Cache
 
 	attachMu sync.Mutex
 	attached map[any]any // per-handle state of the packages above (Attachment)
@@ -108,9 +112,25 @@ func (g *Graph) openTable(ctx context.Context, path, branch string, v uint64) (*
 	if err != nil {
 		return nil, err
 	}
+	ds = ds.WithCache(g.objectCache())
 	g.cacheTable(ds)
 	return ds, nil
 }
+
+// objectCache is the handle's cache of immutable table files, shared by
+// every table version it opens (budget: table.DefaultCacheBytes).
+func (g *Graph) objectCache() *table.Cache {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.objects == nil {
+		g.objects = table.NewCache(0)
+	}
+	return g.objects
+}
+
+// ObjectCache is the handle's cache of immutable table files (decoded
+// fragments, deletion vectors, key index pages); SetLimit bounds it.
+func (g *Graph) ObjectCache() *table.Cache { return g.objectCache() }
 
 func (g *Graph) cacheTable(ds *table.Dataset) {
 	g.mu.Lock()

@@ -105,6 +105,10 @@ type Fragment struct {
 	Size     int64         `json:"size"`
 	Deletion *DeletionFile `json:"deletion,omitempty"`
 	Stats    []ColumnStats `json:"stats,omitempty"`
+	// Keys, on a small fragment (see inlineKeyRows), are its rows' keys
+	// sorted (deleted rows included): a key check consults them instead of
+	// reading the file.
+	Keys []string `json:"keys,omitempty"`
 }
 
 // LiveRows is Rows minus deleted rows.
@@ -172,6 +176,7 @@ type Staged struct {
 	Files []string
 
 	store backend.StorageAdapter
+	cache *Cache // the staging version's, inherited by the committed one
 	empty bool
 }
 
@@ -227,6 +232,11 @@ type CompactOptions struct {
 	// TargetRows is the row count a rewritten fragment aims for; fragments
 	// with fewer live rows, or with deletions, are rewritten. Default 1<<20.
 	TargetRows int64
+	// IndexKey also builds (or folds newer fragments into) the key index
+	// on the key column, so it covers every fragment of the new version:
+	// a compaction with nothing else to do still rebuilds a missing or
+	// partial key index.
+	IndexKey bool
 }
 
 // CleanupOptions bound what Cleanup may delete.

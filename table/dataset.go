@@ -3,7 +3,6 @@ package table
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -18,18 +17,36 @@ type Dataset struct {
 	m      *Manifest
 	schema *arrow.Schema
 
-	mu       sync.Mutex
-	keyDirs  map[string]*keyDir // index uuid -> decoded directory
-	delCache map[string][]byte  // deletion file path -> bitmap bytes
+	// cache holds decoded immutable objects (fragments, deletion vectors,
+	// key index directories and pages); shared with every version derived
+	// from this one by a commit, and with any handle given it by WithCache.
+	cache *Cache
 }
 
-func newDataset(store backend.StorageAdapter, path string, m *Manifest) (*Dataset, error) {
+func newDataset(store backend.StorageAdapter, path string, m *Manifest, cache *Cache) (*Dataset, error) {
 	s, err := decodeSchema(m.Schema)
 	if err != nil {
 		return nil, err
 	}
-	return &Dataset{store: store, path: path, m: m, schema: s}, nil
+	if cache == nil {
+		cache = NewCache(0)
+	}
+	return &Dataset{store: store, path: path, m: m, schema: s, cache: cache}, nil
 }
+
+// WithCache returns this version reading through cache c, which it then
+// shares with every version committed from it. Share one Cache between the
+// versions of the tables of one store, so a read of a new version decodes
+// only the files that version added. No I/O.
+func (ds *Dataset) WithCache(c *Cache) *Dataset {
+	if c == nil || c == ds.cache {
+		return ds
+	}
+	return &Dataset{store: ds.store, path: ds.path, m: ds.m, schema: ds.schema, cache: c}
+}
+
+// Cache is the object cache this version reads through.
+func (ds *Dataset) Cache() *Cache { return ds.cache }
 
 // Path is the dataset's key prefix in its store.
 func (ds *Dataset) Path() string { return ds.path }
@@ -113,7 +130,7 @@ func StageCreate(ctx context.Context, store backend.StorageAdapter, path string,
 	}
 	st := &Staged{store: store, Path: path, Branch: MainBranch}
 	if rows(recs) > 0 {
-		f, key, err := writeFragment(ctx, store, path, branchRoot(path, MainBranch), schema, recs)
+		f, key, err := writeFragment(ctx, store, path, branchRoot(path, MainBranch), schema, keyColumn, recs)
 		if err != nil {
 			return nil, err
 		}
@@ -169,7 +186,7 @@ func openFromRef(ctx context.Context, store backend.StorageAdapter, path, branch
 		return nil, err
 	}
 	m.Branch, m.BranchID = branch, ref.ID
-	return newDataset(store, path, m)
+	return newDataset(store, path, m, nil)
 }
 
 // OpenVersion opens version v of branch with exactly one GET and no List.
@@ -184,7 +201,7 @@ func OpenVersion(ctx context.Context, store backend.StorageAdapter, path, branch
 	if err != nil {
 		return nil, err
 	}
-	return newDataset(store, path, m)
+	return newDataset(store, path, m, nil)
 }
 
 // ReadManifest reads version v of branch (one GET).
@@ -273,7 +290,7 @@ func Commit(ctx context.Context, st *Staged) (*Dataset, error) {
 		}
 		return nil, fmt.Errorf("commit %s branch %q version %d: %w", st.Path, st.Branch, v, err)
 	}
-	return newDataset(st.store, st.Path, st.Manifest)
+	return newDataset(st.store, st.Path, st.Manifest, st.cache)
 }
 
 // ResolveCommit learns the outcome of a Commit whose answer was lost: it

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -52,7 +53,9 @@ func encodeParquet(s *arrow.Schema, recs []arrow.Record) ([]byte, error) {
 
 // writeFragment stages recs as a new fragment file under root (a branch
 // root) with a fresh unique name. The Put of a fresh name never overwrites.
-func writeFragment(ctx context.Context, store backend.StorageAdapter, path, root string, s *arrow.Schema, recs []arrow.Record) (Fragment, string, error) {
+// A fragment of at most inlineKeyRows rows carries its sorted keys in the
+// manifest (Fragment.Keys), so a key check never reads it.
+func writeFragment(ctx context.Context, store backend.StorageAdapter, path, root string, s *arrow.Schema, keyColumn string, recs []arrow.Record) (Fragment, string, error) {
 	id := newUUID()
 	rel := strings.TrimPrefix(root, path+"/") + "data/" + id + ".parquet"
 	data, err := encodeParquet(s, recs)
@@ -67,7 +70,47 @@ func writeFragment(ctx context.Context, store backend.StorageAdapter, path, root
 	for _, r := range recs {
 		rows += r.NumRows()
 	}
-	return Fragment{ID: id, Path: rel, Rows: rows, Size: int64(len(data)), Stats: computeStats(s, recs)}, key, nil
+	f := Fragment{ID: id, Path: rel, Rows: rows, Size: int64(len(data)), Stats: computeStats(s, recs)}
+	if idx := s.FieldIndices(keyColumn); rows <= inlineKeyRows && len(idx) == 1 {
+		f.Keys = sortedKeys(recs, idx[0])
+	}
+	return f, key, nil
+}
+
+// inlineKeyRows bounds the fragments whose keys the manifest carries: the
+// small fragments many one-row commits leave until a compaction folds them
+// into the key index.
+const inlineKeyRows = 64
+
+func sortedKeys(recs []arrow.Record, col int) []string {
+	keys := []string{}
+	for _, r := range recs {
+		sa, ok := r.Column(col).(stringArray)
+		if !ok {
+			return nil
+		}
+		for j := 0; j < sa.Len(); j++ {
+			keys = append(keys, sa.Value(j))
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// mayHoldKey reports whether fragment f can hold a row whose key is one of
+// keys (sorted), by its inline keys when it has them; ok is false when it
+// has none (statistics decide).
+func (f Fragment) mayHoldKey(keys []string) (may, ok bool) {
+	if f.Keys == nil {
+		return false, false
+	}
+	for _, k := range keys {
+		i := sort.SearchStrings(f.Keys, k)
+		if i < len(f.Keys) && f.Keys[i] == k {
+			return true, true
+		}
+	}
+	return false, true
 }
 
 // computeStats returns min/max/null counts of every column of recs.

@@ -170,29 +170,41 @@ func (ds *Dataset) keyIndex(column string) *Index {
 	return nil
 }
 
-// loadKeyDir fetches (once per handle) the index directory: one ranged GET.
+// loadKeyDir fetches the index directory (one ranged GET), once per cache:
+// index files are immutable.
 func (ds *Dataset) loadKeyDir(ctx context.Context, ix *Index) (*keyDir, error) {
-	ds.mu.Lock()
-	d := ds.keyDirs[ix.UUID]
-	ds.mu.Unlock()
-	if d != nil {
-		return d, nil
+	key := ds.path + "/" + ix.Path
+	if v, ok := ds.cache.get(key); ok {
+		return v.(*keyDir), nil
 	}
-	b, err := ds.store.GetRange(ctx, ds.path+"/"+ix.Path, 0, ix.DirLen)
+	b, err := ds.store.GetRange(ctx, key, 0, ix.DirLen)
 	if err != nil {
 		return nil, fmt.Errorf("read key index: %w", err)
 	}
-	d, err = decodeKeyDir(b)
+	d, err := decodeKeyDir(b)
 	if err != nil {
 		return nil, err
 	}
-	ds.mu.Lock()
-	if ds.keyDirs == nil {
-		ds.keyDirs = map[string]*keyDir{}
-	}
-	ds.keyDirs[ix.UUID] = d
-	ds.mu.Unlock()
+	ds.cache.put(key, d, int64(len(b))*2+64)
 	return d, nil
+}
+
+// loadKeyPage fetches page p of the index (one ranged GET), once per cache.
+func (ds *Dataset) loadKeyPage(ctx context.Context, ix *Index, pg keyPage) ([]keyEntry, error) {
+	key := fmt.Sprintf("%s/%s#%d", ds.path, ix.Path, pg.off)
+	if v, ok := ds.cache.get(key); ok {
+		return v.([]keyEntry), nil
+	}
+	b, err := ds.store.GetRange(ctx, ds.path+"/"+ix.Path, ix.DirLen+pg.off, pg.length)
+	if err != nil {
+		return nil, fmt.Errorf("read key index page: %w", err)
+	}
+	entries, err := decodeKeyPage(b, pg.count)
+	if err != nil {
+		return nil, err
+	}
+	ds.cache.put(key, entries, int64(len(b))+int64(len(entries))*32)
+	return entries, nil
 }
 
 // indexLookup returns fragment id -> physical row offsets of the keys
@@ -226,11 +238,7 @@ func (ds *Dataset) indexLookup(ctx context.Context, ix *Index, keys []string) (m
 	sort.Ints(pages)
 	for _, p := range pages {
 		pg := d.pages[p]
-		b, err := ds.store.GetRange(ctx, ds.path+"/"+ix.Path, ix.DirLen+pg.off, pg.length)
-		if err != nil {
-			return nil, fmt.Errorf("read key index page: %w", err)
-		}
-		entries, err := decodeKeyPage(b, pg.count)
+		entries, err := ds.loadKeyPage(ctx, ix, pg)
 		if err != nil {
 			return nil, err
 		}
@@ -264,38 +272,49 @@ func dedupInt64(s []int64) []int64 {
 	return out
 }
 
-// buildKeyIndex reads column of every fragment of m and writes a new key
-// index file under root. Deleted rows are indexed too; lookups apply the
-// deletion vectors current at their version.
-func buildKeyIndex(ctx context.Context, store backend.StorageAdapter, path, root string, m *Manifest, column string, colIdx int) (Index, string, error) {
-	var entries []keyEntry
+// buildKeyIndex reads column of every fragment of m (through ds's cache,
+// up to readParallelism fragments at a time) and writes a new key index
+// file under root. Deleted rows are indexed too; lookups apply the deletion
+// vectors current at their version.
+func buildKeyIndex(ctx context.Context, ds *Dataset, root string, m *Manifest, column string, colIdx int) (Index, string, error) {
 	frags := make([]string, 0, len(m.Fragments))
-	for fi, f := range m.Fragments {
+	for _, f := range m.Fragments {
 		frags = append(frags, f.ID)
-		ff, err := loadFragment(ctx, store, path, f)
+	}
+	per := make([][]keyEntry, len(m.Fragments))
+	err := eachFragment(ctx, m.Fragments, func(ctx context.Context, fi int, f Fragment) error {
+		d, err := ds.fragmentData(ctx, f)
 		if err != nil {
-			return Index{}, "", err
-		}
-		recs, err := ff.read(ctx, []int{colIdx}, nil)
-		if err != nil {
-			return Index{}, "", err
+			return err
 		}
 		var off int64
-		for _, r := range recs {
-			sa, ok := r.Column(0).(stringArray)
+		for _, r := range d.recs {
+			sa, ok := r.Column(colIdx).(stringArray)
 			if !ok {
-				releaseAll(recs)
-				return Index{}, "", errorf(ErrInvalid, "key index on %q: column is not a string column", column)
+				return errorf(ErrInvalid, "key index on %q: column is not a string column", column)
 			}
 			for j := 0; j < sa.Len(); j++ {
 				if !sa.IsNull(j) {
-					entries = append(entries, keyEntry{key: sa.Value(j), frag: uint32(fi), row: uint32(off + int64(j))})
+					per[fi] = append(per[fi], keyEntry{key: sa.Value(j), frag: uint32(fi), row: uint32(off + int64(j))})
 				}
 			}
 			off += r.NumRows()
 		}
-		releaseAll(recs)
+		return nil
+	})
+	if err != nil {
+		return Index{}, "", err
 	}
+	var entries []keyEntry
+	for _, e := range per {
+		entries = append(entries, e...)
+	}
+	return writeKeyIndex(ctx, ds.store, ds.path, root, column, frags, entries)
+}
+
+// writeKeyIndex encodes entries over frags and Puts the file under a fresh
+// name.
+func writeKeyIndex(ctx context.Context, store backend.StorageAdapter, path, root, column string, frags []string, entries []keyEntry) (Index, string, error) {
 	data, dirLen := encodeKeyIndex(frags, entries)
 	id := newUUID()
 	rel := strings.TrimPrefix(root, path+"/") + "_indices/" + id + "/key.idx"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -12,32 +13,88 @@ import (
 )
 
 // deletions returns the fragment's deletion vector (nil when it has none).
-// Each deletion file is fetched once per handle.
+// Deletion files are immutable: each is fetched once per cache.
 func (ds *Dataset) deletions(ctx context.Context, f Fragment) (*roaring.Bitmap, error) {
 	if f.Deletion == nil {
 		return nil, nil
 	}
-	ds.mu.Lock()
-	b, ok := ds.delCache[f.Deletion.Path]
-	ds.mu.Unlock()
-	if !ok {
+	key := ds.path + "/" + f.Deletion.Path
+	var b []byte
+	if v, ok := ds.cache.get(key); ok {
+		b = v.([]byte)
+	} else {
 		var err error
-		b, _, err = ds.store.Get(ctx, ds.path+"/"+f.Deletion.Path)
+		b, _, err = ds.store.Get(ctx, key)
 		if err != nil {
 			return nil, fmt.Errorf("read deletion vector of fragment %s: %w", f.ID, err)
 		}
-		ds.mu.Lock()
-		if ds.delCache == nil {
-			ds.delCache = map[string][]byte{}
-		}
-		ds.delCache[f.Deletion.Path] = b
-		ds.mu.Unlock()
+		ds.cache.put(key, b, int64(len(b))+64)
 	}
 	bm := roaring.New()
 	if err := bm.UnmarshalBinary(b); err != nil {
 		return nil, errorf(ErrCorrupt, "deletion vector of fragment %s: %v", f.ID, err)
 	}
 	return bm, nil
+}
+
+// fragmentData returns fragment f decoded whole (every column, every row
+// group): from the cache, or with one GET. Fragments are immutable, so one
+// decoded copy serves every version that references the file.
+func (ds *Dataset) fragmentData(ctx context.Context, f Fragment) (*decodedFragment, error) {
+	key := ds.path + "/" + f.Path
+	if v, ok := ds.cache.get(key); ok {
+		return v.(*decodedFragment), nil
+	}
+	ff, err := loadFragment(ctx, ds.store, ds.path, f)
+	if err != nil {
+		return nil, err
+	}
+	all := make([]int, len(ff.fr.Manifest.Fields))
+	for i := range all {
+		all[i] = i
+	}
+	recs, err := ff.read(ctx, all, nil)
+	if err != nil {
+		return nil, err
+	}
+	d := &decodedFragment{recs: recs}
+	ds.cache.put(key, d, d.bytes())
+	return d, nil
+}
+
+// readParallelism bounds the fragment reads one scan keeps in flight.
+const readParallelism = 16
+
+// eachFragment runs fn for every fragment, readParallelism at a time: each
+// wave is sent together and the next starts when it has finished, so a
+// cold read of F fragments costs about F/16 serial round trips. It returns
+// the first error in fragment order.
+func eachFragment(ctx context.Context, frags []Fragment, fn func(ctx context.Context, i int, f Fragment) error) error {
+	if len(frags) == 1 {
+		return fn(ctx, 0, frags[0])
+	}
+	errs := make([]error, len(frags))
+	for lo := 0; lo < len(frags); lo += readParallelism {
+		hi := min(lo+readParallelism, len(frags))
+		var wg sync.WaitGroup
+		for i := lo; i < hi; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				errs[i] = fn(ctx, i, frags[i])
+			}(i)
+		}
+		wg.Wait()
+		for _, err := range errs[lo:hi] {
+			if err != nil {
+				return err
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fieldIndices resolves column names against the schema (nil: all).
@@ -115,26 +172,57 @@ func physicalMapper(starts []int64, total int64, rgs []int) func(int64) int64 {
 	}
 }
 
-// readMatching reads fields (sorted dataset field indices) of row groups rgs
-// (nil: all) of fragment f and keeps live rows that match filter and, when
-// keep is non-nil, whose physical offset keep accepts. It returns the kept
-// rows as records of the fields plus their physical offsets.
+// readMatching reads fields (sorted dataset field indices) of fragment f
+// and keeps live rows that match filter and, when keep is non-nil, whose
+// physical offset keep accepts. With ff nil the whole fragment comes from
+// the cache (one GET on a miss, sent together with the deletion vector's);
+// otherwise only row groups rgs (nil: all) are read through ff. It returns
+// the kept rows as records of the fields plus their physical offsets.
 func (ds *Dataset) readMatching(ctx context.Context, f Fragment, ff *fragmentFile, fields, rgs []int, filter Predicate, keep func(int64) bool) ([]arrow.Record, [][]int64, error) {
-	del, err := ds.deletions(ctx, f)
-	if err != nil {
-		return nil, nil, err
-	}
-	recs, err := ff.read(ctx, fields, rgs)
-	if err != nil {
-		return nil, nil, err
+	var del *roaring.Bitmap
+	var recs []arrow.Record
+	var phys func(int64) int64
+	if ff == nil {
+		var derr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			del, derr = ds.deletions(ctx, f)
+		}()
+		d, err := ds.fragmentData(ctx, f)
+		<-done
+		if err != nil {
+			return nil, nil, err
+		}
+		if derr != nil {
+			return nil, nil, derr
+		}
+		sub := schemaOf(ds.schema, fields)
+		for _, r := range d.recs {
+			cols := make([]arrow.Array, len(fields))
+			for i, fi := range fields {
+				cols[i] = r.Column(fi)
+			}
+			recs = append(recs, array.NewRecordBatch(sub, cols, r.NumRows()))
+		}
+		phys = func(i int64) int64 { return i }
+	} else {
+		var err error
+		if del, err = ds.deletions(ctx, f); err != nil {
+			return nil, nil, err
+		}
+		if recs, err = ff.read(ctx, fields, rgs); err != nil {
+			return nil, nil, err
+		}
+		phys = physicalMapper(ff.rowGroupStarts(), f.Rows, rgs)
 	}
 	defer releaseAll(recs)
-	phys := physicalMapper(ff.rowGroupStarts(), f.Rows, rgs)
 	sub := schemaOf(ds.schema, fields)
 	var outRecs []arrow.Record
 	var outOffs [][]int64
 	var base int64
 	for _, r := range recs {
+		r.Retain()
 		r = relabel(sub, r)
 		test, err := filter.compile(r)
 		if err != nil {
@@ -223,28 +311,34 @@ func (ds *Dataset) Scan(ctx context.Context, opts ScanOptions) ([]arrow.Record, 
 			only[id] = true
 		}
 	}
-	var out []arrow.Record
+	var read []Fragment
 	for _, f := range ds.m.Fragments {
 		if only != nil && !only[f.ID] {
 			continue
 		}
-		if !opts.Filter.mayMatch(statsMap(f), f.Rows) {
-			continue
+		if opts.Filter.mayMatch(statsMap(f), f.Rows) {
+			read = append(read, f)
 		}
-		ff, err := loadFragment(ctx, ds.store, ds.path, f)
+	}
+	parts := make([][]arrow.Record, len(read))
+	err = eachFragment(ctx, read, func(ctx context.Context, i int, f Fragment) error {
+		recs, _, err := ds.readMatching(ctx, f, nil, fields, nil, opts.Filter, nil)
 		if err != nil {
-			releaseAll(out)
-			return nil, err
-		}
-		recs, _, err := ds.readMatching(ctx, f, ff, fields, nil, opts.Filter, nil)
-		if err != nil {
-			releaseAll(out)
-			return nil, err
+			return err
 		}
 		for _, r := range recs {
-			out = append(out, project(ds.schema, fields, proj, r))
+			parts[i] = append(parts[i], project(ds.schema, fields, proj, r))
 			r.Release()
 		}
+		return nil
+	})
+	var out []arrow.Record
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	if err != nil {
+		releaseAll(out)
+		return nil, err
 	}
 	return out, nil
 }
@@ -312,49 +406,49 @@ func (ds *Dataset) Lookup(ctx context.Context, ids ...string) (arrow.Record, err
 	var out []arrow.Record
 	defer func() { releaseAll(out) }()
 	filter := In(ds.m.KeyColumn, ids...)
+	sortedIDs := append([]string(nil), ids...)
+	sort.Strings(sortedIDs)
 	hits, covered, err := ds.indexHits(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
+	var read []Fragment
 	for _, f := range ds.m.Fragments {
-		if covered[f.ID] {
-			offs := hits[f.ID]
-			if len(offs) == 0 {
-				continue
-			}
-			ff, err := openFragmentRanged(ctx, ds.store, ds.path, f)
-			if err != nil {
-				return nil, err
-			}
-			starts := ff.rowGroupStarts()
-			var rgs []int
-			want := map[int64]bool{}
-			for _, o := range offs {
-				want[o] = true
-				g := sort.Search(len(starts), func(i int) bool { return starts[i] > o }) - 1
-				if len(rgs) == 0 || rgs[len(rgs)-1] != g {
-					rgs = append(rgs, g)
-				}
-			}
-			recs, _, err := ds.readMatching(ctx, f, ff, all, rgs, filter, func(p int64) bool { return want[p] })
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, recs...)
-			continue
+		if covered[f.ID] && len(hits[f.ID]) > 0 || !covered[f.ID] && mayHoldKeys(f, sortedIDs, filter) {
+			read = append(read, f)
 		}
-		if !filter.mayMatch(statsMap(f), f.Rows) {
-			continue
+	}
+	parts := make([][]arrow.Record, len(read))
+	err = eachFragment(ctx, read, func(ctx context.Context, i int, f Fragment) error {
+		if !covered[f.ID] {
+			recs, _, err := ds.readMatching(ctx, f, nil, all, nil, filter, nil)
+			parts[i] = recs
+			return err
 		}
-		ff, err := loadFragment(ctx, ds.store, ds.path, f)
+		offs := hits[f.ID]
+		ff, err := openFragmentRanged(ctx, ds.store, ds.path, f)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		recs, _, err := ds.readMatching(ctx, f, ff, all, nil, filter, nil)
-		if err != nil {
-			return nil, err
+		starts := ff.rowGroupStarts()
+		var rgs []int
+		want := map[int64]bool{}
+		for _, o := range offs {
+			want[o] = true
+			g := sort.Search(len(starts), func(i int) bool { return starts[i] > o }) - 1
+			if len(rgs) == 0 || rgs[len(rgs)-1] != g {
+				rgs = append(rgs, g)
+			}
 		}
-		out = append(out, recs...)
+		recs, _, err := ds.readMatching(ctx, f, ff, all, rgs, filter, func(p int64) bool { return want[p] })
+		parts[i] = recs
+		return err
+	})
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return concatRecords(ds.schema, out)
 }
@@ -378,37 +472,58 @@ func (ds *Dataset) indexHits(ctx context.Context, ids []string) (map[string][]in
 }
 
 // matchRows returns, per fragment id, the live row offsets matching pred.
-func (ds *Dataset) matchRows(ctx context.Context, pred Predicate, skip map[string]bool) (map[string]*roaring.Bitmap, error) {
+// With keys (sorted) set, pred is the key filter In(key, keys...) and
+// fragments whose inline keys hold none of them are not read.
+func (ds *Dataset) matchRows(ctx context.Context, pred Predicate, skip map[string]bool, keys []string) (map[string]*roaring.Bitmap, error) {
 	fields := neededFields(ds.schema, nil, pred)
 	if len(fields) == 0 {
 		fields = []int{ds.schema.FieldIndices(ds.m.KeyColumn)[0]}
 	}
-	out := map[string]*roaring.Bitmap{}
+	var read []Fragment
 	for _, f := range ds.m.Fragments {
-		if skip[f.ID] || !pred.mayMatch(statsMap(f), f.Rows) {
+		if skip[f.ID] {
 			continue
 		}
-		ff, err := loadFragment(ctx, ds.store, ds.path, f)
-		if err != nil {
-			return nil, err
+		if keys != nil && mayHoldKeys(f, keys, pred) || keys == nil && pred.mayMatch(statsMap(f), f.Rows) {
+			read = append(read, f)
 		}
-		recs, offs, err := ds.readMatching(ctx, f, ff, fields, nil, pred, nil)
+	}
+	found := make([]*roaring.Bitmap, len(read))
+	err := eachFragment(ctx, read, func(ctx context.Context, i int, f Fragment) error {
+		recs, offs, err := ds.readMatching(ctx, f, nil, fields, nil, pred, nil)
 		releaseAll(recs)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, os := range offs {
 			for _, o := range os {
-				bm := out[f.ID]
-				if bm == nil {
-					bm = roaring.New()
-					out[f.ID] = bm
+				if found[i] == nil {
+					found[i] = roaring.New()
 				}
-				bm.Add(uint32(o))
+				found[i].Add(uint32(o))
 			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*roaring.Bitmap{}
+	for i, bm := range found {
+		if bm != nil {
+			out[read[i].ID] = bm
 		}
 	}
 	return out, nil
+}
+
+// mayHoldKeys reports whether fragment f can hold one of keys (sorted):
+// by its inline keys, else by filter (the key filter) on its statistics.
+func mayHoldKeys(f Fragment, keys []string, filter Predicate) bool {
+	if may, ok := f.mayHoldKey(keys); ok {
+		return may
+	}
+	return filter.mayMatch(statsMap(f), f.Rows)
 }
 
 // locateKeys returns, per fragment id, the live row offsets whose key is in
@@ -421,7 +536,9 @@ func (ds *Dataset) locateKeys(ctx context.Context, keys []string) (map[string]*r
 	if err != nil {
 		return nil, err
 	}
-	out, err := ds.matchRows(ctx, In(ds.m.KeyColumn, keys...), covered)
+	sorted := append([]string(nil), keys...)
+	sort.Strings(sorted)
+	out, err := ds.matchRows(ctx, In(ds.m.KeyColumn, keys...), covered, sorted)
 	if err != nil {
 		return nil, err
 	}

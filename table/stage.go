@@ -11,13 +11,13 @@ import (
 
 // newStage starts a staged write against this version.
 func (ds *Dataset) newStage() (*Staged, *Manifest) {
-	return &Staged{store: ds.store, Path: ds.path, Branch: ds.m.Branch}, ds.m.clone()
+	return &Staged{store: ds.store, cache: ds.cache, Path: ds.path, Branch: ds.m.Branch}, ds.m.clone()
 }
 
 func (ds *Dataset) root() string { return branchRoot(ds.path, ds.m.Branch) }
 
 func emptyStage(ds *Dataset, op string) *Staged {
-	return &Staged{store: ds.store, Path: ds.path, Branch: ds.m.Branch, ReadVersion: ds.m.Version, Operation: op, empty: true}
+	return &Staged{store: ds.store, cache: ds.cache, Path: ds.path, Branch: ds.m.Branch, ReadVersion: ds.m.Version, Operation: op, empty: true}
 }
 
 // StageAppend stages recs as one new fragment (one Put). Appending no rows
@@ -31,7 +31,7 @@ func (ds *Dataset) StageAppend(ctx context.Context, recs ...arrow.Record) (*Stag
 		return emptyStage(ds, OpAppend), nil
 	}
 	st, m := ds.newStage()
-	f, key, err := writeFragment(ctx, ds.store, ds.path, ds.root(), ds.schema, recs)
+	f, key, err := writeFragment(ctx, ds.store, ds.path, ds.root(), ds.schema, ds.m.KeyColumn, recs)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (ds *Dataset) StageOverwriteWithSchema(ctx context.Context, schema *arrow.S
 	m.Fragments = []Fragment{}
 	m.Indexes = nil
 	if rows(recs) > 0 {
-		f, key, err := writeFragment(ctx, ds.store, ds.path, ds.root(), schema, recs)
+		f, key, err := writeFragment(ctx, ds.store, ds.path, ds.root(), schema, ds.m.KeyColumn, recs)
 		if err != nil {
 			return nil, err
 		}
@@ -132,7 +132,7 @@ func (ds *Dataset) StageChanges(ctx context.Context, ch Changes) (*Staged, error
 		}
 	}
 	if ch.Delete != nil {
-		m, err := ds.matchRows(ctx, *ch.Delete, nil)
+		m, err := ds.matchRows(ctx, *ch.Delete, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +166,7 @@ func (ds *Dataset) StageChanges(ctx context.Context, ch Changes) (*Staged, error
 		return nil, err
 	}
 	if rows(adds) > 0 {
-		f, k, err := writeFragment(ctx, ds.store, ds.path, ds.root(), ds.schema, adds)
+		f, k, err := writeFragment(ctx, ds.store, ds.path, ds.root(), ds.schema, ds.m.KeyColumn, adds)
 		if err != nil {
 			return nil, err
 		}
@@ -311,7 +311,7 @@ func (ds *Dataset) StageCreateIndex(ctx context.Context, column string) (*Staged
 		return nil, errorf(ErrInvalid, "create index: key index needs a string column, %q is %s", column, ds.schema.Field(idx[0]).Type)
 	}
 	st, m := ds.newStage()
-	ix, key, err := buildKeyIndex(ctx, ds.store, ds.path, ds.root(), m, column, idx[0])
+	ix, key, err := buildKeyIndex(ctx, ds, ds.root(), m, column, idx[0])
 	if err != nil {
 		return nil, err
 	}
@@ -349,8 +349,12 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 			hasDel = hasDel || f.Deletion != nil
 		}
 	}
+	needIndex := opts.IndexKey && len(ds.m.Fragments) > 0 && !ds.KeyIndexCovers()
 	if len(cand) < 2 && !hasDel {
-		return emptyStage(ds, OpCompact), nil
+		if !needIndex {
+			return emptyStage(ds, OpCompact), nil
+		}
+		cand = nil // only the key index is built
 	}
 	all, _ := fieldIndices(ds.schema, nil)
 	st, m := ds.newStage()
@@ -365,21 +369,23 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 		if rows(pending) == 0 {
 			return nil
 		}
-		f, key, err := writeFragment(ctx, ds.store, ds.path, ds.root(), ds.schema, pending)
+		f, key, err := writeFragment(ctx, ds.store, ds.path, ds.root(), ds.schema, ds.m.KeyColumn, pending)
 		if err != nil {
 			return err
 		}
 		newFrags = append(newFrags, f)
 		st.Files = append(st.Files, key)
+		// The rewritten rows are already decoded: seed the cache, so the
+		// index rebuild and the next read do not fetch the new file.
+		for _, r := range pending {
+			r.Retain()
+		}
+		d := &decodedFragment{recs: append([]arrow.Record(nil), pending...)}
+		ds.cache.put(key, d, d.bytes())
 		return nil
 	}
 	for _, f := range cand {
-		ff, err := loadFragment(ctx, ds.store, ds.path, f)
-		if err != nil {
-			releaseAll(pending)
-			return nil, err
-		}
-		recs, _, err := ds.readMatching(ctx, f, ff, all, nil, Predicate{}, nil)
+		recs, _, err := ds.readMatching(ctx, f, nil, all, nil, Predicate{}, nil)
 		if err != nil {
 			releaseAll(pending)
 			return nil, err
@@ -422,12 +428,15 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 	}
 	old := m.Indexes
 	m.Indexes = nil
+	if opts.IndexKey && ds.keyIndex(ds.m.KeyColumn) == nil {
+		old = append(old, Index{Kind: "key", Column: ds.m.KeyColumn})
+	}
 	for _, ix := range old {
 		col := ds.schema.FieldIndices(ix.Column)
 		if ix.Kind != "key" || len(col) == 0 {
 			continue
 		}
-		nix, key, err := buildKeyIndex(ctx, ds.store, ds.path, ds.root(), m, ix.Column, col[0])
+		nix, key, err := buildKeyIndex(ctx, ds, ds.root(), m, ix.Column, col[0])
 		if err != nil {
 			return nil, err
 		}
@@ -436,6 +445,42 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 	}
 	st.finish(m, ds.m.Version, OpCompact)
 	return st, nil
+}
+
+// KeyIndexCovers reports whether this version has a key index on its key
+// column covering every fragment (an insert then checks key uniqueness
+// without reading fragment data). No I/O.
+func (ds *Dataset) KeyIndexCovers() bool {
+	ix := ds.keyIndex(ds.m.KeyColumn)
+	if ix == nil {
+		return false
+	}
+	covered := make(map[string]bool, len(ix.Fragments))
+	for _, id := range ix.Fragments {
+		covered[id] = true
+	}
+	for _, f := range ds.m.Fragments {
+		if !covered[f.ID] {
+			return false
+		}
+	}
+	return true
+}
+
+// SmallFragments counts the fragments with fewer live rows than target
+// (<= 0: the compaction default) or with deletions: what a compaction
+// would rewrite. No I/O.
+func (ds *Dataset) SmallFragments(target int64) int {
+	if target <= 0 {
+		target = 1 << 20
+	}
+	n := 0
+	for _, f := range ds.m.Fragments {
+		if f.Deletion != nil || f.LiveRows() < target {
+			n++
+		}
+	}
+	return n
 }
 
 // Compact stages and commits a compaction. Nothing to do returns ds itself.

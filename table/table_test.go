@@ -165,7 +165,8 @@ func TestAppendScanFilterPushdown(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cnt.Reset()
-			recs, err := ds.Scan(ctx, ScanOptions{Columns: []string{"age", "id"}, Filter: tc.filter})
+			// A fresh cache: fragments are cached across scans otherwise.
+			recs, err := ds.WithCache(NewCache(0)).Scan(ctx, ScanOptions{Columns: []string{"age", "id"}, Filter: tc.filter})
 			if err != nil {
 				t.Fatal(err)
 			}

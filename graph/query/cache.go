@@ -73,12 +73,14 @@ func cacheOf(g *graph.Graph) *queryCache {
 }
 
 // SetCacheLimit bounds the memory (estimated bytes) handle g keeps
-// of loaded table versions and traversal indexes; least recently used
-// versions are dropped first. A limit <= 0 restores the default.
+// of loaded table versions and traversal indexes, and (separately, with the
+// same limit) of decoded table files; least recently used entries are
+// dropped first. A limit <= 0 restores the defaults.
 func SetCacheLimit(g *graph.Graph, bytes int64) {
 	if bytes <= 0 {
 		bytes = DefaultCacheBytes
 	}
+	g.ObjectCache().SetLimit(bytes)
 	c := cacheOf(g)
 	c.mu.Lock()
 	c.limit = bytes
@@ -149,7 +151,9 @@ func (e *cacheEntry) dataset(ctx context.Context, s *graph.Snapshot, pin manifes
 	if e.ds != nil {
 		return e.ds, nil
 	}
-	ds, err := table.OpenVersion(ctx, s.Graph().Store(), pin.Path, pin.Branch, pin.Version)
+	// Through the handle: its table-version cache, and its cache of
+	// immutable table files shared by every version it opens.
+	ds, err := s.OpenTable(ctx, pin.Key)
 	if err != nil {
 		return nil, fmt.Errorf("open table %s at version %d: %w", pin.Key, pin.Version, err)
 	}
