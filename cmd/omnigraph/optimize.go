@@ -17,12 +17,13 @@ func init() {
 			Use:   "optimize [--branch B]",
 			Short: "Compact a branch's tables: merge small fragments, fold deletions, build the key index",
 			Args:  cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				g, done, err := t.openGraph(c.Context(), true)
+			RunE: func(c *cobra.Command, args []string) (err error) {
+				// A maintenance command: it holds the cluster lock throughout.
+				g, done, err := t.openWrite(c.Context(), "optimize")
 				if err != nil {
 					return err
 				}
-				defer done()
+				defer done(&err)
 				res, err := optimize.Run(c.Context(), g, optimize.Options{Branch: branch})
 				if err != nil {
 					return err
@@ -46,6 +47,7 @@ func init() {
 		c.Flags().StringVar(&branch, "branch", "main", "branch to optimize")
 		t.addStore(c)
 		t.addJSON(c)
+		t.addWait(c)
 		return c
 	})
 }
