@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/counter"
 	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
@@ -52,9 +53,20 @@ type rig struct {
 
 func newRig(t testing.TB) *rig {
 	t.Helper()
+	return newRigWith(t, nil)
+}
+
+// newRigWith is newRig with wrap (if not nil) between the fault injector
+// and the counter.
+func newRigWith(t testing.TB, wrap func(backend.StorageAdapter) backend.StorageAdapter) *rig {
+	t.Helper()
 	r := &rig{mem: mem.New()}
 	r.fault = fault.New(r.mem)
-	r.count = counter.New(r.fault)
+	var s backend.StorageAdapter = r.fault
+	if wrap != nil {
+		s = wrap(r.fault)
+	}
+	r.count = counter.New(s)
 	g, err := graph.Init(context.Background(), r.count, schema, graph.InitOptions{Actor: "tester"})
 	if err != nil {
 		t.Fatalf("Init: %v", err)

@@ -51,6 +51,11 @@ const DefaultMaxChanges = 1 << 20
 type Options struct {
 	// MaxChanges overrides DefaultMaxChanges (tests).
 	MaxChanges int
+
+	// afterCapture, when set, runs once the source and the target are
+	// captured, before classification: the tests' seam to move either
+	// branch mid-merge (set through export_test.go).
+	afterCapture func()
 }
 
 // Result reports a merge.
@@ -97,6 +102,9 @@ func Run(ctx context.Context, g *graph.Graph, source, target string, opts Option
 		return nil, fmt.Errorf("merge target %q: %w", target, err)
 	}
 	tgt := w.Snapshot()
+	if opts.afterCapture != nil {
+		opts.afterCapture()
+	}
 	res := &Result{Source: source, Target: target, SourceCommit: src.CommitID()}
 	if src.SchemaIdentity() != tgt.SchemaIdentity() {
 		return nil, fmt.Errorf("%w: %q and %q have different schemas; apply the same schema to both before merging", ErrSchemaBoundary, source, target)
