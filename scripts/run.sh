@@ -61,7 +61,13 @@ trap 'rm -f "$main_rows" "$branch_rows"' EXIT
 "$og" query --query "$queries" headcount --format jsonl --branch hiring --store "$store" >"$branch_rows"
 diff -u --label main --label hiring "$main_rows" "$branch_rows" || true
 
-heading "9. Time travel: the same count now, and as of the empty first commit"
+heading "9. Merge 'hiring' into main, then see the merge's changes"
+run branch merge hiring --into main --delete-branch --store "$store"
+merge_commit=$("$og" commit list --limit 1 --json --store "$store" | sed -n 's/.*"id": *"\([0-9A-Z]*\)".*/\1/p' | head -1)
+run commit changes "$merge_commit" --store "$store"
+run query --query "$queries" staff --params '{"slug":"acme"}' --store "$store"
+
+heading "10. Time travel: the same count now, and as of the empty first commit"
 count='query n() { match { $p: Person } return { count($p) as people } }'
 run query -e "$count" --format kv --store "$store"
 run query -e "$count" --format kv --snapshot "$init_commit" --store "$store"
