@@ -245,15 +245,21 @@ func (s *Set) ScanRows(ctx context.Context, key string, cols []string, filter ta
 
 // lookupIDs returns which of ids exist in the committed table.
 func (s *Set) lookupIDs(ctx context.Context, key string, ids []string) (map[string]bool, error) {
-	found := map[string]bool{}
 	if len(ids) == 0 {
-		return found, nil
+		return map[string]bool{}, nil
 	}
 	ds, err := s.committed(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	if ds.RowCount() == 0 {
+	return HasIDs(ctx, ds, ids)
+}
+
+// HasIDs reports which of ids the table version holds (one key-index or
+// fragment lookup).
+func HasIDs(ctx context.Context, ds *table.Dataset, ids []string) (map[string]bool, error) {
+	found := map[string]bool{}
+	if len(ids) == 0 || ds.RowCount() == 0 {
 		return found, nil
 	}
 	rec, err := ds.Lookup(ctx, ids...)
@@ -263,7 +269,7 @@ func (s *Set) lookupIDs(ctx context.Context, key string, ids []string) (map[stri
 	defer rec.Release()
 	idx := rec.Schema().FieldIndices(pg.ColID)
 	if len(idx) == 0 {
-		return nil, fmt.Errorf("table %s has no id column", key)
+		return nil, fmt.Errorf("table %s has no id column", ds.Path())
 	}
 	col := rec.Column(idx[0])
 	for i := 0; i < col.Len(); i++ {

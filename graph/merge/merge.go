@@ -375,28 +375,14 @@ func (m *merger) checkOrphans(ctx context.Context) error {
 
 // lookup reports which of ids the snapshot's table holds.
 func lookup(ctx context.Context, s *graph.Snapshot, key string, ids []string) (map[string]bool, error) {
-	found := map[string]bool{}
 	if len(ids) == 0 {
-		return found, nil
+		return map[string]bool{}, nil
 	}
 	ds, err := s.OpenTable(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	if ds.RowCount() == 0 {
-		return found, nil
-	}
-	rec, err := ds.Lookup(ctx, ids...)
-	if err != nil {
-		return nil, err
-	}
-	defer rec.Release()
-	for _, r := range change.RecordRows(rec) {
-		if id, ok := r[pg.ColID].(string); ok {
-			found[id] = true
-		}
-	}
-	return found, nil
+	return change.HasIDs(ctx, ds, ids)
 }
 
 // checkValues re-checks the value constraints (enum, @range, @check) of
