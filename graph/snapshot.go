@@ -164,7 +164,9 @@ func commitInfo(e *manifest.Entry) CommitInfo {
 
 // Commits lists the commits reachable from branch's head by first parents,
 // newest first: its own, then those it inherited through its fork point.
-// limit <= 0 means all.
+// limit <= 0 means all. It costs the head's List plus about limit version
+// reads (a List and concurrent GETs per incarnation crossed), whatever the
+// depth.
 func (g *Graph) Commits(ctx context.Context, branch string, limit int) ([]CommitInfo, error) {
 	if branch == "" {
 		branch = g.current
@@ -174,14 +176,15 @@ func (g *Graph) Commits(ctx context.Context, branch string, limit int) ([]Commit
 		return nil, err
 	}
 	var out []CommitInfo
-	err = g.man.History(ctx, head, func(e *manifest.Entry) (bool, error) {
+	err = g.man.HistoryN(ctx, head, limit, func(e *manifest.Entry) (bool, error) {
 		out = append(out, commitInfo(e))
-		return limit <= 0 || len(out) < limit, nil
+		return true, nil
 	})
 	return out, err
 }
 
-// Commit returns one commit by id.
+// Commit returns one commit by id: a binary search of each live branch by
+// the id's timestamp (manifest.(*Store).FindCommit), O(log depth) reads.
 func (g *Graph) Commit(ctx context.Context, id string) (CommitInfo, error) {
 	e, err := g.man.FindCommit(ctx, id)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 func init() {
 	register(func(a *app) *cobra.Command {
 		var t graphTarget
+		var auto autoOptimizeFlag
 		var data, mode, branch string
 		var replace []string
 		c := &cobra.Command{
@@ -69,6 +70,8 @@ func init() {
 				if err != nil {
 					return err
 				}
+				// After the result is printed, before the lock is released.
+				defer auto.run(ctx, g, res.Commit)
 				for _, w := range res.Warnings {
 					fmt.Fprintln(a.stderr, "warning:", w)
 				}
@@ -88,6 +91,7 @@ func init() {
 		t.addJSON(c)
 		t.addActor(c)
 		t.addWait(c)
+		auto.add(c)
 		c.Flags().StringVar(&data, "data", "", "NDJSON file to load (- for stdin)")
 		c.Flags().StringVar(&mode, "mode", "", "append | merge | overwrite (required)")
 		c.Flags().StringVar(&branch, "branch", "", "branch to load into (default main)")

@@ -17,6 +17,7 @@ import (
 func init() {
 	register(func(a *app) *cobra.Command {
 		var t graphTarget
+		var auto autoOptimizeFlag
 		var file, expr, params, branch, ifCommit string
 		c := &cobra.Command{
 			Use:   "mutate (--query FILE.gq [NAME] | -e 'GQ') [--params JSON] [--branch B] [--if-commit ID] [--wait D] --store URL",
@@ -69,6 +70,8 @@ func init() {
 				if err != nil {
 					return err
 				}
+				// After the result is printed, before the lock is released.
+				defer auto.run(ctx, g, res.Commit)
 				for _, w := range res.Warnings {
 					fmt.Fprintln(a.stderr, "warning:", w)
 				}
@@ -88,6 +91,7 @@ func init() {
 		t.addJSON(c)
 		t.addActor(c)
 		t.addWait(c)
+		auto.add(c)
 		c.Flags().StringVar(&file, "query", "", "a .gq file holding the mutation")
 		c.Flags().StringVarP(&expr, "expr", "e", "", "the mutation text")
 		c.Flags().StringVar(&params, "params", "", "parameters as a JSON object")

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/oklog/ulid/v2"
+
 	"github.com/omnigraph-go/omnigraph/backend"
 )
 
@@ -287,9 +289,22 @@ func (m *Store) Branches(ctx context.Context) ([]Ref, error) {
 // down to 1, newest first, until fn returns false or an error. Each List page
 // of keys is fetched with concurrent GETs.
 func (m *Store) Versions(ctx context.Context, branch string, incarnation, from uint64, fn func(*Entry) (bool, error)) error {
+	return m.versions(ctx, branch, incarnation, from, func() int { return maxVersionPage }, fn)
+}
+
+// maxVersionPage is the most version keys Versions lists (and GETs) at once.
+const maxVersionPage = 256
+
+// versions is Versions with the size of the next page asked of want: a
+// caller that needs only N more entries lists and GETs only N keys.
+func (m *Store) versions(ctx context.Context, branch string, incarnation, from uint64, want func() int, fn func(*Entry) (bool, error)) error {
+	if from == 0 {
+		return nil
+	}
 	prefix := IncarnationPrefix(branch, incarnation)
-	opts := backend.ListOptions{StartAfter: VersionKey(branch, incarnation, from+1), MaxKeys: 256}
+	opts := backend.ListOptions{StartAfter: VersionKey(branch, incarnation, from+1)}
 	for {
+		opts.MaxKeys = min(max(want(), 1), maxVersionPage)
 		page, err := m.s.List(ctx, prefix, opts)
 		if err != nil {
 			return fmt.Errorf("list history of %q: %w", branch, err)
@@ -342,33 +357,153 @@ func (m *Store) getMany(ctx context.Context, keys []string) ([]*Entry, error) {
 }
 
 // History calls fn for each commit reachable from e by first parents,
-// newest first: the commits of e's incarnation down from e.Version, then,
-// through the fork point, the parent branch's commits from the fork version
-// down. It stops when fn returns false.
+// newest first: e itself, the commits of e's incarnation below e.Version,
+// then, through the fork point, the parent branch's commits from the fork
+// version down. It stops when fn returns false.
 func (m *Store) History(ctx context.Context, e *Entry, fn func(*Entry) (bool, error)) error {
+	return m.HistoryN(ctx, e, 0, fn)
+}
+
+// HistoryN is History for a caller that wants at most n commits (n <= 0:
+// all): it lists and GETs about n version keys, not a page of the history,
+// so `commit list --limit N` costs O(N) requests at any depth. e is not
+// read again.
+func (m *Store) HistoryN(ctx context.Context, e *Entry, n int, fn func(*Entry) (bool, error)) error {
+	got := 0
+	call := func(v *Entry) (bool, error) {
+		got++
+		more, err := fn(v)
+		return more && (n <= 0 || got < n), err
+	}
+	want := func() int {
+		if n <= 0 {
+			return maxVersionPage
+		}
+		return n - got
+	}
 	branch, inc, from := e.Branch, e.Incarnation, e.Version
-	for {
-		var fork *ForkPoint
-		err := m.Versions(ctx, branch, inc, from, func(v *Entry) (bool, error) {
-			if v.Kind == KindFork {
-				fork = v.Fork
-				return false, nil
-			}
-			return fn(v)
-		})
-		if err != nil {
+	var fork *ForkPoint
+	switch e.Kind {
+	case KindFork:
+		fork = e.Fork
+	default:
+		more, err := call(e)
+		if err != nil || !more {
 			return err
 		}
+		from--
+	}
+	for {
 		if fork == nil {
-			return nil
+			err := m.versions(ctx, branch, inc, from, want, func(v *Entry) (bool, error) {
+				if v.Kind == KindFork {
+					fork = v.Fork
+					return false, nil
+				}
+				return call(v)
+			})
+			if err != nil || fork == nil {
+				return err
+			}
 		}
 		branch, inc, from = fork.Branch, fork.Incarnation, fork.Version
+		fork = nil
 	}
 }
 
-// FindCommit returns the version that recorded commit id. It scans every
-// version of every branch (deleted ones included) and belongs off hot paths.
+// FindCommit returns the version that recorded commit id.
+//
+// Commit ids are ULIDs minted when the write began, and a write that loses
+// the race for its version re-prepares with a new id, so along one branch
+// incarnation the ids' timestamps rise with the version (up to clock skew
+// between writers). FindCommit therefore binary-searches each live branch's
+// versions by that timestamp: about log2(depth) GETs per live branch plus
+// one List per 100 branch names, whatever the depth. When that misses (an
+// id that is not a ULID, a commit on a deleted incarnation, skewed clocks)
+// it falls back to scanning every version of every branch, which costs
+// O(history) and belongs off hot paths.
 func (m *Store) FindCommit(ctx context.Context, id string) (*Entry, error) {
+	if u, err := ulid.ParseStrict(id); err == nil {
+		var live []Ref
+		err := m.scanHeads(ctx, branchesDir, func(r Ref) (bool, error) {
+			if r.Live() {
+				live = append(live, r)
+			}
+			return true, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("find commit: %w", err)
+		}
+		for _, r := range live {
+			e, err := m.searchIncarnation(ctx, r, id, u.Time())
+			if err != nil || e != nil {
+				return e, err
+			}
+		}
+	}
+	return m.scanForCommit(ctx, id)
+}
+
+// idTime is the millisecond timestamp of an entry's commit id; a fork (no
+// commit) sorts first, an id that is not a ULID last.
+func idTime(e *Entry) uint64 {
+	if e.Kind != KindCommit || e.Commit == nil {
+		return 0
+	}
+	u, err := ulid.ParseStrict(e.Commit.ID)
+	if err != nil {
+		return ^uint64(0)
+	}
+	return u.Time()
+}
+
+// searchIncarnation finds id on the live incarnation r by its timestamp t:
+// the first version whose id time is >= t, then the versions after it that
+// share t. nil, nil: not found there.
+func (m *Store) searchIncarnation(ctx context.Context, r Ref, id string, t uint64) (*Entry, error) {
+	read := map[uint64]*Entry{}
+	at := func(v uint64) (*Entry, error) {
+		if e, ok := read[v]; ok {
+			return e, nil
+		}
+		e, err := m.ReadVersion(ctx, r.Branch, r.Incarnation, v)
+		if err != nil {
+			return nil, fmt.Errorf("find commit: %w", err)
+		}
+		read[v] = e
+		return e, nil
+	}
+	lo, hi := uint64(1), r.Version+1 // first version with time >= t is in [lo, hi]
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		e, err := at(mid)
+		if err != nil {
+			return nil, err
+		}
+		if idTime(e) < t {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	for v := lo; v <= r.Version; v++ {
+		e, err := at(v)
+		if err != nil {
+			return nil, err
+		}
+		if idTime(e) != t {
+			return nil, nil
+		}
+		if e.Kind == KindCommit && e.Commit.ID == id {
+			return e, nil
+		}
+	}
+	return nil, nil
+}
+
+// scanForCommit reads every version of every branch (deleted ones
+// included) looking for id.
+func (m *Store) scanForCommit(ctx context.Context, id string) (*Entry, error) {
 	all, err := backend.ListAll(ctx, m.s, branchesDir)
 	if err != nil {
 		return nil, fmt.Errorf("find commit: %w", err)
