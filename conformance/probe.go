@@ -210,8 +210,12 @@ func racePayload(round, writer int) []byte {
 // finish turns a race loop's end into its report: out of budget after at
 // least one round passes; out of budget before any round is a failure.
 func finish(rounds, want, writers int, out bool) (Report, error) {
+	return finishAs("rounds", rounds, want, writers, out)
+}
+
+func finishAs(unit string, rounds, want, writers int, out bool) (Report, error) {
 	r := Report{Rounds: rounds, OutOfBudget: out && rounds < want}
-	r.Note = fmt.Sprintf("%d rounds x %d writers", rounds, writers)
+	r.Note = fmt.Sprintf("%d %s x %d writers", rounds, unit, writers)
 	if r.OutOfBudget {
 		if rounds == 0 {
 			return r, errors.New("the race budget ran out before one round finished")
@@ -387,7 +391,7 @@ func probeClaims(ctx context.Context, s backend.StorageAdapter, o Options) (Repo
 			done++
 		}
 	}
-	return finish(done, keys, o.Writers, out())
+	return finishAs("contested keys", done, keys, o.Writers, out())
 }
 
 func probeCreateVsDelete(ctx context.Context, s backend.StorageAdapter, o Options) (Report, error) {
@@ -512,7 +516,7 @@ func probeCounter(ctx context.Context, s backend.StorageAdapter, o Options) (Rep
 	defer cancel()
 	const key = "counter"
 	workers := min(o.Writers, 8)
-	each := max(1, o.Rounds/2)
+	each := max(1, o.Rounds/4)
 	if _, err := s.Put(ctx, key, []byte("0")); err != nil {
 		return Report{}, fmt.Errorf("Put: %w", err)
 	}
