@@ -31,14 +31,15 @@ func init() {
 			Short: "Probe a live store and print which capabilities it really has",
 			Long: `Probe a live store, without touching existing data: every key is written
 under a fresh temporary prefix (_omnigraph_check/<random>/) that is deleted
-at the end. It races 8 conditional creates on one key, races 8
-compare-and-swaps (when the store declares them), and checks
-list-after-write, ranged reads and deletes. On a local directory it refuses a
-directory that does not exist (it creates nothing) and leaves no lock files.
-It prints a capability table and
-exits 1 when the store lacks a working conditional create, or when a
-capability it declares does not hold. Run it before pointing a graph at a
-new S3-compatible store.`,
+at the end. It runs the conformance suite's live rules (put-if-absent races
+and claims with 16 writers x 150 rounds, create racing delete,
+compare-and-swap races and a counter when the store declares them, list after
+write/overwrite/delete, ranged reads, deletes), printing one line per rule,
+then the capabilities it detects, and ends with a verdict: full read-write
+with leased locks, read-write with unleased locks only (both exit 0),
+read-only or unusable (exit 1). On a local directory it refuses a directory
+that does not exist (it creates nothing) and leaves no lock files. Run it
+before pointing a graph at a new S3-compatible store.`,
 			Args: func(c *cobra.Command, args []string) error {
 				if len(args) != 1 {
 					return usagef("storage check takes one storage URL, e.g. omnigraph storage check s3://bucket/prefix")

@@ -225,7 +225,7 @@ func TestStorageCheckEmulators(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d", code)
 			}
-			if r := row(out, "PutIfAbsentRace"); !strings.Contains(r, "ok      150 rounds x 16 writers") {
+			if r := row(out, "PutIfAbsentRace"); strings.Fields(r)[1] != "ok" || !strings.Contains(r, "150 rounds x 16 writers") {
 				t.Fatalf("PutIfAbsentRace line = %q", r)
 			}
 			if !strings.Contains(out, c.verdict) {
