@@ -29,6 +29,13 @@ func (b ignoresConditions) PutIfMatch(ctx context.Context, key string, data []by
 	return b.Store.Put(ctx, key, data)
 }
 
+// blindCreate claims conditional create but overwrites (fence_test.go).
+type blindCreate struct{ *mem.Store }
+
+func (b blindCreate) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	return b.Store.Put(ctx, key, data)
+}
+
 // sequentialOnly enforces both conditions one request at a time (a check,
 // then the write), but not under concurrency: a second request in the gap
 // passes the same check.
@@ -84,6 +91,7 @@ func (n noCreate) Capabilities() backend.Capabilities {
 func init() {
 	for scheme, wrap := range map[string]func(*mem.Store) backend.StorageAdapter{
 		"test-ignoresconditions": func(m *mem.Store) backend.StorageAdapter { return ignoresConditions{m} },
+		"test-blindcreate":       func(m *mem.Store) backend.StorageAdapter { return blindCreate{m} },
 		"test-sequentialonly":    func(m *mem.Store) backend.StorageAdapter { return sequentialOnly{m} },
 		"test-oneintwenty":       func(m *mem.Store) backend.StorageAdapter { return oneInTwenty{m} },
 		"test-nocreate":          func(m *mem.Store) backend.StorageAdapter { return noCreate{m} },
