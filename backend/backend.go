@@ -89,7 +89,9 @@ type StorageAdapter interface {
 	PutIfAbsent(ctx context.Context, key string, data []byte) (Attrs, error)
 
 	// PutIfMatch replaces the object only if its Version equals version.
-	// A changed version is ErrPrecondition, a missing key is ErrNotFound.
+	// A changed version is ErrPrecondition, and so is a missing key
+	// (backend.MatchMissing: its error also satisfies ErrNotFound, whatever
+	// the store answers, AWS S3's 404 or others' 412).
 	// Sent once, like PutIfAbsent. Adapters whose Capabilities lack
 	// ConditionalUpdate return ErrPermanent.
 	PutIfMatch(ctx context.Context, key string, data []byte, version string) (Attrs, error)

@@ -291,6 +291,10 @@ func TestRedact(t *testing.T) {
 		{name: "presigned S3 credential", in: "X-Amz-Credential=AKIAEXAMPLE%2F20260101%2Fus-east-1", secret: "AKIAEXAMPLE", keep: "X-Amz-Credential="},
 		{name: "bearer token", in: "Authorization: Bearer ya29.a0secret-token", secret: "ya29.a0secret-token", keep: "Authorization"},
 		{name: "GCS signature", in: "?X-Goog-Signature=0123abcdef&X-Goog-Date=20260101", secret: "0123abcdef", keep: "X-Goog-Date"},
+		// A parameter whose name only ends in a secret name ("coexist"
+		// ends in "st") is not redacted; the real one beside it is.
+		{name: "harmless parameter ending in a secret name", in: "s3://b/p?key_child_coexist=true&token=s3cr3tvalue", secret: "s3cr3tvalue", keep: "key_child_coexist=true"},
+		{name: "secret at the start", in: "sig=AbCdEf0123 rest", secret: "AbCdEf0123", keep: "rest"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

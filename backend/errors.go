@@ -98,6 +98,26 @@ func (e *Error) Unwrap() error { return e.Err }
 // Is matches the kind's sentinel.
 func (e *Error) Is(target error) bool { return kindSentinels[e.Kind] == target }
 
+// ErrMissingKey is the cause of a PutIfMatch on a missing key: the error
+// is a Precondition failure (the condition "the object is at this version"
+// lost) whose chain also satisfies errors.Is(err, ErrNotFound).
+var ErrMissingKey = fmt.Errorf("the key does not exist: %w", ErrNotFound)
+
+// MatchMissing is the error every adapter returns for PutIfMatch on a
+// missing key, whatever its store answers (AWS S3 404 NoSuchKey, others 412).
+func MatchMissing(op, key string) *Error {
+	return NewError(op, key, KindPrecondition, ErrMissingKey)
+}
+
+// NormalizeMatch maps a NotFound answer to PutIfMatch onto MatchMissing and
+// returns any other error unchanged.
+func NormalizeMatch(op, key string, err error) error {
+	if err != nil && KindOf(err) == KindNotFound {
+		return MatchMissing(op, key)
+	}
+	return err
+}
+
 // KindOf returns the failure class of err. Context cancellation and deadline
 // are Transient unless wrapped in a more specific Error; an unclassified error
 // is Unknown, because nothing proves it had no effect.

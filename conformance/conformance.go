@@ -22,60 +22,127 @@ import (
 // own cleanup with t.Cleanup.
 type Maker func(t *testing.T) backend.StorageAdapter
 
-// Race sizes. The put-if-absent and put-if-match races run the full size on
-// every store, network stores included: a smaller race proves less.
-const (
-	raceWriters = 16
-	raceRounds  = 50
-)
-
 // subtestTimeout bounds one subtest so a hung network store fails instead of
-// stalling the whole run.
+// stalling the whole run (race rules get their race budget on top).
 const subtestTimeout = 3 * time.Minute
 
 type rule struct {
-	name string
-	run  func(t *testing.T, s backend.StorageAdapter)
+	name  string
+	needs Needs
+	run   func(t *testing.T, s backend.StorageAdapter)
+	probe *Probe
 }
 
 var rules = []rule{
-	{"NotFoundIsTyped", testNotFoundIsTyped},
-	{"PutGetStatRoundTrip", testRoundTrip},
-	{"GetRange", testGetRange},
-	{"PutIfAbsentSequential", testPutIfAbsentSequential},
-	{"PutIfAbsentRace", testPutIfAbsentRace},
-	{"PutIfMatchRules", testPutIfMatchRules},
-	{"PutIfMatchRace", testPutIfMatchRace},
-	{"CancelledWriteLeavesNothing", testCancelledWrite},
-	{"ListOrderAndPagination", testListPagination},
-	{"ListPrefixIsNotADirectory", testListPrefix},
-	{"InvalidAndTempKeysRefused", testInvalidKeys},
-	{"Exists", testExists},
-	{"DeleteIdempotent", testDeleteIdempotent},
-	{"DeletePrefix", testDeletePrefix},
-	{"DeletePrefixConcurrent", testDeletePrefixConcurrent},
-	{"OddKeys", testOddKeys},
-	{"LargeObject", testLargeObject},
-	{"VersionChangesOnOverwrite", testVersionChanges},
-	{"OverwriteIsAtomic", testOverwriteAtomic},
-	{"KeyAndChild", testKeyAndChild},
-	{"ErrorsCarryNoSecrets", testNoSecrets},
+	{name: "NotFoundIsTyped", run: testNotFoundIsTyped},
+	{name: "PutGetStatRoundTrip", run: testRoundTrip},
+	{name: "GetRange", run: testGetRange},
+	{name: "PutIfAbsentSequential", needs: NeedsConditionalCreate, run: testPutIfAbsentSequential},
+	{name: "PutIfMatchRules", run: testPutIfMatchRules},
+	{name: "CancelledWriteLeavesNothing", run: testCancelledWrite},
+	{name: "ListOrderAndPagination", run: testListPagination},
+	{name: "ListPrefixIsNotADirectory", run: testListPrefix},
+	{name: "ListHidesTempResidue", run: testListHidesResidue},
+	{name: "InvalidAndTempKeysRefused", run: testInvalidKeys},
+	{name: "Exists", run: testExists},
+	{name: "DeleteIdempotent", run: testDeleteIdempotent},
+	{name: "DeletePrefix", run: testDeletePrefix},
+	{name: "DeletePrefixConcurrent", run: testDeletePrefixConcurrent},
+	{name: "OddKeys", run: testOddKeys},
+	{name: "LargeObject", run: testLargeObject},
+	{name: "VersionChangesOnOverwrite", run: testVersionChanges},
+	{name: "OverwriteIsAtomic", run: testOverwriteAtomic},
+	{name: "KeyAndChild", run: testKeyAndChild},
+	{name: "ErrorsCarryNoSecrets", run: testNoSecrets},
 }
 
-// Run runs every subtest (t.Run per rule), each on a fresh namespace from
-// newStore. Subtests needing a capability the store does not declare call
-// t.Skip with the reason.
-func Run(t *testing.T, newStore Maker) {
+func allRules() []rule {
+	out := append([]rule(nil), rules...)
+	for i := range probes {
+		p := &probes[i]
+		out = append(out, rule{name: p.Name, needs: p.Needs, probe: p})
+	}
+	return out
+}
+
+// Run runs every rule as a subtest (t.Run per rule), each on a fresh
+// namespace from newStore, and ends with a summary (t.Log) of the rules that
+// passed, failed and were skipped, with each skip's reason. A rule that needs
+// a capability the store does not declare is skipped with the reason. The
+// live probes (Probes) run with opts; race rules stop at the race budget
+// rather than fail a slow but correct store, and log the rounds they ran.
+func Run(t *testing.T, newStore Maker, opts ...Option) {
 	t.Helper()
-	for _, r := range rules {
-		t.Run(r.name, func(t *testing.T) {
+	var o Options
+	for _, f := range opts {
+		f(&o)
+	}
+	o = o.withDefaults()
+	var passed, failed, skipped []string
+	for _, r := range allRules() {
+		var reason string
+		ok := t.Run(r.name, func(t *testing.T) {
+			defer func() {
+				if t.Skipped() && reason == "" {
+					reason = skipReason(t)
+				}
+			}()
 			s := newStore(t)
 			if s == nil {
 				t.Fatal("Maker returned a nil store")
 			}
-			r.run(t, s)
+			if reason = r.needs.SkipReason(s.Capabilities()); reason != "" {
+				t.Skip(reason)
+			}
+			if r.probe == nil {
+				r.run(t, s)
+				return
+			}
+			t.Log(r.probe.Rule)
+			ctx, cancel := context.WithTimeout(t.Context(), subtestTimeout+o.RaceBudget)
+			defer cancel()
+			rep, err := r.probe.Check(ctx, s, o)
+			if err != nil {
+				t.Fatalf("%s: %v", r.name, err)
+			}
+			t.Logf("%s held: %s", r.name, rep.Note)
 		})
+		switch {
+		case reason != "":
+			skipped = append(skipped, r.name+" ("+reason+")")
+		case ok:
+			passed = append(passed, r.name)
+		default:
+			failed = append(failed, r.name)
+		}
 	}
+	t.Logf("conformance summary: %d rules ran, %d passed, %d failed, %d skipped\npassed: %s\nfailed: %s\nskipped: %s",
+		len(passed)+len(failed), len(passed), len(failed), len(skipped), list(passed), list(failed), list(skipped))
+}
+
+// skipReasons holds the reason of each rule that skipped itself, for the
+// summary (testing.T does not expose it).
+var skipReasons sync.Map // *testing.T -> string
+
+// skipRule skips the rule with reason and records it for Run's summary.
+func skipRule(t *testing.T, reason string) {
+	t.Helper()
+	skipReasons.Store(t, reason)
+	t.Skip(reason)
+}
+
+func skipReason(t *testing.T) string {
+	if r, ok := skipReasons.LoadAndDelete(t); ok {
+		return r.(string)
+	}
+	return "skipped by the rule"
+}
+
+func list(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 // ctxFor returns a context bounded by the subtest's lifetime and subtestTimeout.
@@ -316,7 +383,7 @@ func testGetRange(t *testing.T, s backend.StorageAdapter) {
 
 func testPutIfAbsentSequential(t *testing.T, s backend.StorageAdapter) {
 	if !s.Capabilities().ConditionalCreate {
-		t.Skip("store does not declare ConditionalCreate")
+		skipRule(t, "store does not declare ConditionalCreate")
 	}
 	ctx := ctxFor(t)
 	a, err := s.PutIfAbsent(ctx, "claim", []byte("first"))
@@ -340,82 +407,6 @@ func testPutIfAbsentSequential(t *testing.T, s backend.StorageAdapter) {
 	}
 	if got := mustGet(t, ctx, s, "claim"); string(got) != "third" {
 		t.Fatalf("Get = %q, want third", got)
-	}
-}
-
-// race runs writers concurrent attempts released together and reports each
-// attempt's outcome.
-func race(writers int, attempt func(w int) error) []error {
-	errs := make([]error, writers)
-	var start, done sync.WaitGroup
-	start.Add(1)
-	for w := 0; w < writers; w++ {
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			start.Wait()
-			errs[w] = attempt(w)
-		}()
-	}
-	start.Done()
-	done.Wait()
-	return errs
-}
-
-// checkOneWinner asserts exactly one nil error and that every other error is
-// a Precondition failure; it returns the winner's index.
-func checkOneWinner(t testing.TB, what string, errs []error) int {
-	t.Helper()
-	winner := -1
-	for w, err := range errs {
-		switch {
-		case err == nil:
-			if winner >= 0 {
-				t.Fatalf("%s: writers %d and %d both won", what, winner, w)
-			}
-			winner = w
-		case !errors.Is(err, backend.ErrPrecondition):
-			t.Fatalf("%s: writer %d lost with %v (kind %s), want a Precondition failure", what, w, err, backend.KindOf(err))
-		}
-	}
-	if winner < 0 {
-		t.Fatalf("%s: nobody won", what)
-	}
-	return winner
-}
-
-func payload(round, writer int) []byte {
-	return []byte(fmt.Sprintf("round %03d writer %02d", round, writer))
-}
-
-func testPutIfAbsentRace(t *testing.T, s backend.StorageAdapter) {
-	if !s.Capabilities().ConditionalCreate {
-		t.Skip("store does not declare ConditionalCreate")
-	}
-	ctx := ctxFor(t)
-	for round := 0; round < raceRounds; round++ {
-		key := fmt.Sprintf("race/%03d", round)
-		versions := make([]string, raceWriters)
-		errs := race(raceWriters, func(w int) error {
-			a, err := s.PutIfAbsent(ctx, key, payload(round, w))
-			versions[w] = a.Version
-			return err
-		})
-		what := fmt.Sprintf("round %d", round)
-		winner := checkOneWinner(t, what, errs)
-		got, attrs, err := s.Get(ctx, key)
-		if err != nil {
-			t.Fatalf("%s: Get after race: %v", what, err)
-		}
-		if want := payload(round, winner); !bytes.Equal(got, want) {
-			t.Fatalf("%s: content %q, want the winner's %q", what, got, want)
-		}
-		if attrs.Version != versions[winner] {
-			t.Fatalf("%s: version %q, winner was told %q", what, attrs.Version, versions[winner])
-		}
-	}
-	if keys := listKeys(t, ctx, s, "race/", 0); len(keys) != raceRounds {
-		t.Fatalf("List after races: %d keys, want %d", len(keys), raceRounds)
 	}
 }
 
@@ -463,37 +454,6 @@ func testPutIfMatchRules(t *testing.T, s backend.StorageAdapter) {
 	}
 	_, err = s.PutIfMatch(ctx, "cas", []byte("v6"), a2.Version)
 	wantKind(t, "PutIfMatch on a deleted key", err, backend.ErrNotFound)
-}
-
-func testPutIfMatchRace(t *testing.T, s backend.StorageAdapter) {
-	if !s.Capabilities().ConditionalUpdate {
-		t.Skip("store does not declare ConditionalUpdate")
-	}
-	ctx := ctxFor(t)
-	const key = "cas-race"
-	version := mustPut(t, ctx, s, key, []byte("start")).Version
-	for round := 0; round < raceRounds; round++ {
-		from := version
-		versions := make([]string, raceWriters)
-		errs := race(raceWriters, func(w int) error {
-			a, err := s.PutIfMatch(ctx, key, payload(round, w), from)
-			versions[w] = a.Version
-			return err
-		})
-		what := fmt.Sprintf("round %d", round)
-		winner := checkOneWinner(t, what, errs)
-		got, attrs, err := s.Get(ctx, key)
-		if err != nil {
-			t.Fatalf("%s: Get after race: %v", what, err)
-		}
-		if want := payload(round, winner); !bytes.Equal(got, want) {
-			t.Fatalf("%s: content %q, want the winner's %q", what, got, want)
-		}
-		if attrs.Version != versions[winner] || attrs.Version == from {
-			t.Fatalf("%s: version %q, winner was told %q, previous %q", what, attrs.Version, versions[winner], from)
-		}
-		version = attrs.Version
-	}
 }
 
 func testCancelledWrite(t *testing.T, s backend.StorageAdapter) {
@@ -639,6 +599,39 @@ func testListPrefix(t *testing.T, s backend.StorageAdapter) {
 		t.Run(c.name, func(t *testing.T) {
 			equalKeys(t, fmt.Sprintf("List(%q)", c.prefix), listKeys(t, ctx, s, c.prefix, 0), c.want)
 		})
+	}
+}
+
+// ResiduePlanter is implemented by a store (or the Maker's wrapper of it)
+// that writes through temp names, such as the local backend's name#<digits>:
+// PlantResidue leaves the temp-named residue a crash between staging and
+// publishing would leave for key, out of band.
+type ResiduePlanter interface {
+	PlantResidue(ctx context.Context, key string) error
+}
+
+// testListHidesResidue: listing with planted temp-name residue (name#123
+// beside name, and inside a directory) hides the residue and lists only the
+// objects. Stores without temp names skip it.
+func testListHidesResidue(t *testing.T, s backend.StorageAdapter) {
+	rp, ok := s.(ResiduePlanter)
+	if !ok {
+		skipRule(t, "store has no temp names (the store does not implement conformance.ResiduePlanter)")
+	}
+	ctx := ctxFor(t)
+	mustPut(t, ctx, s, "res/obj", []byte("o"))
+	mustPut(t, ctx, s, "res/dir/child", []byte("c"))
+	for _, key := range []string{"res/obj", "res/dir/child", "res/lonely", "top"} {
+		if err := rp.PlantResidue(ctx, key); err != nil {
+			t.Fatalf("PlantResidue(%q): %v", key, err)
+		}
+	}
+	equalKeys(t, "List with planted residue", listKeys(t, ctx, s, "", 0), []string{"res/dir/child", "res/obj"})
+	equalKeys(t, "List(res/) with planted residue", listKeys(t, ctx, s, "res/", 1), []string{"res/dir/child", "res/obj"})
+	for _, key := range []string{"res/lonely", "top"} {
+		if ok, err := s.Exists(ctx, key); err != nil || ok {
+			t.Fatalf("Exists(%q) with only residue = %v, %v; want false", key, ok, err)
+		}
 	}
 }
 

@@ -2,12 +2,16 @@ package conformance_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
@@ -134,6 +138,105 @@ func (b stickyVersion) Put(ctx context.Context, key string, data []byte) (backen
 	return a, err
 }
 
+// deleteGap deletes in two steps, and a PutIfAbsent that arrives in between
+// fails as if the key's directory vanished (ENOENT), instead of winning or
+// losing with Precondition.
+type deleteGap struct {
+	broken
+	deleting *sync.Map
+}
+
+func (b deleteGap) Delete(ctx context.Context, key string) error {
+	b.deleting.Store(key, true)
+	defer b.deleting.Delete(key)
+	runtime.Gosched()
+	err := b.broken.Delete(ctx, key)
+	runtime.Gosched()
+	return err
+}
+
+func (b deleteGap) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	if _, ok := b.deleting.Load(key); ok {
+		return backend.Attrs{}, backend.NewError("put-if-absent", key, backend.KindNotFound, nil)
+	}
+	return b.broken.PutIfAbsent(ctx, key, data)
+}
+
+// matchMissingNotFound passes AWS S3's 404 NoSuchKey through for PutIfMatch
+// on a missing key instead of normalizing it to a Precondition failure.
+type matchMissingNotFound struct{ broken }
+
+func (b matchMissingNotFound) PutIfMatch(ctx context.Context, key string, data []byte, version string) (backend.Attrs, error) {
+	a, err := b.broken.PutIfMatch(ctx, key, data, version)
+	if backend.IsNotFound(err) {
+		return a, backend.NewError("put-if-match", key, backend.KindNotFound, nil)
+	}
+	return a, err
+}
+
+// staleListing caches each prefix's listing and refreshes it only when a
+// Put creates a new key: overwrites and deletes are not seen.
+type staleListing struct {
+	broken
+	mu    *sync.Mutex
+	cache map[string]backend.ListPage
+}
+
+func (b staleListing) Put(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	ok, _ := b.Exists(ctx, key)
+	a, err := b.broken.Put(ctx, key, data)
+	if !ok {
+		b.mu.Lock()
+		clear(b.cache)
+		b.mu.Unlock()
+	}
+	return a, err
+}
+
+func (b staleListing) List(ctx context.Context, prefix string, opts backend.ListOptions) (backend.ListPage, error) {
+	id := fmt.Sprintf("%s\x00%s\x00%d", prefix, opts.StartAfter, opts.MaxKeys)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p, ok := b.cache[id]; ok {
+		return p, nil
+	}
+	p, err := b.broken.List(ctx, prefix, opts)
+	if err == nil {
+		b.cache[id] = p
+	}
+	return p, err
+}
+
+// listsResidue has temp names but forgets to filter them from listings.
+type listsResidue struct {
+	broken
+	mu      *sync.Mutex
+	residue map[string]bool
+}
+
+func (b listsResidue) PlantResidue(ctx context.Context, key string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.residue[key+"#123"] = true
+	return nil
+}
+
+func (b listsResidue) List(ctx context.Context, prefix string, opts backend.ListOptions) (backend.ListPage, error) {
+	p, err := b.broken.List(ctx, prefix, opts)
+	if err != nil {
+		return p, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k := range b.residue {
+		if strings.HasPrefix(k, prefix) && k > opts.StartAfter {
+			p.Objects = append(p.Objects, backend.Attrs{Key: k, Size: 7, Version: "r"})
+		}
+	}
+	sort.Slice(p.Objects, func(i, j int) bool { return p.Objects[i].Key < p.Objects[j].Key })
+	return p, nil
+}
+
 var brokenStores = []struct {
 	name string
 	make func() backend.StorageAdapter
@@ -148,6 +251,17 @@ var brokenStores = []struct {
 	{"emptyRangeFails", func() backend.StorageAdapter { return emptyRangeFails{broken{mem.New()}} }, "GetRange"},
 	{"ignoresCancel", func() backend.StorageAdapter { return ignoresCancel{broken{mem.New()}} }, "CancelledWriteLeavesNothing"},
 	{"stickyVersion", func() backend.StorageAdapter { return stickyVersion{broken{mem.New()}} }, "VersionChangesOnOverwrite"},
+	{"emptyRangeFails", func() backend.StorageAdapter { return emptyRangeFails{broken{mem.New()}} }, "BasicReadWrite"},
+	{"checkThenCreate", func() backend.StorageAdapter { return checkThenCreate{broken{mem.New()}} }, "PutIfAbsentClaims"},
+	{"deleteGap", func() backend.StorageAdapter { return deleteGap{broken{mem.New()}, &sync.Map{}} }, "PutIfAbsentRacingDelete"},
+	{"matchMissingNotFound", func() backend.StorageAdapter { return matchMissingNotFound{broken{mem.New()}} }, "PutIfMatchMissingIsPrecondition"},
+	{"compareThenWrite", func() backend.StorageAdapter { return compareThenWrite{broken{mem.New()}} }, "CompareAndSwapCounter"},
+	{"staleListing", func() backend.StorageAdapter {
+		return staleListing{broken{mem.New()}, &sync.Mutex{}, map[string]backend.ListPage{}}
+	}, "ListAfterWriteOverwriteDelete"},
+	{"listsResidue", func() backend.StorageAdapter {
+		return listsResidue{broken{mem.New()}, &sync.Mutex{}, map[string]bool{}}
+	}, "ListHidesTempResidue"},
 }
 
 const envBroken = "CONFORMANCE_BROKEN_STORE"
@@ -159,8 +273,12 @@ func TestBrokenStoreChild(t *testing.T) {
 	if name == "" {
 		t.Skip("helper for TestSuiteCatchesBrokenStores")
 	}
+	if name == "noCAS/" {
+		conformance.Run(t, func(t *testing.T) backend.StorageAdapter { return noCAS{broken{mem.New()}} })
+		return
+	}
 	for _, b := range brokenStores {
-		if b.name == name {
+		if b.name+"/"+b.rule == name {
 			conformance.Run(t, func(t *testing.T) backend.StorageAdapter { return b.make() })
 			return
 		}
@@ -173,9 +291,9 @@ func TestSuiteCatchesBrokenStores(t *testing.T) {
 		t.Skip("spawns processes")
 	}
 	for _, b := range brokenStores {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.name+"/"+b.rule, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenStoreChild$/^"+b.rule+"$", "-test.count=1", "-test.v")
-			cmd.Env = append(os.Environ(), envBroken+"="+b.name)
+			cmd.Env = append(os.Environ(), envBroken+"="+b.name+"/"+b.rule)
 			out, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("the suite passed a store that breaks %s:\n%s", b.rule, out)
@@ -190,4 +308,84 @@ func TestSuiteCatchesBrokenStores(t *testing.T) {
 // The reference store passes: the failures above are the broken stores'.
 func TestMemPasses(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) backend.StorageAdapter { return mem.New() })
+}
+
+// stallsAfter answers the first n PutIfAbsent calls and then stalls until
+// the caller gives up, as a correct but very slow store does.
+type stallsAfter struct {
+	broken
+	n     *atomic.Int64
+	after int64
+}
+
+func (b stallsAfter) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	if b.n.Add(1) > b.after {
+		<-ctx.Done()
+		return backend.Attrs{}, backend.NewError("put-if-absent", key, backend.KindTransient, ctx.Err())
+	}
+	return b.broken.PutIfAbsent(ctx, key, data)
+}
+
+// TestRaceBudgetStopsASlowStore pins the rule that a race rule which runs
+// out of its budget stops after the rounds it finished, passes when they
+// held, and reports how many ran; with no round finished it fails.
+func TestRaceBudgetStopsASlowStore(t *testing.T) {
+	var race conformance.Probe
+	for _, p := range conformance.Probes() {
+		if p.Name == "PutIfAbsentRace" {
+			race = p
+		}
+	}
+	const writers = 4
+	s := stallsAfter{broken{mem.New()}, &atomic.Int64{}, 3 * writers}
+	o := conformance.Options{Writers: writers, Rounds: 50, RaceBudget: 50 * time.Millisecond}
+	rep, err := race.Check(t.Context(), s, o)
+	if err != nil {
+		t.Fatalf("a slow but correct store failed the race: %v", err)
+	}
+	if rep.Rounds != 3 || !rep.OutOfBudget || !strings.Contains(rep.Note, "3 rounds x 4 writers (race budget reached; 50 planned)") {
+		t.Fatalf("report = %+v, want 3 rounds run, out of budget", rep)
+	}
+	s = stallsAfter{broken{mem.New()}, &atomic.Int64{}, 0}
+	if _, err := race.Check(t.Context(), s, o); err == nil || !strings.Contains(err.Error(), "before one round finished") {
+		t.Fatalf("a store that never answers: err = %v, want the budget ran out before one round", err)
+	}
+}
+
+// noCAS declares no conditional update.
+type noCAS struct{ broken }
+
+func (n noCAS) Capabilities() backend.Capabilities {
+	c := n.broken.Capabilities()
+	c.ConditionalUpdate = false
+	return c
+}
+
+func (n noCAS) PutIfMatch(ctx context.Context, key string, data []byte, version string) (backend.Attrs, error) {
+	return backend.Attrs{}, backend.NewError("put-if-match", key, backend.KindPermanent, nil)
+}
+
+// TestSummaryListsSkips pins the rule that Run ends with a summary naming
+// the rules that ran and passed, and every skipped rule with its reason.
+func TestSummaryListsSkips(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a process")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenStoreChild$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), envBroken+"=noCAS/")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the suite failed a store without compare-and-swap:\n%s", out)
+	}
+	for _, want := range []string{
+		"conformance summary: 24 rules ran, 24 passed, 0 failed, 4 skipped",
+		"PutIfMatchRace (store does not declare ConditionalUpdate)",
+		"CompareAndSwapCounter (store does not declare ConditionalUpdate)",
+		"ListHidesTempResidue (store has no temp names",
+		"passed: NotFoundIsTyped, PutGetStatRoundTrip",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("summary lacks %q:\n%s", want, out)
+		}
+	}
 }

@@ -24,9 +24,15 @@
 //
 // Subtests that need a capability the store does not declare in
 // Capabilities() skip with the reason; capabilities a store does declare are
-// held to their full meaning. The races run 16 writers for 50 rounds on every
-// store, including network stores, because a smaller race proves less. On an
-// in-memory or local store the whole suite takes a few seconds.
+// held to their full meaning. Run ends with a summary (t.Log) of the rules
+// that ran, passed, failed and were skipped, with each skip's reason.
+//
+// The races run 16 writers for 50 rounds by default (WithRaceSize), within a
+// race budget per rule (WithRaceBudget, default 2 minutes): a slow but correct
+// store that runs out of budget passes with the rounds it finished, logged.
+// The live rules (Probes) need no *testing.T; `omnigraph storage check` runs
+// the same code against a real bucket. On an in-memory or local store the
+// whole suite takes a few seconds.
 //
 // Wrappers (prefixing, counting, fault injection with no faults armed) run the
 // same suite: a wrapper that changes behaviour when nothing is injected is a

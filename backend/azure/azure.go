@@ -444,9 +444,9 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) (backe
 func (s *Store) PutIfMatch(ctx context.Context, key string, data []byte, version string) (backend.Attrs, error) {
 	if version == "" {
 		// An empty token matches nothing; it must never become an
-		// unconditional write. Missing keys still answer NotFound.
+		// unconditional write.
 		if _, err := s.Stat(ctx, key); err != nil {
-			return backend.Attrs{}, err
+			return backend.Attrs{}, backend.NormalizeMatch("put_if_match", key, err)
 		}
 		return backend.Attrs{}, backend.NewError("put_if_match", key, backend.KindPrecondition, errors.New("empty version token"))
 	}
@@ -454,7 +454,7 @@ func (s *Store) PutIfMatch(ctx context.Context, key string, data []byte, version
 	a, err := s.write(ctx, "put_if_match", key, data, conditional, &blob.ModifiedAccessConditions{IfMatch: &etag})
 	if backend.IsPrecondition(err) {
 		if _, serr := s.Stat(ctx, key); backend.IsNotFound(serr) {
-			return backend.Attrs{}, serr
+			return backend.Attrs{}, backend.MatchMissing("put_if_match", key)
 		}
 	}
 	return a, err

@@ -319,7 +319,7 @@ func (s *Store) PutIfMatch(ctx context.Context, key string, data []byte, ver str
 	}
 	if backend.IsPrecondition(err) {
 		if _, serr := s.Stat(ctx, key); backend.IsNotFound(serr) {
-			return backend.Attrs{}, serr
+			return backend.Attrs{}, backend.MatchMissing("put_if_match", key)
 		}
 	}
 	return a, err

@@ -693,9 +693,10 @@ func (s *Store) PutIfMatch(ctx context.Context, key string, data []byte, ver str
 	if err := check(ctx, op, key); err != nil {
 		return backend.Attrs{}, err
 	}
-	// Missing is NotFound without staging anything.
+	// Missing is a Precondition failure (also NotFound) without staging
+	// anything.
 	if _, err := s.Stat(ctx, key); err != nil {
-		return backend.Attrs{}, backend.NewError(op, key, backend.KindOf(err), errors.Unwrap(err))
+		return backend.Attrs{}, backend.NormalizeMatch(op, key, backend.NewError(op, key, backend.KindOf(err), errors.Unwrap(err)))
 	}
 	tmp, fi, err := s.stage(ctx, op, key, data)
 	if err != nil {
@@ -711,10 +712,10 @@ func (s *Store) PutIfMatch(ctx context.Context, key string, data []byte, ver str
 	switch {
 	case err != nil:
 		os.Remove(tmp)
-		return backend.Attrs{}, classifyRead(op, key, err)
+		return backend.Attrs{}, backend.NormalizeMatch(op, key, classifyRead(op, key, err))
 	case !cur.Mode().IsRegular():
 		os.Remove(tmp)
-		return backend.Attrs{}, notFound(op, key)
+		return backend.Attrs{}, backend.MatchMissing(op, key)
 	case version(cur) != ver:
 		os.Remove(tmp)
 		return backend.Attrs{}, backend.NewError(op, key, backend.KindPrecondition, errors.New("the object's version has moved"))

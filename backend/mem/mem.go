@@ -145,7 +145,7 @@ func (s *Store) PutIfMatch(ctx context.Context, key string, data []byte, version
 	defer s.mu.Unlock()
 	o, ok := s.objects[key]
 	if !ok {
-		return backend.Attrs{}, backend.NewError("put-if-match", key, backend.KindNotFound, nil)
+		return backend.Attrs{}, backend.MatchMissing("put-if-match", key)
 	}
 	if strconv.FormatUint(o.version, 10) != version {
 		return backend.Attrs{}, backend.NewError("put-if-match", key, backend.KindPrecondition, nil)

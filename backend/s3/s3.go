@@ -577,17 +577,19 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) (backe
 }
 
 // PutIfMatch implements backend.StorageAdapter with If-Match: <etag>.
-// S3 answers 404 when the key is missing, which stays NotFound.
+// AWS S3 answers 404 NoSuchKey when the key is missing, other servers 412:
+// both are a Precondition failure (backend.MatchMissing for the 404).
 func (s *Store) PutIfMatch(ctx context.Context, key string, data []byte, version string) (backend.Attrs, error) {
 	if version == "" {
 		// An empty token matches nothing; it must never become an
-		// unconditional write. Missing keys still answer NotFound.
+		// unconditional write.
 		if _, err := s.Stat(ctx, key); err != nil {
-			return backend.Attrs{}, err
+			return backend.Attrs{}, backend.NormalizeMatch("put_if_match", key, err)
 		}
 		return backend.Attrs{}, backend.NewError("put_if_match", key, backend.KindPrecondition, errors.New("empty version token"))
 	}
-	return s.write(ctx, "put_if_match", key, data, condition{ifMatch: version})
+	a, err := s.write(ctx, "put_if_match", key, data, condition{ifMatch: version})
+	return a, backend.NormalizeMatch("put_if_match", key, err)
 }
 
 // List implements backend.StorageAdapter.

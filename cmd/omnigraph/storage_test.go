@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"hash/fnv"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -15,12 +17,66 @@ import (
 	"github.com/omnigraph-go/omnigraph/internal/testenv"
 )
 
-// blindCreate is a store whose PutIfAbsent claims conditional create but
-// overwrites: the check must catch it in the race.
+// ignoresConditions claims conditional create and update but treats both
+// as plain writes.
+type ignoresConditions struct{ *mem.Store }
+
+func (b ignoresConditions) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	return b.Store.Put(ctx, key, data)
+}
+
+func (b ignoresConditions) PutIfMatch(ctx context.Context, key string, data []byte, version string) (backend.Attrs, error) {
+	return b.Store.Put(ctx, key, data)
+}
+
+// blindCreate claims conditional create but overwrites (fence_test.go).
 type blindCreate struct{ *mem.Store }
 
 func (b blindCreate) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
 	return b.Store.Put(ctx, key, data)
+}
+
+// sequentialOnly enforces both conditions one request at a time (a check,
+// then the write), but not under concurrency: a second request in the gap
+// passes the same check.
+type sequentialOnly struct{ *mem.Store }
+
+func (b sequentialOnly) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	if ok, err := b.Store.Exists(ctx, key); err != nil || ok {
+		return backend.Attrs{}, backend.NewError("put-if-absent", key, backend.KindPrecondition, err)
+	}
+	runtime.Gosched()
+	return b.Store.Put(ctx, key, data)
+}
+
+func (b sequentialOnly) PutIfMatch(ctx context.Context, key string, data []byte, version string) (backend.Attrs, error) {
+	a, err := b.Store.Stat(ctx, key)
+	if err != nil {
+		return a, backend.NormalizeMatch("put-if-match", key, err)
+	}
+	if a.Version != version {
+		return backend.Attrs{}, backend.NewError("put-if-match", key, backend.KindPrecondition, nil)
+	}
+	runtime.Gosched()
+	return b.Store.Put(ctx, key, data)
+}
+
+// oneInTwenty honours If-None-Match: * except on one key in twenty (by a
+// hash of the key below the check's scratch prefix), where every
+// concurrent create wins: a server whose check races its write now and then.
+type oneInTwenty struct{ *mem.Store }
+
+func (b oneInTwenty) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	rel := key
+	for i := 0; i < 2; i++ {
+		_, rel, _ = strings.Cut(rel, "/")
+	}
+	h := fnv.New32a()
+	h.Write([]byte(rel))
+	if h.Sum32()%20 == 0 {
+		return b.Store.Put(ctx, key, data)
+	}
+	return b.Store.PutIfAbsent(ctx, key, data)
 }
 
 // noCreate declares no conditional create at all.
@@ -33,12 +89,18 @@ func (n noCreate) Capabilities() backend.Capabilities {
 }
 
 func init() {
-	backend.Register("test-blindcreate", func(ctx context.Context, u *url.URL) (backend.StorageAdapter, error) {
-		return blindCreate{mem.New()}, nil
-	})
-	backend.Register("test-nocreate", func(ctx context.Context, u *url.URL) (backend.StorageAdapter, error) {
-		return noCreate{mem.New()}, nil
-	})
+	for scheme, wrap := range map[string]func(*mem.Store) backend.StorageAdapter{
+		"test-ignoresconditions": func(m *mem.Store) backend.StorageAdapter { return ignoresConditions{m} },
+		"test-blindcreate":       func(m *mem.Store) backend.StorageAdapter { return blindCreate{m} },
+		"test-sequentialonly":    func(m *mem.Store) backend.StorageAdapter { return sequentialOnly{m} },
+		"test-oneintwenty":       func(m *mem.Store) backend.StorageAdapter { return oneInTwenty{m} },
+		"test-nocreate":          func(m *mem.Store) backend.StorageAdapter { return noCreate{m} },
+		"test-params":            func(m *mem.Store) backend.StorageAdapter { return m },
+	} {
+		backend.Register(scheme, func(ctx context.Context, u *url.URL) (backend.StorageAdapter, error) {
+			return wrap(mem.New()), nil
+		})
+	}
 }
 
 func storageCheckRun(t *testing.T, url string) (int, string) {
@@ -49,33 +111,50 @@ func storageCheckRun(t *testing.T, url string) (int, string) {
 	return code, out.String() + errb.String()
 }
 
-// row returns the table line for a capability.
-func row(out, capability string) string {
+// row returns the line for a rule or capability.
+func row(out, name string) string {
 	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, capability) {
+		if strings.HasPrefix(line, name) {
 			return line
 		}
 	}
 	return ""
 }
 
+const (
+	verdictFull     = "verdict: full read-write with leased server locks"
+	verdictUnleased = "verdict: read-write with unleased locks only"
+	verdictReadOnly = "verdict: read-only"
+)
+
+// TestStorageCheck pins the rule that storage check runs the suite's live
+// rules and gives the verdict the store earns: full read-write on stores
+// whose conditions hold, unleased locks only without conditional update, and
+// read-only (exit 1) on stores that lie about conditional create, whether
+// they ignore the condition, enforce it only sequentially, or let
+// concurrent creates through one key in twenty.
 func TestStorageCheck(t *testing.T) {
 	cases := []struct {
 		name     string
 		url      string
 		wantCode int
-		wantRows map[string]string // capability -> substring of its row
+		verdict  string
+		wantRows map[string]string // rule or capability -> substring of its line
 	}{
-		{name: "mem", url: "mem://storage-check", wantCode: 0, wantRows: map[string]string{
-			"conditional create": "yes  ", "compare-and-swap": "yes (8-way race: 1 winner)", "list after write": "yes", "cleanup": "yes"}},
-		{name: "local", url: t.TempDir(), wantCode: 0, wantRows: map[string]string{
-			"conditional create": "yes (8-way race: 1 winner)", "ranged read": "yes", "delete": "yes"}},
-		{name: "gocloud mem bridge", url: "gocloud+mem://storage-check", wantCode: 0, wantRows: map[string]string{
-			"compare-and-swap": "no        absent", "conditional create": "yes (8-way race: 1 winner)"}},
-		{name: "blind create", url: "test-blindcreate://x", wantCode: 1, wantRows: map[string]string{
-			"conditional create": "BROKEN"}},
-		{name: "no conditional create", url: "test-nocreate://x", wantCode: 1, wantRows: map[string]string{
-			"conditional create": "no        absent"}},
+		{name: "mem", url: "mem://storage-check", wantCode: 0, verdict: verdictFull, wantRows: map[string]string{
+			"PutIfAbsentRace": "ok      150 rounds x 16 writers", "CompareAndSwapCounter": "ok", "ListAfterWriteOverwriteDelete": "ok", "cleanup": "yes"}},
+		{name: "local", url: t.TempDir(), wantCode: 0, verdict: verdictFull, wantRows: map[string]string{
+			"PutIfAbsentRace": "ok", "BasicReadWrite": "ok", "key and key/child coexist": "no        no"}},
+		{name: "gocloud mem bridge", url: "gocloud+mem://storage-check", wantCode: 0, verdict: verdictUnleased, wantRows: map[string]string{
+			"compare-and-swap": "no        absent", "PutIfMatchRace": "skipped  store does not declare ConditionalUpdate", "PutIfAbsentRace": "ok"}},
+		{name: "ignores conditions", url: "test-ignoresconditions://x", wantCode: 1, verdict: verdictReadOnly, wantRows: map[string]string{
+			"PutIfAbsentRace": "FAILED", "PutIfMatchRace": "FAILED"}},
+		{name: "sequential only", url: "test-sequentialonly://x", wantCode: 1, verdict: verdictReadOnly, wantRows: map[string]string{
+			"PutIfAbsentRace": "FAILED", "CompareAndSwapCounter": "FAILED", "PutIfMatchMissingIsPrecondition": "ok"}},
+		{name: "one round in twenty", url: "test-oneintwenty://x", wantCode: 1, verdict: verdictReadOnly, wantRows: map[string]string{
+			"PutIfAbsentRace": "FAILED", "PutIfAbsentClaims": "FAILED", "PutIfMatchRace": "ok"}},
+		{name: "no conditional create", url: "test-nocreate://x", wantCode: 1, verdict: verdictReadOnly, wantRows: map[string]string{
+			"PutIfAbsentRace": "skipped  store does not declare ConditionalCreate"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -83,9 +162,12 @@ func TestStorageCheck(t *testing.T) {
 			if code != c.wantCode {
 				t.Fatalf("exit %d, want %d", code, c.wantCode)
 			}
-			for capability, want := range c.wantRows {
-				if r := row(out, capability); !strings.Contains(r, want) {
-					t.Fatalf("row %q = %q, want it to contain %q", capability, r, want)
+			if !strings.Contains(out, c.verdict) {
+				t.Fatalf("no %q in the output", c.verdict)
+			}
+			for name, want := range c.wantRows {
+				if r := row(out, name); !strings.Contains(r, want) {
+					t.Fatalf("row %q = %q, want it to contain %q", name, r, want)
 				}
 			}
 		})
@@ -108,6 +190,16 @@ func TestStorageCheck(t *testing.T) {
 	}
 }
 
+// TestStorageCheckHeaderKeepsParameters pins the rule that the header
+// redacts credentials only: key_child_coexist=true is shown as written.
+func TestStorageCheckHeaderKeepsParameters(t *testing.T) {
+	_, out := storageCheckRun(t, "test-params://x/p?key_child_coexist=true&sig=s3cr3tsig")
+	head := strings.SplitN(out, "\n", 2)[0]
+	if !strings.Contains(head, "key_child_coexist=true") || strings.Contains(head, "s3cr3tsig") {
+		t.Fatalf("header = %q, want key_child_coexist=true kept and the signature redacted", head)
+	}
+}
+
 func TestStorageCheckUsage(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run(t.Context(), []string{"storage", "check"}, strings.NewReader(""), &out, &errb); code != exitUsage {
@@ -121,18 +213,19 @@ func TestStorageCheckUsage(t *testing.T) {
 	}
 }
 
-// TestStorageCheckEmulators runs the check against each emulator; the
-// gocloud bridge reports compare-and-swap as absent.
+// TestStorageCheckEmulators runs the check against each emulator: full
+// read-write on the native adapters, unleased locks only through the
+// gocloud bridge (no compare-and-swap).
 func TestStorageCheckEmulators(t *testing.T) {
 	cases := []struct {
-		name string
-		url  func(t *testing.T) string
-		swap string
+		name    string
+		url     func(t *testing.T) string
+		verdict string
 	}{
-		{name: "s3", url: func(t *testing.T) string { return testenv.S3(t) }, swap: "yes (8-way race: 1 winner)"},
-		{name: "gcs", url: func(t *testing.T) string { return testenv.GCS(t) }, swap: "yes (8-way race: 1 winner)"},
-		{name: "azure", url: func(t *testing.T) string { return testenv.Azure(t) }, swap: "yes (8-way race: 1 winner)"},
-		{name: "gocloud+s3", url: func(t *testing.T) string { return testenv.GocloudS3(t) }, swap: "absent"},
+		{name: "s3", url: func(t *testing.T) string { return testenv.S3(t) }, verdict: verdictFull},
+		{name: "gcs", url: func(t *testing.T) string { return testenv.GCS(t) }, verdict: verdictFull},
+		{name: "azure", url: func(t *testing.T) string { return testenv.Azure(t) }, verdict: verdictFull},
+		{name: "gocloud+s3", url: func(t *testing.T) string { return testenv.GocloudS3(t) }, verdict: verdictUnleased},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -140,11 +233,11 @@ func TestStorageCheckEmulators(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d", code)
 			}
-			if r := row(out, "conditional create"); !strings.Contains(r, "yes (8-way race: 1 winner)") {
-				t.Fatalf("conditional create row = %q", r)
+			if r := row(out, "PutIfAbsentRace"); strings.Fields(r)[1] != "ok" || !strings.Contains(r, "150 rounds x 16 writers") {
+				t.Fatalf("PutIfAbsentRace line = %q", r)
 			}
-			if r := row(out, "compare-and-swap"); !strings.Contains(r, c.swap) {
-				t.Fatalf("compare-and-swap row = %q, want %q", r, c.swap)
+			if !strings.Contains(out, c.verdict) {
+				t.Fatalf("no %q in the output", c.verdict)
 			}
 		})
 	}
