@@ -133,7 +133,7 @@ var probes = []Probe{
 	},
 	{
 		Name:  "PutIfAbsentRacingDelete",
-		Rule:  "PutIfAbsent racing a Delete of the same key either loses with ErrPrecondition or is the one winner, Delete succeeds, and the key then holds the winner's bytes (nothing when nobody won).",
+		Rule:  "PutIfAbsent racing a Delete of the same key either loses with ErrPrecondition, is the one winner, or answers Unknown (then it may be the winner); Delete succeeds, and the key then holds the winner's bytes (nothing when nobody won).",
 		Needs: NeedsConditionalCreate,
 		Check: probeCreateVsDelete,
 	},
@@ -423,17 +423,28 @@ func probeCreateVsDelete(ctx context.Context, s backend.StorageAdapter, o Option
 			return Report{Rounds: rounds}, fmt.Errorf("round %d: Delete racing creates: %w", round, errs[0])
 		}
 		winner := -1
+		var unknown []int // answered Unknown (S3's 409 ConditionalRequestConflict): may or may not have won
 		for w := 1; w < writers; w++ {
 			switch err := errs[w]; {
 			case err == nil && winner > 0:
 				return Report{Rounds: rounds}, fmt.Errorf("round %d: creators %d and %d both won", round, winner, w)
 			case err == nil:
 				winner = w
+			case errors.Is(err, backend.ErrUnknown):
+				unknown = append(unknown, w)
 			case !errors.Is(err, backend.ErrPrecondition):
-				return Report{Rounds: rounds}, fmt.Errorf("round %d: creator %d got %v (kind %s), want success or Precondition", round, w, err, backend.KindOf(err))
+				return Report{Rounds: rounds}, fmt.Errorf("round %d: creator %d got %v (kind %s), want success, Precondition or an honest Unknown", round, w, err, backend.KindOf(err))
 			}
 		}
 		got, _, err := s.Get(ctx, key)
+		if winner < 0 && len(unknown) > 0 && err == nil {
+			// An Unknown creator may be the one winner: the key holds its bytes.
+			for _, w := range unknown {
+				if bytes.Equal(got, racePayload(round, w)) {
+					winner = w
+				}
+			}
+		}
 		switch {
 		case winner < 0 && !errors.Is(err, backend.ErrNotFound):
 			return Report{Rounds: rounds}, fmt.Errorf("round %d: nobody created and the Delete succeeded, but Get = %q, %v; want NotFound", round, got, err)

@@ -66,7 +66,10 @@ func TestCommitListAndShowCostIndependentOfDepth(t *testing.T) {
 			}
 		}
 	}
-	if lists[0].Total != lists[1].Total || lists[0].RoundTrips != lists[1].RoundTrips {
+	// Requests are exact; round trips are measured from overlapping request
+	// windows, so they get the same depth-independent bound as requests
+	// rather than an equality that depends on scheduling.
+	if lists[0].Total != lists[1].Total || lists[0].RoundTrips > limit+2 || lists[1].RoundTrips > limit+2 {
 		t.Errorf("commit list cost depends on depth:\n  10:   %s\n  1000: %s", describeCounts(lists[0]), describeCounts(lists[1]))
 	}
 }

@@ -199,6 +199,10 @@ func classify(err error, m mode) (backend.Kind, cloud.Verdict) {
 		return backend.KindUnknown, cloud.Stop
 	case st == http.StatusUnauthorized || st == http.StatusForbidden:
 		return backend.KindConfiguration, cloud.Stop
+	case st == http.StatusConflict && m == conditional:
+		// S3's 409 ConditionalRequestConflict: another conditional write
+		// on the key was in flight; it does not say who won.
+		return backend.KindUnknown, cloud.Stop
 	case st >= 400:
 		// e.g. 409 from a file-backed S3 store refusing "k" beside "k/x".
 		return backend.KindPermanent, cloud.Stop
