@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"sync"
+	"time"
 )
 
 // Limits bound what the server admits.
@@ -17,6 +18,9 @@ type Limits struct {
 	BodyBytes int64
 	// LoadBytes bounds a load/ndjson body (default 32 MiB).
 	LoadBytes int64
+	// BodyTimeout bounds reading a JSON body (default 30 s); LoadTimeout a
+	// load/ndjson body (default 10 min). A slow client is cut off, not held.
+	BodyTimeout, LoadTimeout time.Duration
 }
 
 // Default limits.
@@ -43,6 +47,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.LoadBytes <= 0 {
 		l.LoadBytes = DefaultLoadBytes
+	}
+	if l.BodyTimeout <= 0 {
+		l.BodyTimeout = 30 * time.Second
+	}
+	if l.LoadTimeout <= 0 {
+		l.LoadTimeout = 10 * time.Minute
 	}
 	return l
 }

@@ -219,10 +219,13 @@ func (s *Server) prepare(rt Route, req *request) *Failure {
 	if rt.Write && s.cfg.ReadOnly {
 		return fail(http.StatusForbidden, CodeForbidden, "this server is a read-only replica; send writes to the primary")
 	}
-	limit := s.cfg.Limits.BodyBytes
+	limit, timeout := s.cfg.Limits.BodyBytes, s.cfg.Limits.BodyTimeout
 	if rt.Stream {
-		limit = s.cfg.Limits.LoadBytes
+		limit, timeout = s.cfg.Limits.LoadBytes, s.cfg.Limits.LoadTimeout
 	}
+	// Not every ResponseWriter supports deadlines (httptest recorders):
+	// then the http.Server's own timeouts are all there is.
+	_ = http.NewResponseController(req.w).SetReadDeadline(time.Now().Add(timeout))
 	if req.ContentLength > limit {
 		return tooLarge(rt.bodyResource(), limit, req.ContentLength)
 	}
