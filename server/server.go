@@ -178,6 +178,11 @@ func (s *Server) wrap(rt Route) http.Handler {
 			return
 		}
 		status, body, err := rt.handle(req)
+		if lb, ok := req.Body.(*limitedBody); ok && lb.hit && err != nil {
+			// The body was cut at the limit: whatever the engine made of
+			// the truncated input (a parse error), the answer is 413.
+			err = tooLarge(lb.resource, lb.limit, 0)
+		}
 		if err != nil {
 			f := MapError(err, req.graphID)
 			w.class = f.Body.Class
@@ -277,12 +282,14 @@ type limitedBody struct {
 	io.ReadCloser
 	limit    int64
 	resource string
+	hit      bool
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
+		b.hit = true
 		return n, &maxBytesError{limit: b.limit, resource: b.resource}
 	}
 	return n, err
