@@ -302,7 +302,7 @@ func TestServerAuth(t *testing.T) {
 	_, base := newTestServer(t, g, Config{Tokens: tokens})
 	for _, tc := range []struct {
 		name, token, want string
-		status           int
+		status            int
 	}{
 		{"missing", "", "missing bearer token", 401},
 		{"invalid", secrets["alice"] + "x", "invalid bearer token", 401},
