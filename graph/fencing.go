@@ -60,6 +60,16 @@ func requireFencing(store backend.StorageAdapter, what string) error {
 		ErrUnfencedStore, what, storageCheckHint)
 }
 
+// ProbeFencing runs the fencing probe on a live store (a server runs it at
+// start, as Init does): it returns ErrUnfencedStore when a declared
+// condition was ignored.
+func ProbeFencing(ctx context.Context, store backend.StorageAdapter) (FencingProbe, error) {
+	if err := requireFencing(store, "writing to it"); err != nil {
+		return FencingProbe{}, err
+	}
+	return probeFencing(ctx, store)
+}
+
 // probeFencing checks cheaply that the live store honours the conditions its
 // adapter declares: a second put-if-absent of a scratch key must lose, and a
 // compare-and-swap with a stale version must lose (where declared). The

@@ -51,6 +51,9 @@ const DefaultMaxChanges = 1 << 20
 type Options struct {
 	// MaxChanges overrides DefaultMaxChanges (tests).
 	MaxChanges int
+	// Actor overrides the handle's actor for the merge commit (the server
+	// passes the request's actor).
+	Actor string
 
 	// afterCapture, when set, runs once the source and the target are
 	// captured, before classification: the tests' seam to move either
@@ -97,7 +100,7 @@ func Run(ctx context.Context, g *graph.Graph, source, target string, opts Option
 	if err != nil {
 		return nil, fmt.Errorf("merge source %q: %w", source, err)
 	}
-	w, err := g.BeginWrite(ctx, target, graph.WriteOptions{Kind: graph.KindMerge, Strict: true, MergedParent: src.CommitID()})
+	w, err := g.BeginWrite(ctx, target, graph.WriteOptions{Kind: graph.KindMerge, Strict: true, MergedParent: src.CommitID(), Actor: opts.Actor})
 	if err != nil {
 		return nil, fmt.Errorf("merge target %q: %w", target, err)
 	}

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/backend/logging"
+	"github.com/omnigraph-go/omnigraph/backend/poison"
+	"github.com/omnigraph-go/omnigraph/clusterlock"
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/server"
+)
+
+// exitServerStopped is the exit code of a server that stopped because it
+// can no longer serve safely: its leased writer lock was lost, or a
+// handler panicked. An orchestrator restarts it (docs/server.md).
+const exitServerStopped = 2
+
+// serveLogLevel is the server's level when OMNIGRAPH_LOG_LEVEL is unset:
+// info, so every request is logged.
+const serveLogLevel = "info"
+
+type serveOptions struct {
+	t            graphTarget
+	listen       string
+	id           string
+	tokens       string
+	readOnly     bool
+	drainTimeout time.Duration
+	limits       server.Limits
+}
+
+func init() {
+	register(func(a *app) *cobra.Command {
+		var o serveOptions
+		c := &cobra.Command{
+			Use:   "serve --store URL [--listen ADDR] [--id NAME] [--tokens FILE] [--read-only]",
+			Short: "Serve one graph over HTTP (the API of docs/server.md)",
+			Long: "Serve the graph at --store over HTTP under /graphs/ID/ (ID is --id, default\n" +
+				"\"default\"). With --tokens FILE every graph route needs a bearer token from\n" +
+				"the file ('omnigraph token add'); without it the server runs in open mode and\n" +
+				"refuses to listen on anything but a loopback address. A read-write server\n" +
+				"holds the graph's writer lock for its whole life (leased with heartbeats on\n" +
+				"s3:// and gs://); --read-only takes no lock and serves reads of the latest\n" +
+				"head. Prints OMNIGRAPH_LISTEN_ADDR=host:port on stdout once it serves.\n" +
+				"SIGTERM drains in-flight requests (up to --drain-timeout), releases the lock\n" +
+				"and exits 0; a lost lease or a handler panic exits 2.",
+			Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, args []string) error {
+				return runServe(c.Context(), a, o)
+			},
+		}
+		o.t.addStore(c)
+		c.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
+		c.Flags().StringVar(&o.id, "id", "default", "the graph's id in /graphs/ID/")
+		c.Flags().StringVar(&o.tokens, "tokens", "", "tokens file of hashed bearer secrets (see 'omnigraph token add'); none means open mode on loopback only")
+		c.Flags().BoolVar(&o.readOnly, "read-only", false, "a read replica: no lock, reads only, every write is refused with 403")
+		c.Flags().DurationVar(&o.drainTimeout, "drain-timeout", 25*time.Second, "on SIGTERM, how long in-flight requests may finish")
+		c.Flags().IntVar(&o.limits.WritesPerActor, "max-writes-per-actor", server.DefaultWritesPerActor, "in-flight writes one actor may have (more get 429)")
+		c.Flags().IntVar(&o.limits.WritesPerGraph, "max-writes-per-graph", server.DefaultWritesPerGraph, "in-flight writes the graph may have (more get 429)")
+		c.Flags().Int64Var(&o.limits.BodyBytes, "max-body-bytes", server.DefaultBodyBytes, "largest JSON request body (more gets 413)")
+		c.Flags().Int64Var(&o.limits.LoadBytes, "max-load-bytes", server.DefaultLoadBytes, "largest load/ndjson body (more gets 413)")
+		return c
+	})
+}
+
+// isLoopback reports whether a listen address binds only loopback.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
+	level := os.Getenv(logging.EnvLevel)
+	if level == "" {
+		level = serveLogLevel
+	}
+	log, err := logging.New(a.stderr, os.Getenv(logging.EnvFormat), level)
+	if err != nil {
+		return usageError{msg: err.Error()}
+	}
+	if err := server.ValidGraphID(o.id); err != nil {
+		return usageError{msg: err.Error()}
+	}
+	var tokens *server.Tokens
+	if o.tokens != "" {
+		b, err := os.ReadFile(o.tokens)
+		if err != nil {
+			return fmt.Errorf("read the tokens file: %w", err)
+		}
+		f, err := server.ParseTokens(b)
+		if err != nil {
+			return err
+		}
+		if len(f.Tokens) == 0 {
+			return usagef("the tokens file holds no token; add one with 'omnigraph token add ACTOR --tokens %s'", o.tokens)
+		}
+		tokens = server.NewTokens(f)
+	} else {
+		if !isLoopback(o.listen) {
+			return usagef("no --tokens file, so the server would run in open mode (no authentication); open mode listens on loopback only (127.0.0.1, ::1 or localhost), not %q: give --tokens FILE ('omnigraph token add')", o.listen)
+		}
+		log.Warn("OPEN MODE: no --tokens file, so every request is served without authentication; listening on loopback only", "listen", o.listen)
+	}
+
+	if o.t.store == "" {
+		return usagef("no graph location: pass --store URL")
+	}
+	if isProcessLocal(o.t.store) && !processLocalStores {
+		return errProcessLocalStore
+	}
+	raw, err := backend.Open(ctx, o.t.store)
+	if err != nil {
+		return err
+	}
+	store := logging.Wrap(poison.Wrap(raw), log)
+	defer store.Close()
+
+	fatal := make(chan string, 2)
+	release := func() error { return nil }
+	writeStore := store
+	mode := "read-only"
+	if !o.readOnly {
+		mode = "read-write"
+		exists, err := manifest.New(store).Exists(ctx)
+		if err != nil {
+			return fmt.Errorf("check for a graph: %w", err)
+		}
+		if !exists {
+			return graph.ErrNoGraph
+		}
+		lo := o.t.lockOptions(withLogger(ctx, log), "serve")
+		lo.Wait = 0
+		u, err := backend.ParseURL(o.t.store)
+		if err != nil {
+			return err
+		}
+		if clusterlock.LeasedScheme(u.Scheme) {
+			lease, err := clusterlock.LeaseFromEnv(os.Getenv)
+			if err != nil {
+				return usageError{msg: err.Error()}
+			}
+			lo.Lease = lease
+			lo.OnLost = func(err error) {
+				log.Error("the writer lock's lease was lost; admission is closed and the server exits 2", "reason", lostReason(err))
+				fatal <- "lease_lost"
+			}
+			// AcquireLeased returns once the first heartbeat is answered,
+			// and refuses to start otherwise.
+			l, err := clusterlock.AcquireLeased(ctx, store, lo)
+			if err != nil {
+				return lockRefusal(err)
+			}
+			writeStore = l.Guard(store)
+			release = func() error { return releaseWith(ctx, l.Release) }
+			log.Info("holding the leased writer lock", "lock_id", l.ID(), "lease_seconds", int(lease/time.Second))
+		} else {
+			l, err := clusterlock.Acquire(ctx, store, lo)
+			if err != nil {
+				return lockRefusal(err)
+			}
+			release = func() error { return releaseWith(ctx, l.Release) }
+			log.Info("holding the writer lock", "lock_id", l.ID())
+		}
+		defer func() {
+			if rerr := release(); rerr != nil && err == nil {
+				err = releaseErr(rerr)
+			}
+		}()
+		if _, err := graph.ProbeFencing(ctx, writeStore); err != nil {
+			return fmt.Errorf("fencing probe: %w", err)
+		}
+	}
+	g, err := graph.Open(ctx, writeStore, graph.OpenOptions{ReadOnly: o.readOnly})
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+
+	srv, err := server.New(server.Config{
+		Graphs:   []server.Graph{{ID: o.id, G: g}},
+		Tokens:   tokens,
+		ReadOnly: o.readOnly,
+		Limits:   o.limits,
+		Logger:   log,
+		Version:  cliVersion(),
+		OnFatal:  func(reason string) { fatal <- reason },
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.listen, err)
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info("serving", "listen", ln.Addr().String(), "graph", o.id, "mode", mode, "auth", tokens != nil)
+	fmt.Fprintf(a.stdout, "OMNIGRAPH_LISTEN_ADDR=%s\n", ln.Addr())
+
+	select {
+	case <-ctx.Done():
+		srv.CloseAdmission()
+		log.Info("stopping: draining in-flight requests", "drain_timeout", o.drainTimeout.String())
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.drainTimeout)
+		defer cancel()
+		if err := hs.Shutdown(dctx); err != nil {
+			hs.Close()
+			log.Warn("drain deadline passed; cut the remaining connections")
+		}
+		log.Info("stopped")
+		return nil
+	case reason := <-fatal:
+		srv.CloseAdmission()
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		if hs.Shutdown(dctx) != nil {
+			hs.Close()
+		}
+		return exitCodeError{code: exitServerStopped, err: fmt.Errorf("the server stopped (%s): see the log; restart it", reason)}
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	}
+}
+
+// releaseWith runs a lock release on a fresh, bounded context, so a
+// SIGTERM that cancelled ctx still lets the lock go.
+func releaseWith(ctx context.Context, rel func(context.Context) error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	return rel(rctx)
+}
+
+func lockRefusal(err error) error {
+	if errors.Is(err, clusterlock.ErrLockHeld) {
+		return exitCodeError{code: exitLockHeld, err: err}
+	}
+	return err
+}
+
+func lostReason(err error) string {
+	var le *clusterlock.LostError
+	if errors.As(err, &le) {
+		return le.Reason
+	}
+	return "unknown"
+}

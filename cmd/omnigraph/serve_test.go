@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/omnigraph-go/omnigraph/internal/testenv"
+)
+
+// startServe runs 'omnigraph serve' as its own OS process (the test binary
+// re-exec'd as the CLI) and returns its base URL once it printed
+// OMNIGRAPH_LISTEN_ADDR, and a wait function for its exit code.
+func startServe(t *testing.T, args ...string) (string, *exec.Cmd, func() int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan int, 1)
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "OMNIGRAPH_LISTEN_ADDR="); ok {
+				addr <- a
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	go func() {
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			exited <- 0
+		case errors.As(err, &ee):
+			exited <- ee.ExitCode()
+		default:
+			exited <- -1
+		}
+	}()
+	wait := func() int {
+		select {
+		case code := <-exited:
+			return code
+		case <-time.After(time.Minute):
+			cmd.Process.Kill()
+			t.Fatalf("the server did not exit; stderr:\n%s", stderr.String())
+			return -1
+		}
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	select {
+	case a := <-addr:
+		return "http://" + a, cmd, wait
+	case code := <-exited:
+		t.Fatalf("serve exited %d before serving; stderr:\n%s", code, stderr.String())
+	case <-time.After(time.Minute):
+		t.Fatalf("serve did not start; stderr:\n%s", stderr.String())
+	}
+	return "", nil, nil
+}
+
+func httpJSON(t *testing.T, method, url, token, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	return resp.StatusCode, m
+}
+
+// TestServeProcess runs the real binary: token add writes only a hash;
+// serve needs the token (401 without it), holds the cluster lock while it
+// serves, writes with the token's actor, and on SIGTERM drains, releases
+// the lock and exits 0.
+func TestServeProcess(t *testing.T) {
+	runServeProcess(t, filepath.Join(t.TempDir(), "graph"))
+}
+
+// TestServeProcessCloud is TestServeProcess on the S3 emulator, where the
+// server holds a leased lock.
+func TestServeProcessCloud(t *testing.T) {
+	t.Run("s3", func(t *testing.T) { runServeProcess(t, testenv.S3(t)) })
+}
+
+func runServeProcess(t *testing.T, url string) {
+	mustCLI(t, "init", "--schema", writeSchema(t), url)
+	tokens := filepath.Join(t.TempDir(), "tokens.json")
+	secret := strings.TrimSpace(mustCLI(t, "token", "add", "alice", "--tokens", tokens))
+	raw, err := os.ReadFile(tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(secret) < 40 || strings.Contains(string(raw), secret) || !strings.Contains(string(raw), `"alice"`) {
+		t.Fatalf("tokens file must hold the actor and a hash, never the secret %q:\n%s", secret, raw)
+	}
+	base, cmd, wait := startServe(t, "--store", url, "--tokens", tokens)
+	if st := lockStatus(t, url); !st.Held || st.Operation != "serve" {
+		t.Fatalf("a serving server holds the lock: %+v", st)
+	}
+	if st, m := httpJSON(t, "GET", base+"/graphs/default/branches", "", ""); st != 401 {
+		t.Fatalf("no token: %d %v", st, m)
+	}
+	if st, m := httpJSON(t, "GET", base+"/graphs/default/branches", "wrong", ""); st != 401 {
+		t.Fatalf("wrong token: %d %v", st, m)
+	}
+	st, m := httpJSON(t, "POST", base+"/graphs/default/mutate", secret, `{"query":"mutation m() { insert Person { name: \"ada\" } }"}`)
+	if st != 200 || m["actor_id"] != "alice" {
+		t.Fatalf("mutate: %d %v", st, m)
+	}
+	// A CLI writer is refused while the server holds the lock.
+	if code, _, _ := cli(t, "mutate", "-e", `insert Person { name: "bo" }`, "--store", url); code != exitLockHeld {
+		t.Fatalf("CLI write while serving: exit %d, want %d", code, exitLockHeld)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := wait(); code != 0 {
+		t.Fatalf("SIGTERM: exit %d, want 0", code)
+	}
+	if st := lockStatus(t, url); st.Held {
+		t.Fatalf("the lock must be released after SIGTERM: %+v", st)
+	}
+	if got := personNames(t, url); got["ada"] != 1 || len(got) != 1 {
+		t.Fatalf("rows after the server stopped: %v", got)
+	}
+}
+
+// TestServeOpenModeLoopbackOnly: without a tokens file serve refuses a
+// non-loopback address (usage, exit 2) before touching the store.
+func TestServeOpenModeLoopbackOnly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "graph")
+	mustCLI(t, "init", "--schema", writeSchema(t), dir)
+	code, _, errs := cli(t, "serve", "--store", dir, "--listen", "0.0.0.0:0")
+	if code != exitUsage || !strings.Contains(errs, "loopback") {
+		t.Fatalf("open mode on 0.0.0.0: exit %d, %s", code, errs)
+	}
+	if st := lockStatus(t, dir); st.Held {
+		t.Fatalf("a refused serve must not take the lock: %+v", st)
+	}
+}

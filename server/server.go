@@ -1,0 +1,296 @@
+// Package server is omnigraph's HTTP API: one or more graphs served under
+// /graphs/{graph_id}/, bearer-token auth, per-actor admission and the one
+// mapping from engine errors to answers (MapError). The route table
+// (Routes) is what the server mounts and what the OpenAPI document
+// (OpenAPI) describes. The caller (omnigraph serve) opens the graphs,
+// holds the writer fence and owns the process lifecycle.
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"sort"
+	"time"
+
+	"github.com/omnigraph-go/omnigraph/graph"
+)
+
+// Graph is one served graph.
+type Graph struct {
+	ID string
+	G  *graph.Graph
+}
+
+// Config configures a Server.
+type Config struct {
+	Graphs []Graph
+	// Tokens verifies bearer secrets; nil is open mode (no auth; the
+	// caller binds loopback only).
+	Tokens *Tokens
+	// ReadOnly: a replica; every write route answers 403.
+	ReadOnly bool
+	Limits   Limits
+	// Logger gets one line per request and the server's events.
+	Logger *slog.Logger
+	// Version is reported by /healthz.
+	Version string
+	// OnFatal is called (once per event) when the server must stop: a
+	// handler panicked. Admission is already closed when it runs.
+	OnFatal func(reason string)
+}
+
+// Server serves the API.
+type Server struct {
+	cfg    Config
+	graphs map[string]*graph.Graph
+	ids    []string
+	adm    *admission
+	mux    *http.ServeMux
+	log    *slog.Logger
+}
+
+// graphIDRE is the rule for graph ids (upstream's).
+var graphIDRE = regexp.MustCompile(`^[a-zA-Z0-9-]{1,64}$`)
+
+// ValidGraphID checks a graph id.
+func ValidGraphID(id string) error {
+	if !graphIDRE.MatchString(id) {
+		return fmt.Errorf("graph id %q: use 1 to 64 letters, digits or '-'", id)
+	}
+	return nil
+}
+
+// New builds a server.
+func New(cfg Config) (*Server, error) {
+	cfg.Limits = cfg.Limits.withDefaults()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, graphs: map[string]*graph.Graph{}, adm: newAdmission(cfg.Limits), mux: http.NewServeMux(), log: cfg.Logger}
+	for _, g := range cfg.Graphs {
+		if err := ValidGraphID(g.ID); err != nil {
+			return nil, err
+		}
+		if _, dup := s.graphs[g.ID]; dup {
+			return nil, fmt.Errorf("graph id %q appears twice", g.ID)
+		}
+		s.graphs[g.ID] = g.G
+		s.ids = append(s.ids, g.ID)
+	}
+	sort.Strings(s.ids)
+	for _, rt := range Routes() {
+		s.mux.Handle(rt.Pattern(), s.wrap(rt))
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeFailure(w, fail(http.StatusNotFound, CodeNotFound, "no such route: %s %s (see GET /openapi.json)", r.Method, r.URL.Path))
+	})
+	return s, nil
+}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// CloseAdmission refuses every later request with 503 (the server is
+// stopping); in-flight requests run on.
+func (s *Server) CloseAdmission() { s.adm.close() }
+
+// request is what a handler sees.
+type request struct {
+	*http.Request
+	w       http.ResponseWriter
+	s       *Server
+	graphID string
+	g       *graph.Graph
+	actor   string // "" in open mode
+}
+
+// statusWriter records the status for the request log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	class  string
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// wrap runs one route: panic containment, the request log line, auth
+// (401), graph resolution (400/404), read-only refusal (403), body limits
+// and the handler. Writes take an admission slot inside the handler, after
+// the body is decoded and before any engine work.
+func (s *Server) wrap(rt Route) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, hr *http.Request) {
+		start := time.Now()
+		w := &statusWriter{ResponseWriter: rw}
+		req := &request{Request: hr, w: w, s: s}
+		defer func() {
+			if p := recover(); p != nil {
+				s.adm.close()
+				s.log.Error("handler panicked; admission closed, the server stops", "route", rt.OperationID, "stack", string(debug.Stack()))
+				if w.status == 0 {
+					f := &Failure{Status: http.StatusInternalServerError, Body: ErrorOutput{
+						Error: "the request failed inside the server and its outcome is unknown; if it was a write, check GET /graphs/" + req.graphID + "/commits before sending it again",
+						Code:  CodeInternal, OutcomeUnknown: &OutcomeUnknown{Check: "GET /graphs/" + req.graphID + "/commits"}, Class: "panic",
+					}}
+					w.class = f.Body.Class
+					writeFailure(w, f)
+				}
+				if s.cfg.OnFatal != nil {
+					s.cfg.OnFatal("panic")
+				}
+			}
+			actor := req.actor
+			if actor == "" {
+				actor = "anonymous"
+			}
+			attrs := []any{"route", rt.OperationID, "method", hr.Method, "status", w.status, "actor", actor,
+				"duration_ms", float64(time.Since(start).Microseconds()) / 1000}
+			if req.graphID != "" {
+				attrs = append(attrs, "graph", req.graphID)
+			}
+			if w.class != "" {
+				attrs = append(attrs, "failure_class", w.class)
+			}
+			s.log.Info("request", attrs...)
+		}()
+		if f := s.prepare(rt, req); f != nil {
+			w.class = f.Body.Class
+			writeFailure(w, f)
+			return
+		}
+		status, body, err := rt.handle(req)
+		if lb, ok := req.Body.(*limitedBody); ok && lb.hit && err != nil {
+			// The body was cut at the limit: whatever the engine made of
+			// the truncated input (a parse error), the answer is 413.
+			err = tooLarge(lb.resource, lb.limit, 0)
+		}
+		if err != nil {
+			f := MapError(err, req.graphID)
+			w.class = f.Body.Class
+			if f.Status >= 500 && w.class != "" {
+				s.log.Warn("request failed", "route", rt.OperationID, "status", f.Status, "failure_class", w.class)
+			}
+			writeFailure(w, f)
+			return
+		}
+		if body == nil {
+			return
+		}
+		writeJSON(w, status, body)
+	})
+}
+
+func (s *Server) prepare(rt Route, req *request) *Failure {
+	if rt.Auth && s.adm.isClosed() {
+		return stopping()
+	}
+	if rt.Auth && s.cfg.Tokens != nil {
+		actor, err := s.cfg.Tokens.Authenticate(req.Request)
+		if err != nil {
+			return fail(http.StatusUnauthorized, CodeUnauthorized, "%s", err.Error())
+		}
+		req.actor = actor
+	}
+	if rt.Graph {
+		id := req.PathValue("graph_id")
+		if err := ValidGraphID(id); err != nil {
+			return badRequest("%s", err.Error())
+		}
+		g, ok := s.graphs[id]
+		if !ok {
+			return fail(http.StatusNotFound, CodeNotFound, "no graph %q on this server (see GET /graphs)", id)
+		}
+		req.graphID, req.g = id, g
+	}
+	if rt.Write && s.cfg.ReadOnly {
+		return fail(http.StatusForbidden, CodeForbidden, "this server is a read-only replica; send writes to the primary")
+	}
+	limit, timeout := s.cfg.Limits.BodyBytes, s.cfg.Limits.BodyTimeout
+	if rt.Stream {
+		limit, timeout = s.cfg.Limits.LoadBytes, s.cfg.Limits.LoadTimeout
+	}
+	// Not every ResponseWriter supports deadlines (httptest recorders):
+	// then the http.Server's own timeouts are all there is.
+	_ = http.NewResponseController(req.w).SetReadDeadline(time.Now().Add(timeout))
+	if req.ContentLength > limit {
+		return tooLarge(rt.bodyResource(), limit, req.ContentLength)
+	}
+	req.Body = &limitedBody{ReadCloser: http.MaxBytesReader(req.w, req.Body, limit), limit: limit, resource: rt.bodyResource()}
+	return nil
+}
+
+// admitWrite takes the actor's and the graph's write slot.
+func (r *request) admitWrite() (func(), error) {
+	actor := r.actor
+	if actor == "" {
+		actor = "anonymous"
+	}
+	release, f := r.s.adm.admit(actor, r.graphID)
+	if f != nil {
+		return nil, f
+	}
+	return release, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func writeFailure(w http.ResponseWriter, f *Failure) {
+	if f.RetryAfter > 0 {
+		w.Header().Set("Retry-After", fmt.Sprint(f.RetryAfter))
+	}
+	writeJSON(w, f.Status, f.Body)
+}
+
+// maxBytesError is a body read past the route's limit.
+type maxBytesError struct {
+	limit    int64
+	resource string
+}
+
+func (e *maxBytesError) Error() string {
+	return fmt.Sprintf("request body exceeds %d bytes", e.limit)
+}
+
+// limitedBody turns http.MaxBytesError into a typed error MapError knows,
+// however deep in the engine it surfaces.
+type limitedBody struct {
+	io.ReadCloser
+	limit    int64
+	resource string
+	hit      bool
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		b.hit = true
+		return n, &maxBytesError{limit: b.limit, resource: b.resource}
+	}
+	return n, err
+}
