@@ -205,7 +205,8 @@ func TestOpenChecksTheStorageStamp(t *testing.T) {
 		stamp int
 		want  string
 	}{
-		{"older graph", manifest.StampCurrent - 1, "rebuild the graph: export it"},
+		// The refusal of an older graph names the exact rebuild commands.
+		{"older graph", manifest.StampCurrent - 1, "'omnigraph export --out graph.jsonl --store OLD_URL' (it also writes graph.pg), then with this one run 'omnigraph init --schema graph.pg NEW_URL' and 'omnigraph load --data graph.jsonl --mode overwrite NEW_URL'"},
 		{"newer graph", manifest.StampCurrent + 1, "upgrade omnigraph"},
 	}
 	for _, tt := range tests {

@@ -252,9 +252,20 @@ type CleanupOptions struct {
 	Grace time.Duration
 	// Now is the clock (zero: time.Now()); tests pin it.
 	Now time.Time
+	// Keep, when set, decides which versions of a live branch survive
+	// instead of RetainVersions and OlderThan (the graph's retention knows
+	// which table versions its kept manifest versions pin). The newest
+	// version of each branch and fork points are kept regardless.
+	Keep func(branch string, version uint64) bool
+	// DryRun counts what would be removed and removes nothing.
+	DryRun bool
+	// BeforeDelete, when set, runs before each delete; an error stops the
+	// cleanup there (tests inject crashes with it).
+	BeforeDelete func(key string) error
 }
 
-// CleanupResult counts what Cleanup removed.
+// CleanupResult counts what Cleanup removed (or, with DryRun, would
+// remove). BytesFreed counts version manifests and files.
 type CleanupResult struct {
 	VersionsDeleted int
 	FilesDeleted    int

@@ -33,6 +33,17 @@ func Cleanup(ctx context.Context, store backend.StorageAdapter, path string, opt
 	if nowT.IsZero() {
 		nowT = now()
 	}
+	del := func(o backend.Attrs) error {
+		if opts.DryRun {
+			return nil
+		}
+		if opts.BeforeDelete != nil {
+			if err := opts.BeforeDelete(o.Key); err != nil {
+				return err
+			}
+		}
+		return store.Delete(ctx, o.Key)
+	}
 	refs, err := ListBranches(ctx, store, path)
 	if err != nil {
 		return res, err
@@ -60,11 +71,15 @@ func Cleanup(ctx context.Context, store backend.StorageAdapter, path string, opt
 			}
 			keep := i < opts.RetainVersions || forks[b][v] ||
 				(opts.OlderThan > 0 && nowT.Sub(o.ModTime) < opts.OlderThan)
+			if opts.Keep != nil {
+				keep = i == 0 || forks[b][v] || opts.Keep(b, v)
+			}
 			if !keep {
-				if err := store.Delete(ctx, o.Key); err != nil {
+				if err := del(o); err != nil {
 					return res, fmt.Errorf("cleanup: delete version %d of %q: %w", v, b, err)
 				}
 				res.VersionsDeleted++
+				res.BytesFreed += o.Size
 				continue
 			}
 			m, err := readManifest(ctx, store, path, b, v)
@@ -107,16 +122,17 @@ func Cleanup(ctx context.Context, store backend.StorageAdapter, path string, opt
 			if live[branch] {
 				continue
 			}
-			if err := store.Delete(ctx, o.Key); err != nil {
+			if err := del(o); err != nil {
 				return res, fmt.Errorf("cleanup: delete dead branch version: %w", err)
 			}
 			res.VersionsDeleted++
+			res.BytesFreed += o.Size
 			continue
 		}
 		if !isDataFile(rel) {
 			continue
 		}
-		if err := store.Delete(ctx, o.Key); err != nil {
+		if err := del(o); err != nil {
 			return res, fmt.Errorf("cleanup: delete file: %w", err)
 		}
 		res.FilesDeleted++

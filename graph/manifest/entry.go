@@ -140,7 +140,9 @@ type StampError struct {
 
 func (e *StampError) Error() string {
 	if e.Found < StampCurrent {
-		return fmt.Sprintf("graph storage version %d is older than the version %d this omnigraph reads; rebuild the graph: export it with the omnigraph that wrote it, then init and import with this one", e.Found, StampCurrent)
+		return fmt.Sprintf("graph storage version %d is older than the version %d this omnigraph reads; rebuild the graph: "+
+			"with the omnigraph that wrote it run 'omnigraph export --out graph.jsonl --store OLD_URL' (it also writes graph.pg), "+
+			"then with this one run 'omnigraph init --schema graph.pg NEW_URL' and 'omnigraph load --data graph.jsonl --mode overwrite NEW_URL'", e.Found, StampCurrent)
 	}
 	return fmt.Sprintf("graph storage version %d is newer than the version %d this omnigraph reads; upgrade omnigraph", e.Found, StampCurrent)
 }

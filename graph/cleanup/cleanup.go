@@ -1,0 +1,201 @@
+// Package cleanup reclaims storage a graph no longer needs: table versions
+// beyond the retention and files no kept version references (fragments of
+// killed writes, replaced fragments, deleted branches' table trees).
+//
+// Retention is graph-level: per live branch, the newest Keep manifest
+// versions (or those newer than OlderThan), plus its genesis (the fork
+// point, which a merge base and its inheritance read). Every table version
+// one of those manifest versions pins is kept, and so is every table
+// branch's newest version and every version a table fork was made from.
+// Older manifest versions stay listed in history, but time travel to them
+// fails once their tables are gone.
+//
+// Cleanup refuses while a recovery intent is pending or a table has drifted
+// from its pin (seed 000: "cleanup refuses pending sidecars"): recovery may
+// need the versions it would delete. It only deletes, one object at a time,
+// never a key a kept version names, so a crash part-way leaves a graph
+// every live branch reads as before, with more garbage for the next run.
+package cleanup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/recovery"
+	"github.com/omnigraph-go/omnigraph/table"
+)
+
+// Options shape one cleanup. Exactly one of Keep and OlderThan is set.
+type Options struct {
+	// Keep retains the newest Keep manifest versions of every live branch.
+	Keep int
+	// OlderThan retains the manifest versions committed within this
+	// duration (and always the head).
+	OlderThan time.Duration
+	// Confirm deletes; without it Run only reports what it would delete.
+	Confirm bool
+	// Grace keeps unreferenced files younger than this (default 0: the
+	// caller holds the cluster lock, so no writer is staging files).
+	Grace time.Duration
+	// Now is the clock (zero: time.Now()).
+	Now time.Time
+	// BeforeDelete, when set, runs before each delete (tests inject crashes).
+	BeforeDelete func(key string) error
+}
+
+// ErrRefused: cleanup would run while recovery may still need history.
+var ErrRefused = errors.New("cleanup refused")
+
+// TableResult is what cleanup removed from one table.
+type TableResult struct {
+	Table    string `json:"table"`
+	Versions int    `json:"versions"`
+	Files    int    `json:"files"`
+	Objects  int    `json:"objects"`
+	Bytes    int64  `json:"bytes"`
+}
+
+// Result is what cleanup removed, or with Confirm unset would remove.
+type Result struct {
+	Preview bool          `json:"preview"`
+	Tables  []TableResult `json:"tables"`
+	Objects int           `json:"objects"`
+	Bytes   int64         `json:"bytes"`
+	// KeptManifestVersions counts the manifest versions whose tables are
+	// kept, over every live branch.
+	KeptManifestVersions int `json:"kept_manifest_versions"`
+}
+
+// Run cleans the graph's tables. g must be a read-write handle (its open
+// ran the recovery sweep); the caller holds the cluster lock.
+func Run(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
+	if (opts.Keep > 0) == (opts.OlderThan > 0) {
+		return nil, fmt.Errorf("%w: give exactly one of a version count to keep (--keep N, N >= 1) or an age (--older-than DURATION)", graph.ErrInvalidInput)
+	}
+	if opts.Confirm && g.ReadOnly() {
+		return nil, graph.ErrReadOnly
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	pending, err := g.PendingRecovery(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(pending) > 0 {
+		return nil, fmt.Errorf("%w: %d recovery intent(s) are pending (operation %s); recovery may need the table history cleanup would delete: run 'omnigraph repair' to see them and 'omnigraph repair --confirm' to resolve them, then clean up", ErrRefused, len(pending), pending[0].Sidecar.Intent.OperationID)
+	}
+	drift, err := recovery.FindDrift(ctx, g.Store(), g.Manifest())
+	if err != nil {
+		return nil, err
+	}
+	if len(drift) > 0 {
+		return nil, fmt.Errorf("%w: %d table(s) were changed outside any commit (first: %s); run 'omnigraph repair' and 'omnigraph repair --confirm' first", ErrRefused, len(drift), drift[0].Key)
+	}
+	keep, paths, names, kept, err := retained(ctx, g.Manifest(), opts, now)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Preview: !opts.Confirm, KeptManifestVersions: kept}
+	for _, path := range paths {
+		tk := keep[path]
+		r, err := table.Cleanup(ctx, g.Store(), path, table.CleanupOptions{
+			Keep:         func(branch string, v uint64) bool { return tk[branch][v] },
+			Grace:        opts.Grace,
+			Now:          now,
+			DryRun:       !opts.Confirm,
+			BeforeDelete: opts.BeforeDelete,
+		})
+		if err != nil {
+			return res, fmt.Errorf("clean up table %s: %w", names[path], err)
+		}
+		tr := TableResult{Table: names[path], Versions: r.VersionsDeleted, Files: r.FilesDeleted, Objects: r.VersionsDeleted + r.FilesDeleted, Bytes: r.BytesFreed}
+		res.Tables = append(res.Tables, tr)
+		res.Objects += tr.Objects
+		res.Bytes += tr.Bytes
+	}
+	return res, nil
+}
+
+// retained walks every live branch's manifest history and returns, per
+// table path, the table versions (by table branch) that kept manifest
+// versions pin, the table paths in order, and each path's table key.
+func retained(ctx context.Context, man *manifest.Store, opts Options, now time.Time) (map[string]map[string]map[uint64]bool, []string, map[string]string, int, error) {
+	refs, err := man.Branches(ctx)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	names := map[string]string{} // table path -> manifest key, for messages
+	keep := map[string]map[string]map[uint64]bool{}
+	pin := func(e *manifest.Entry) {
+		for _, p := range e.Tables {
+			names[p.Path] = p.Key
+			if keep[p.Path] == nil {
+				keep[p.Path] = map[string]map[uint64]bool{}
+			}
+			if keep[p.Path][p.Branch] == nil {
+				keep[p.Path][p.Branch] = map[uint64]bool{}
+			}
+			keep[p.Path][p.Branch][p.Version] = true
+		}
+	}
+	kept := 0
+	for _, r := range refs {
+		if !r.Live() {
+			continue
+		}
+		n := 0
+		err := man.Versions(ctx, r.Branch, r.Incarnation, r.Version, func(e *manifest.Entry) (bool, error) {
+			n++
+			within := n == 1 || (opts.Keep > 0 && n <= opts.Keep)
+			if opts.OlderThan > 0 && e.Commit != nil && now.Sub(time.UnixMicro(e.Commit.TimeMicros)) < opts.OlderThan {
+				within = true
+			}
+			// The genesis (version 1: main's initial commit, a named
+			// branch's fork point) is always kept: a fork's inheritance
+			// and its merge base read it.
+			if within || e.Version == 1 {
+				pin(e)
+				kept++
+			}
+			return true, nil
+		})
+		if err != nil {
+			return nil, nil, nil, 0, err
+		}
+	}
+	paths := make([]string, 0, len(keep))
+	for p := range keep {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	return keep, paths, names, kept, nil
+}
+
+// Describe renders a result for people: one line per table that had
+// something to remove, then the total.
+func Describe(r *Result) string {
+	var b strings.Builder
+	verb := "removed"
+	if r.Preview {
+		verb = "would remove"
+	}
+	for _, t := range r.Tables {
+		if t.Objects == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "%s: %s %d objects (%d versions, %d files), %d bytes\n", t.Table, verb, t.Objects, t.Versions, t.Files, t.Bytes)
+	}
+	fmt.Fprintf(&b, "%s %d objects, %d bytes in total (keeping the tables of %d manifest versions)\n", verb, r.Objects, r.Bytes, r.KeptManifestVersions)
+	if r.Preview {
+		b.WriteString("preview only: nothing was deleted; run again with --confirm to delete\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,334 @@
+package cleanup_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/backend/fault"
+	"github.com/omnigraph-go/omnigraph/backend/local"
+	"github.com/omnigraph-go/omnigraph/backend/mem"
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/cleanup"
+	"github.com/omnigraph-go/omnigraph/graph/export"
+	"github.com/omnigraph-go/omnigraph/graph/load"
+	"github.com/omnigraph-go/omnigraph/graph/mutate"
+	"github.com/omnigraph-go/omnigraph/graph/optimize"
+	"github.com/omnigraph-go/omnigraph/graph/query"
+	"github.com/omnigraph-go/omnigraph/table"
+)
+
+const schema = `
+node Person {
+  handle: String @key
+  age: I32?
+}
+edge Knows: Person -> Person
+`
+
+var probes = []string{
+	`query q() { match { $p: Person } return { $p.handle, $p.age } order { $p.handle } }`,
+	`query q() { match { $a: Person  $a knows $b } return { $a.handle as a, $b.handle as b } order { a, b } }`,
+}
+
+func mut(t testing.TB, g *graph.Graph, branch, src string, params map[string]any) {
+	t.Helper()
+	if _, err := mutate.Query(context.Background(), g, src, "", mutate.Options{Branch: branch, Params: params}); err != nil {
+		t.Fatalf("%s: %v", src, err)
+	}
+}
+
+// build makes a history: n one-row commits on main (persons, edges, a few
+// deletes), a branch "feature" forked half way with commits of its own,
+// and a deleted branch "gone" that had written a table.
+func build(t testing.TB, store backend.StorageAdapter, n int) *graph.Graph {
+	t.Helper()
+	ctx := context.Background()
+	g, err := graph.Init(ctx, store, schema, graph.InitOptions{Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		mut(t, g, "main", `mutation m($h: String, $a: I32) { insert Person { handle: $h, age: $a } }`, map[string]any{"h": fmt.Sprintf("p%04d", i), "a": i % 50})
+		if i > 0 && i%4 == 0 {
+			mut(t, g, "main", `mutation m($a: String, $b: String) { insert Knows { from: $a, to: $b } }`, map[string]any{"a": fmt.Sprintf("p%04d", i), "b": fmt.Sprintf("p%04d", i-1)})
+		}
+		if i%9 == 8 {
+			mut(t, g, "main", `mutation m($h: String) { update Person set { age: 99 } where handle = $h }`, map[string]any{"h": fmt.Sprintf("p%04d", i-3)})
+		}
+		if i == n/2 {
+			for _, b := range []string{"feature", "gone"} {
+				if _, err := g.CreateBranch(ctx, b, "main"); err != nil {
+					t.Fatal(err)
+				}
+				for j := 0; j < 3; j++ {
+					mut(t, g, b, `mutation m($h: String) { insert Person { handle: $h } }`, map[string]any{"h": fmt.Sprintf("%s%d", b, j)})
+				}
+			}
+		}
+	}
+	if err := g.DeleteBranch(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// answers runs the probes on every live branch with a fresh read-only
+// handle (cold caches: every file a version needs is read from the store).
+func answers(t testing.TB, store backend.StorageAdapter) string {
+	t.Helper()
+	ctx := context.Background()
+	g, err := graph.Open(ctx, store, graph.OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var out []string
+	for _, b := range []string{"main", "feature"} {
+		for _, q := range probes {
+			r, err := query.Head(ctx, g, b, q, "", nil)
+			if err != nil {
+				t.Fatalf("branch %s: %s: %v", b, q, err)
+			}
+			out = append(out, fmt.Sprint(b, r.Rows))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestCleanupPreviewDeletesNothingThenConfirmKeepsAnswers: without Confirm
+// nothing is deleted; with it, old versions and the deleted branch's tree
+// go, and every live branch answers as before.
+func TestCleanupPreviewDeletesNothingThenConfirmKeepsAnswers(t *testing.T) {
+	ctx := context.Background()
+	store := mem.New()
+	g := build(t, store, 24)
+	want := answers(t, store)
+	before, _ := backend.ListAll(ctx, store, "")
+	prev, err := cleanup.Run(ctx, g, cleanup.Options{Keep: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := backend.ListAll(ctx, store, "")
+	if len(after) != len(before) || !prev.Preview || prev.Objects == 0 {
+		t.Fatalf("preview: %d -> %d objects, result %+v", len(before), len(after), prev)
+	}
+	res, err := cleanup.Run(ctx, g, cleanup.Options{Keep: 2, Confirm: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Objects != prev.Objects || res.Bytes != prev.Bytes {
+		t.Fatalf("confirm removed %d objects/%d bytes, the preview said %d/%d", res.Objects, res.Bytes, prev.Objects, prev.Bytes)
+	}
+	final, _ := backend.ListAll(ctx, store, "")
+	if len(final) != len(before)-res.Objects {
+		t.Fatalf("%d objects left, want %d", len(final), len(before)-res.Objects)
+	}
+	for _, o := range final {
+		if strings.Contains(o.Key, "/tree/gone") {
+			t.Fatalf("the deleted branch's table tree survived: %s", o.Key)
+		}
+	}
+	if got := answers(t, store); got != want {
+		t.Fatalf("answers changed:\n%s\nwant\n%s", got, want)
+	}
+	// A second run finds nothing.
+	again, err := cleanup.Run(ctx, g, cleanup.Options{Keep: 2, Confirm: true})
+	if err != nil || again.Objects != 0 {
+		t.Fatalf("second cleanup: %+v, %v", again, err)
+	}
+}
+
+// TestCleanupCrashAtEveryWrite: a crash at (and after) every delete of a
+// cleanup never removes a file a live version needs: after each crash every
+// live branch answers as before, and a later cleanup finishes the job.
+func TestCleanupCrashAtEveryWrite(t *testing.T) {
+	ctx := context.Background()
+	const n = 12
+	ref := mem.New()
+	g := build(t, ref, n)
+	want := answers(t, ref)
+	prev, err := cleanup.Run(ctx, g, cleanup.Options{Keep: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	if prev.Objects < 10 {
+		t.Fatalf("only %d objects to clean; the history is too short to test", prev.Objects)
+	}
+	for k := 1; k <= prev.Objects; k++ {
+		for _, mode := range []string{"at", "after"} {
+			store := mem.New()
+			build(t, store, n).Close()
+			inj := fault.New(store)
+			g, err := graph.Open(ctx, inj, graph.OpenOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inj.Reset()
+			if mode == "at" {
+				inj.CrashAtWrite(k)
+			} else {
+				inj.CrashAfterWrite(k)
+			}
+			_, err = cleanup.Run(ctx, g, cleanup.Options{Keep: 2, Confirm: true})
+			if !errors.Is(err, fault.ErrCrashed) {
+				t.Fatalf("k=%d %s: cleanup returned %v, want the crash", k, mode, err)
+			}
+			inj.Heal()
+			g.Close()
+			if got := answers(t, store); got != want {
+				t.Fatalf("k=%d %s: answers changed after the crash:\n%s\nwant\n%s", k, mode, got, want)
+			}
+			g2, err := graph.Open(ctx, store, graph.OpenOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cleanup.Run(ctx, g2, cleanup.Options{Keep: 2, Confirm: true}); err != nil {
+				t.Fatalf("k=%d %s: cleanup after the crash: %v", k, mode, err)
+			}
+			g2.Close()
+			if got := answers(t, store); got != want {
+				t.Fatalf("k=%d %s: answers changed after the finishing cleanup", k, mode)
+			}
+		}
+	}
+}
+
+// TestCleanupRefusesDrift: cleanup refuses while a table moved outside any commit (drift), before deleting anything.
+func TestCleanupRefusesDrift(t *testing.T) {
+	ctx := context.Background()
+	store := mem.New()
+	g := build(t, store, 6)
+	// Move a table outside any commit: a loose table commit, as a killed
+	// writer without a sidecar would leave.
+	s, _ := g.Snapshot(ctx, "main")
+	ds, err := s.OpenTable(ctx, graph.NodeTableKey("Person"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, ds.Schema())
+	for i, f := range ds.Schema().Fields() {
+		if sb, ok := b.Field(i).(*array.StringBuilder); ok {
+			sb.Append("stray")
+		} else {
+			b.Field(i).AppendNull()
+		}
+		_ = f
+	}
+	st, err := ds.StageAppend(ctx, b.NewRecordBatch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := table.Commit(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := backend.ListAll(ctx, store, "")
+	_, err = cleanup.Run(ctx, g, cleanup.Options{Keep: 1, Confirm: true})
+	if !errors.Is(err, cleanup.ErrRefused) || !strings.Contains(err.Error(), "repair") {
+		t.Fatalf("cleanup with drift: %v, want a refusal naming repair", err)
+	}
+	after, _ := backend.ListAll(ctx, store, "")
+	if len(after) != len(before) {
+		t.Fatalf("a refused cleanup deleted %d objects", len(before)-len(after))
+	}
+}
+
+func dirBytes(t testing.TB, dir string) int64 {
+	t.Helper()
+	var n int64
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// TestCleanupReclaimsManyCommitsHistory measures many one-row commits,
+// then optimize + cleanup --keep 10, against a freshly loaded copy (local
+// backend). It asserts that cleanup reclaims most of the growth and keeps
+// the answers; it logs the ratio to the fresh copy. The issue's 2x bound is
+// NOT met yet: the kept 10 versions still name the pre-optimize fragments,
+// and the __manifest history (one entry per commit) is never pruned.
+func TestCleanupReclaimsManyCommitsHistory(t *testing.T) {
+	ctx := context.Background()
+	commits := 500
+	if testing.Short() {
+		commits = 200
+	}
+	dir := t.TempDir()
+	store, err := local.New(filepath.Join(dir, "g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Init(ctx, store, schema, graph.InitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < commits; i++ {
+		mut(t, g, "main", `mutation m($h: String, $a: I32) { insert Person { handle: $h, age: $a } }`, map[string]any{"h": fmt.Sprintf("p%05d", i), "a": i % 50})
+	}
+	grown := dirBytes(t, filepath.Join(dir, "g"))
+	if _, err := optimize.Run(ctx, g, optimize.Options{Branch: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cleanup.Run(ctx, g, cleanup.Options{Keep: 10, Confirm: true}); err != nil {
+		t.Fatal(err)
+	}
+	cleaned := dirBytes(t, filepath.Join(dir, "g"))
+	if os.Getenv("CLEANUP_DIAG") != "" {
+		ents, _ := os.ReadDir(filepath.Join(dir, "g"))
+		for _, e := range ents {
+			t.Logf("%s %d", e.Name(), dirBytes(t, filepath.Join(dir, "g", e.Name())))
+		}
+		sub, _ := os.ReadDir(filepath.Join(dir, "g", "nodes", "Person"))
+		for _, e := range sub {
+			t.Logf("Person/%s %d", e.Name(), dirBytes(t, filepath.Join(dir, "g", "nodes", "Person", e.Name())))
+		}
+	}
+	// A fresh copy: export, init, load.
+	s, _ := g.Snapshot(ctx, "main")
+	var buf bytes.Buffer
+	res, err := export.Run(ctx, s, &buf, export.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fstore, err := local.New(filepath.Join(dir, "fresh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fg, err := graph.Init(ctx, fstore, res.Schema, graph.InitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := load.Run(ctx, fg, &buf, load.Options{Branch: "main", Mode: load.Append}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := dirBytes(t, filepath.Join(dir, "fresh"))
+	t.Logf("%d one-row commits: %d bytes; after optimize + cleanup --keep 10: %d bytes; fresh load: %d bytes (%.2fx)", commits, grown, cleaned, fresh, float64(cleaned)/float64(fresh))
+	if cleaned*10 > grown {
+		t.Fatalf("cleanup left %d of %d bytes; it should reclaim at least 90%%", cleaned, grown)
+	}
+	r1, err := query.Head(ctx, g, "main", probes[0], "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := query.Head(ctx, fg, "main", probes[0], "", nil)
+	if err != nil || fmt.Sprint(r1.Rows) != fmt.Sprint(r2.Rows) || len(r1.Rows) != commits {
+		t.Fatalf("answers after cleanup differ from the fresh copy (%v)", err)
+	}
+}
