@@ -199,9 +199,9 @@ func classify(err error, m mode) (backend.Kind, cloud.Verdict) {
 		return backend.KindUnknown, cloud.Stop
 	case st == http.StatusUnauthorized || st == http.StatusForbidden:
 		return backend.KindConfiguration, cloud.Stop
-	case st == http.StatusConflict && m == conditional:
-		// S3's 409 ConditionalRequestConflict: another conditional write
-		// on the key was in flight; it does not say who won.
+	case st == http.StatusConflict && apiCode(err) == "ConditionalRequestConflict":
+		// S3: another conditional write on the key was in flight; the
+		// answer does not say who won.
 		return backend.KindUnknown, cloud.Stop
 	case st >= 400:
 		// e.g. 409 from a file-backed S3 store refusing "k" beside "k/x".
@@ -215,6 +215,16 @@ func classify(err error, m mode) (backend.Kind, cloud.Verdict) {
 		return kind, cloud.RetryClient
 	}
 	return kind, cloud.Stop
+}
+
+// apiCode is the store's error code in the driver's error chain (S3's
+// "ConditionalRequestConflict"), or "".
+func apiCode(err error) string {
+	var withCode interface{ ErrorCode() string }
+	if errors.As(err, &withCode) {
+		return withCode.ErrorCode()
+	}
+	return ""
 }
 
 // httpStatus finds an HTTP status in the driver's error chain (the AWS,
