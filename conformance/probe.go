@@ -133,7 +133,7 @@ var probes = []Probe{
 	},
 	{
 		Name:  "PutIfAbsentRacingDelete",
-		Rule:  "PutIfAbsent racing a Delete of the same key either loses with ErrPrecondition, is the one winner, or answers Unknown (then it may be the winner); Delete succeeds, and the key then holds the winner's bytes (nothing when nobody won).",
+		Rule:  "PutIfAbsent racing a Delete of the same key is the one winner, loses with Precondition or a Permanent refusal that leaves no trace, or answers Unknown (then it may be the winner); Delete succeeds, and the key then holds the winner's bytes (nothing when nobody won).",
 		Needs: NeedsConditionalCreate,
 		Check: probeCreateVsDelete,
 	},
@@ -424,6 +424,7 @@ func probeCreateVsDelete(ctx context.Context, s backend.StorageAdapter, o Option
 		}
 		winner := -1
 		var unknown []int // answered Unknown (S3's 409 ConditionalRequestConflict): may or may not have won
+		var losers []int  // told they failed: their bytes must not be there
 		for w := 1; w < writers; w++ {
 			switch err := errs[w]; {
 			case err == nil && winner > 0:
@@ -432,8 +433,13 @@ func probeCreateVsDelete(ctx context.Context, s backend.StorageAdapter, o Option
 				winner = w
 			case errors.Is(err, backend.ErrUnknown):
 				unknown = append(unknown, w)
-			case !errors.Is(err, backend.ErrPrecondition):
-				return Report{Rounds: rounds}, fmt.Errorf("round %d: creator %d got %v (kind %s), want success, Precondition or an honest Unknown", round, w, err, backend.KindOf(err))
+			case errors.Is(err, backend.ErrPrecondition), backend.KindOf(err) == backend.KindPermanent:
+				// Lost, or refused outright (a file-backed S3 server whose
+				// directory the delete removed under the create answers
+				// 409): a loser, which must leave no trace (checked below).
+				losers = append(losers, w)
+			default:
+				return Report{Rounds: rounds}, fmt.Errorf("round %d: creator %d got %v (kind %s), want success, Precondition, a Permanent refusal or an honest Unknown", round, w, err, backend.KindOf(err))
 			}
 		}
 		got, _, err := s.Get(ctx, key)
@@ -443,6 +449,11 @@ func probeCreateVsDelete(ctx context.Context, s backend.StorageAdapter, o Option
 				if bytes.Equal(got, racePayload(round, w)) {
 					winner = w
 				}
+			}
+		}
+		for _, w := range losers {
+			if err == nil && bytes.Equal(got, racePayload(round, w)) {
+				return Report{Rounds: rounds}, fmt.Errorf("round %d: creator %d was told it failed (%v) but the key holds its bytes", round, w, errs[w])
 			}
 		}
 		switch {
