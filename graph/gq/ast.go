@@ -184,6 +184,27 @@ const (
 	OpStartsWith CmpOp = "starts_with"
 )
 
+// Holds applies an ordering operator (=, !=, <, <=, >, >=) to a three-way
+// comparison c; it is false for contains and starts_with, which are not
+// orderings. Reads and mutation matching share it.
+func (op CmpOp) Holds(c int) bool {
+	switch op {
+	case OpEq:
+		return c == 0
+	case OpNe:
+		return c != 0
+	case OpLt:
+		return c < 0
+	case OpLe:
+		return c <= 0
+	case OpGt:
+		return c > 0
+	case OpGe:
+		return c >= 0
+	}
+	return false
+}
+
 // ExprKind says which fields of an Expr are set.
 type ExprKind int
 

@@ -499,21 +499,7 @@ func mutationMatch(op gq.CmpOp, left, right any) bool {
 	if _, isBool := left.(bool); isBool && op != gq.OpEq && op != gq.OpNe {
 		return false
 	}
-	switch op {
-	case gq.OpEq:
-		return c == 0
-	case gq.OpNe:
-		return c != 0
-	case gq.OpLt:
-		return c < 0
-	case gq.OpLe:
-		return c <= 0
-	case gq.OpGt:
-		return c > 0
-	case gq.OpGe:
-		return c >= 0
-	}
-	return false
+	return op.Holds(c)
 }
 
 // compareCanonical orders two canonical scalars; ok is false when they are

@@ -81,13 +81,13 @@ func (ex *executor) filterRows(nr *nodeRows, p *gq.Predicate, cands []int32) ([]
 		var keep bool
 		switch a := col.(type) {
 		case *array.Int32:
-			keep = cmpHolds(p.Op, cmpInt(int64(a.Value(off)), ic))
+			keep = p.Op.Holds(cmpNum(int64(a.Value(off)), ic))
 		case *array.Int64:
-			keep = cmpHolds(p.Op, cmpInt(a.Value(off), ic))
+			keep = p.Op.Holds(cmpNum(a.Value(off), ic))
 		case *array.Date32:
-			keep = cmpHolds(p.Op, cmpInt(int64(a.Value(off)), ic))
+			keep = p.Op.Holds(cmpNum(int64(a.Value(off)), ic))
 		case *array.Timestamp:
-			keep = cmpHolds(p.Op, cmpInt(int64(a.Value(off)), ic))
+			keep = p.Op.Holds(cmpNum(int64(a.Value(off)), ic))
 		case *array.String:
 			v := a.Value(off)
 			switch p.Op {
@@ -96,7 +96,7 @@ func (ex *executor) filterRows(nr *nodeRows, p *gq.Predicate, cands []int32) ([]
 			case gq.OpStartsWith:
 				keep = strings.HasPrefix(v, sc)
 			default:
-				keep = cmpHolds(p.Op, strings.Compare(v, sc))
+				keep = p.Op.Holds(strings.Compare(v, sc))
 			}
 		}
 		if keep {
@@ -104,23 +104,4 @@ func (ex *executor) filterRows(nr *nodeRows, p *gq.Predicate, cands []int32) ([]
 		}
 	}
 	return kept, true
-}
-
-// cmpHolds applies a comparison operator to a three-way comparison.
-func cmpHolds(op gq.CmpOp, c int) bool {
-	switch op {
-	case gq.OpEq:
-		return c == 0
-	case gq.OpNe:
-		return c != 0
-	case gq.OpLt:
-		return c < 0
-	case gq.OpLe:
-		return c <= 0
-	case gq.OpGt:
-		return c > 0
-	case gq.OpGe:
-		return c >= 0
-	}
-	return false
 }

@@ -87,27 +87,8 @@ func numeric(v any) (i int64, u uint64, f float64, kind byte, ok bool) {
 	return 0, 0, 0, 0, false
 }
 
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpFloat(a, b float64) int {
+// cmpNum is the three-way comparison of two numbers of one kind.
+func cmpNum[T int64 | uint64 | float64](a, b T) int {
 	switch {
 	case a < b:
 		return -1
@@ -126,19 +107,19 @@ func compareNumbers(a, b any) (int, bool) {
 	}
 	switch {
 	case ak == 'i' && bk == 'i':
-		return cmpInt(ai, bi), true
+		return cmpNum(ai, bi), true
 	case ak == 'u' && bk == 'u':
-		return cmpUint(au, bu), true
+		return cmpNum(au, bu), true
 	case ak == 'i' && bk == 'u':
 		if ai < 0 {
 			return -1, true
 		}
-		return cmpUint(uint64(ai), bu), true
+		return cmpNum(uint64(ai), bu), true
 	case ak == 'u' && bk == 'i':
 		if bi < 0 {
 			return 1, true
 		}
-		return cmpUint(au, uint64(bi)), true
+		return cmpNum(au, uint64(bi)), true
 	}
 	toF := func(i int64, u uint64, f float64, k byte) float64 {
 		switch k {
@@ -149,7 +130,7 @@ func compareNumbers(a, b any) (int, bool) {
 		}
 		return f
 	}
-	return cmpFloat(toF(ai, au, af, ak), toF(bi, bu, bf, bk)), true
+	return cmpNum(toF(ai, au, af, ak), toF(bi, bu, bf, bk)), true
 }
 
 // compareValues orders two non-NULL canonical values of one comparable
