@@ -324,15 +324,8 @@ func probePutIfAbsentRace(ctx context.Context, s backend.StorageAdapter, o Optio
 		if err != nil {
 			return Report{Rounds: rounds}, fmt.Errorf("round %d: %w", round, err)
 		}
-		got, attrs, err := s.Get(ctx, key)
-		if err != nil {
-			return Report{Rounds: rounds}, fmt.Errorf("round %d: Get after the race: %w", round, err)
-		}
-		if !bytes.Equal(got, racePayload(round, winner)) {
-			return Report{Rounds: rounds}, fmt.Errorf("round %d: content %q, want the winner's %q", round, got, racePayload(round, winner))
-		}
-		if attrs.Version != versions[winner] {
-			return Report{Rounds: rounds}, fmt.Errorf("round %d: version %q, the winner was told %q", round, attrs.Version, versions[winner])
+		if _, err := checkWinner(ctx, s, key, round, winner, versions[winner]); err != nil {
+			return Report{Rounds: rounds}, err
 		}
 		rounds++
 	}
@@ -516,17 +509,14 @@ func probePutIfMatchRace(ctx context.Context, s backend.StorageAdapter, o Option
 		if err != nil {
 			return Report{Rounds: rounds}, fmt.Errorf("round %d: %w", round, err)
 		}
-		got, attrs, err := s.Get(ctx, key)
+		v, err := checkWinner(ctx, s, key, round, winner, versions[winner])
 		if err != nil {
-			return Report{Rounds: rounds}, fmt.Errorf("round %d: Get after the race: %w", round, err)
+			return Report{Rounds: rounds}, err
 		}
-		if !bytes.Equal(got, racePayload(round, winner)) {
-			return Report{Rounds: rounds}, fmt.Errorf("round %d: content %q, want the winner's %q", round, got, racePayload(round, winner))
+		if v == from {
+			return Report{Rounds: rounds}, fmt.Errorf("round %d: the winning compare-and-swap kept the previous version %q", round, from)
 		}
-		if attrs.Version != versions[winner] || attrs.Version == from {
-			return Report{Rounds: rounds}, fmt.Errorf("round %d: version %q, the winner was told %q, previous %q", round, attrs.Version, versions[winner], from)
-		}
-		version = attrs.Version
+		version = v
 		rounds++
 	}
 	return finish(rounds, o.Rounds, o.Writers, out())
@@ -598,4 +588,20 @@ func probeCounter(ctx context.Context, s backend.StorageAdapter, o Options) (Rep
 func atoiOr(b []byte) int {
 	n, _ := strconv.Atoi(string(b))
 	return n
+}
+
+// checkWinner reads key after a race and checks it holds the one winner's
+// bytes at the version the winner was told; it returns that version.
+func checkWinner(ctx context.Context, s backend.StorageAdapter, key string, round, winner int, told string) (string, error) {
+	got, attrs, err := s.Get(ctx, key)
+	if err != nil {
+		return "", fmt.Errorf("round %d: Get after the race: %w", round, err)
+	}
+	if !bytes.Equal(got, racePayload(round, winner)) {
+		return "", fmt.Errorf("round %d: content %q, want the winner's %q", round, got, racePayload(round, winner))
+	}
+	if attrs.Version != told {
+		return "", fmt.Errorf("round %d: version %q, the winner was told %q", round, attrs.Version, told)
+	}
+	return attrs.Version, nil
 }

@@ -19,6 +19,18 @@ func init() {
 	register(diffCmd)
 }
 
+// changeFlags are the filters commit changes and diff share.
+type changeFlags struct {
+	typ, op string
+	limit   int
+}
+
+func (cf *changeFlags) add(c *cobra.Command) {
+	c.Flags().StringVar(&cf.typ, "type", "", "only changes of this node or edge type")
+	c.Flags().StringVar(&cf.op, "op", "", "only changes of this op: insert, update or delete")
+	c.Flags().IntVar(&cf.limit, "limit", 0, "at most this many changes (0: all)")
+}
+
 func parseChangeFilter(typ, op string, limit int) (merge.Filter, error) {
 	f := merge.Filter{Type: typ, Op: merge.Op(op), Limit: limit}
 	switch f.Op {
@@ -64,14 +76,13 @@ func changedColumns(before, after map[string]any) string {
 
 func commitChangesCmd(a *app) *cobra.Command {
 	var t graphTarget
-	var typ, op string
-	var limit int
+	var cf changeFlags
 	c := &cobra.Command{
 		Use:   "changes ID [--type T] [--op insert|update|delete] [--limit N]",
 		Short: "Show the entity changes of one commit against its first parent",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			f, err := parseChangeFilter(typ, op, limit)
+			f, err := parseChangeFilter(cf.typ, cf.op, cf.limit)
 			if err != nil {
 				return err
 			}
@@ -91,9 +102,7 @@ func commitChangesCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&typ, "type", "", "only changes of this node or edge type")
-	c.Flags().StringVar(&op, "op", "", "only changes of this op: insert, update or delete")
-	c.Flags().IntVar(&limit, "limit", 0, "at most this many changes (0: all)")
+	cf.add(c)
 	t.addStore(c)
 	t.addJSON(c)
 	return c
@@ -124,14 +133,13 @@ func resolveTarget(ctx context.Context, g *graph.Graph, name string) (*graph.Sna
 
 func diffCmd(a *app) *cobra.Command {
 	var t graphTarget
-	var typ, op string
-	var limit int
+	var cf changeFlags
 	c := &cobra.Command{
 		Use:   "diff A B [--type T] [--op insert|update|delete] [--limit N]",
 		Short: "Show the entity changes from A to B (branches or commit ids)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
-			f, err := parseChangeFilter(typ, op, limit)
+			f, err := parseChangeFilter(cf.typ, cf.op, cf.limit)
 			if err != nil {
 				return err
 			}
@@ -159,9 +167,7 @@ func diffCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&typ, "type", "", "only changes of this node or edge type")
-	c.Flags().StringVar(&op, "op", "", "only changes of this op: insert, update or delete")
-	c.Flags().IntVar(&limit, "limit", 0, "at most this many changes (0: all)")
+	cf.add(c)
 	t.addStore(c)
 	t.addJSON(c)
 	return c
