@@ -169,8 +169,11 @@ cmd_start() {
     # minutes. On disk, many blobs share one extent file.
     adata=$(mktemp -d "${TMPDIR:-/tmp}/omnigraph-azure.XXXXXX")
     echo "$adata" >"$RUN/azurite.data"
+    # Azurite drops idle keep-alive connections after 5 s by default; a
+    # request sent on one as it closes gets a reset, which turns a write into
+    # an unknown outcome. Keep them as long as a real store does.
     launch azurite "$aport" "$CACHE/azurite/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$aport" \
-      --location "$adata" --skipApiVersionCheck --disableTelemetry --silent
+      --blobKeepAliveTimeout 600 --location "$adata" --skipApiVersionCheck --disableTelemetry --silent
     started=1
   fi
 

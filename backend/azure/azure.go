@@ -153,8 +153,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		// The adapter is the only retry layer.
 		Retry: policy.RetryOptions{MaxRetries: -1},
 	}}
-	if cfg.HTTPClient != nil {
+	switch {
+	case cfg.HTTPClient != nil:
 		opts.Transport = cfg.HTTPClient
+	case cfg.AllowHTTP:
+		opts.Transport = emulatorClient()
 	}
 	var (
 		client *container.Client
@@ -615,4 +618,14 @@ func (s *Store) CreateContainer(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// emulatorClient serves a local emulator. Azurite closes idle keep-alive
+// connections after 5 s by default; a write sent on one as it closes is
+// reset after it was sent, which makes its outcome unknown. Dropping idle
+// connections sooner than the emulator does avoids that race.
+func emulatorClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.IdleConnTimeout = 3 * time.Second
+	return &http.Client{Transport: tr}
 }
