@@ -22,6 +22,7 @@ import (
 
 func init() {
 	register(func(a *app) *cobra.Command {
+		var asJSON bool
 		storage := &cobra.Command{
 			Use:   "storage",
 			Short: "Inspect a storage location",
@@ -47,9 +48,10 @@ before pointing a graph at a new S3-compatible store.`,
 				return nil
 			},
 			RunE: func(c *cobra.Command, args []string) error {
-				return storageCheck(c.Context(), a.stdout, args[0])
+				return storageCheck(c.Context(), a.stdout, args[0], asJSON)
 			},
 		}
+		check.Flags().BoolVar(&asJSON, "json", false, "print one JSON document (rules, capabilities, verdict) instead of tables")
 		storage.AddCommand(check)
 		return storage
 	})
@@ -59,7 +61,7 @@ before pointing a graph at a new S3-compatible store.`,
 const checkPrefix = "_omnigraph_check/"
 
 // storageCheck runs every probe against url and prints the table.
-func storageCheck(ctx context.Context, out io.Writer, url string) error {
+func storageCheck(ctx context.Context, out io.Writer, url string, asJSON bool) error {
 	store, err := backend.Open(ctx, url)
 	if err != nil {
 		return checkAccessError(url, "open the store", err)
@@ -104,7 +106,9 @@ func storageCheck(ctx context.Context, out io.Writer, url string) error {
 		}
 	}
 	caps := store.Capabilities()
-	fmt.Fprintf(out, "checking %s (temporary prefix %s)\n\n", backend.Redact(url), prefix)
+	if !asJSON {
+		fmt.Fprintf(out, "checking %s (temporary prefix %s)\n\n", backend.Redact(url), prefix)
+	}
 
 	// One plain write first: a store that refuses it (credentials, bucket)
 	// must not be blamed on the capability the first race happens to probe.
@@ -129,6 +133,28 @@ func storageCheck(ctx context.Context, out io.Writer, url string) error {
 	}
 	detected = append(detected, cleanRow)
 
+	var broken []string
+	for _, r := range detected {
+		if r.fatal {
+			broken = append(broken, r.name)
+		}
+	}
+	v := checkVerdictOf(caps, results, broken)
+	if asJSON {
+		if err := writeJSON(out, checkReportOf(url, results, detected, v)); err != nil {
+			return err
+		}
+	} else {
+		printCheck(out, results, detected, v)
+	}
+	if !v.usable {
+		return exitCodeError{code: exitError, err: checkError{code: "storage_check_failed", msg: "store check failed: " + v.text}}
+	}
+	return nil
+}
+
+// printCheck writes the rule and capability tables and the verdict.
+func printCheck(out io.Writer, results []checkResult, detected []checkRow, v checkVerdict) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "rule\tresult\tdetail")
 	fmt.Fprintln(tw, "----\t------\t------")
@@ -140,21 +166,49 @@ func storageCheck(ctx context.Context, out io.Writer, url string) error {
 	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "capability\tdeclared\tobserved")
 	fmt.Fprintln(tw, "----------\t--------\t--------")
-	var broken []string
 	for _, r := range detected {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, r.declared, r.observed)
-		if r.fatal {
-			broken = append(broken, r.name)
-		}
 	}
 	tw.Flush()
 	fmt.Fprintln(out)
-	v := checkVerdictOf(caps, results, broken)
 	fmt.Fprintln(out, "verdict: "+v.text)
-	if !v.usable {
-		return exitCodeError{code: exitError, err: checkError{code: "storage_check_failed", msg: "store check failed: " + v.text}}
+}
+
+// checkReport is storage check's --json document. Its field names are
+// part of the CLI's contract (docs/cli.md).
+type checkReport struct {
+	URL          string            `json:"url"`
+	Rules        []checkReportRule `json:"rules"`
+	Capabilities []checkReportCap  `json:"capabilities"`
+	Verdict      string            `json:"verdict"`
+	// Mode is full, unleased, read_only or unusable.
+	Mode   string `json:"mode"`
+	Usable bool   `json:"usable"`
+}
+
+type checkReportRule struct {
+	Name   string `json:"name"`
+	Result string `json:"result"` // ok, failed, skipped
+	Detail string `json:"detail,omitempty"`
+}
+
+type checkReportCap struct {
+	Name     string `json:"name"`
+	Declared string `json:"declared"`
+	Observed string `json:"observed"`
+	OK       bool   `json:"ok"`
+}
+
+func checkReportOf(url string, results []checkResult, detected []checkRow, v checkVerdict) checkReport {
+	r := checkReport{URL: backend.Redact(url), Verdict: v.text, Mode: v.mode, Usable: v.usable,
+		Rules: []checkReportRule{}, Capabilities: []checkReportCap{}}
+	for _, x := range results {
+		r.Rules = append(r.Rules, checkReportRule{Name: x.name, Result: strings.ToLower(x.result), Detail: x.detail})
 	}
-	return nil
+	for _, x := range detected {
+		r.Capabilities = append(r.Capabilities, checkReportCap{Name: x.name, Declared: x.declared, Observed: x.observed, OK: !x.fatal})
+	}
+	return r
 }
 
 // Race sizes of storage check. A server that lets two concurrent creates
@@ -202,7 +256,9 @@ func runCheckProbes(ctx context.Context, s backend.StorageAdapter, caps backend.
 
 // checkVerdict is what the engine can do on the store.
 type checkVerdict struct {
-	text   string
+	text string
+	// mode is full, unleased, read_only or unusable (the --json "mode").
+	mode   string
 	usable bool
 }
 
@@ -228,17 +284,17 @@ func checkVerdictOf(caps backend.Capabilities, results []checkResult, broken []s
 	basic = append(basic, broken...)
 	switch {
 	case len(basic) > 0:
-		return checkVerdict{text: fmt.Sprintf("unusable: %s failed", strings.Join(basic, ", "))}
+		return checkVerdict{mode: "unusable", text: fmt.Sprintf("unusable: %s failed", strings.Join(basic, ", "))}
 	case !caps.ConditionalCreate:
-		return checkVerdict{text: "read-only: the store has no conditional create, so writers cannot be fenced and the engine refuses writes here"}
+		return checkVerdict{mode: "read_only", text: "read-only: the store has no conditional create, so writers cannot be fenced and the engine refuses writes here"}
 	case len(create) > 0:
-		return checkVerdict{text: fmt.Sprintf("read-only: the store declares conditional create but it does not fence concurrent writers (%s failed); the engine must not write here", strings.Join(create, ", "))}
+		return checkVerdict{mode: "read_only", text: fmt.Sprintf("read-only: the store declares conditional create but it does not fence concurrent writers (%s failed); the engine must not write here", strings.Join(create, ", "))}
 	case caps.ConditionalUpdate && len(update) > 0:
-		return checkVerdict{text: fmt.Sprintf("unusable: the store declares conditional update but it does not hold (%s failed); leased locks would not be safe", strings.Join(update, ", "))}
+		return checkVerdict{mode: "unusable", text: fmt.Sprintf("unusable: the store declares conditional update but it does not hold (%s failed); leased locks would not be safe", strings.Join(update, ", "))}
 	case !caps.ConditionalUpdate:
-		return checkVerdict{text: "read-write with unleased locks only: conditional create holds, conditional update is not available", usable: true}
+		return checkVerdict{mode: "unleased", text: "read-write with unleased locks only: conditional create holds, conditional update is not available", usable: true}
 	}
-	return checkVerdict{text: "full read-write with leased server locks: conditional create and conditional update hold", usable: true}
+	return checkVerdict{mode: "full", text: "full read-write with leased server locks: conditional create and conditional update hold", usable: true}
 }
 
 // checkRow is one row of the capability table.

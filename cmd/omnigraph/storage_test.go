@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"hash/fnv"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
+	"github.com/omnigraph-go/omnigraph/conformance"
 	"github.com/omnigraph-go/omnigraph/internal/testenv"
 )
 
@@ -305,5 +307,68 @@ func TestStorageCheckLeavesNothingOnDisk(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "keep.txt")); err != nil || string(b) != "mine" {
 		t.Fatalf("keep.txt = %q, %v", b, err)
+	}
+}
+
+// TestStorageCheckJSON pins storage check --json: one JSON document on
+// stdout with every rule, every capability row, the verdict and its mode,
+// the same verdict as the tables, exit 1 for an unusable or read-only store,
+// and no probe key in the output.
+func TestStorageCheckJSON(t *testing.T) {
+	cases := []struct {
+		url      string
+		wantCode int
+		mode     string
+		failed   string // a rule that must be "failed"
+	}{
+		{url: "mem://storage-check-json", wantCode: 0, mode: "full"},
+		{url: "gocloud+mem://storage-check-json", wantCode: 0, mode: "unleased"},
+		{url: "test-ignoresconditions://x", wantCode: 1, mode: "read_only", failed: "PutIfAbsentRace"},
+	}
+	for _, c := range cases {
+		t.Run(c.url, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(t.Context(), []string{"storage", "check", "--json", c.url}, strings.NewReader(""), &out, &errb)
+			if code != c.wantCode {
+				t.Fatalf("exit %d, want %d\n%s%s", code, c.wantCode, out.String(), errb.String())
+			}
+			var rep struct {
+				Rules []struct {
+					Name, Result, Detail string
+				} `json:"rules"`
+				Capabilities []struct {
+					Name, Declared, Observed string
+					OK                       bool `json:"ok"`
+				} `json:"capabilities"`
+				Verdict string `json:"verdict"`
+				Mode    string `json:"mode"`
+				Usable  bool   `json:"usable"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatalf("stdout is not one JSON document: %v\n%s", err, out.String())
+			}
+			if rep.Mode != c.mode || rep.Usable != (c.wantCode == 0) || rep.Verdict == "" {
+				t.Fatalf("mode %q usable %v verdict %q; want mode %q", rep.Mode, rep.Usable, rep.Verdict, c.mode)
+			}
+			if len(rep.Rules) != len(conformance.Probes()) {
+				t.Fatalf("%d rules, want one per probe (%d)", len(rep.Rules), len(conformance.Probes()))
+			}
+			results := map[string]string{}
+			for _, r := range rep.Rules {
+				results[r.Name] = r.Result
+			}
+			if c.failed != "" && results[c.failed] != "failed" {
+				t.Fatalf("rule %s = %q, want failed", c.failed, results[c.failed])
+			}
+			if c.failed == "" && results["PutIfAbsentRace"] != "ok" {
+				t.Fatalf("PutIfAbsentRace = %q, want ok", results["PutIfAbsentRace"])
+			}
+			if len(rep.Capabilities) != 4 || rep.Capabilities[3].Name != "cleanup of probe keys" || !rep.Capabilities[3].OK {
+				t.Fatalf("capabilities = %+v, want 4 rows ending with a clean cleanup", rep.Capabilities)
+			}
+			if strings.Contains(out.String(), checkPrefix) {
+				t.Fatalf("the JSON names the probe prefix:\n%s", out.String())
+			}
+		})
 	}
 }
