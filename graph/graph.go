@@ -50,12 +50,14 @@ type Graph struct {
 	store    backend.StorageAdapter
 	man      *manifest.Store
 	readOnly bool
-	actor    string
-	current  string // the branch the handle was opened on
-	graphID  string
-	proc     *Process        // the process scope (nil: the default one)
-	gates    *gates          // the root object's, shared by the process's handles
-	intents  *intentRegistry // the root object's
+	// exclusive: the caller holds the root's writer lock (OpenOptions).
+	exclusive bool
+	actor     string
+	current   string // the branch the handle was opened on
+	graphID   string
+	proc      *Process        // the process scope (nil: the default one)
+	gates     *gates          // the root object's, shared by the process's handles
+	intents   *intentRegistry // the root object's
 
 	mu     sync.Mutex
 	heads  map[string]*cachedHead
@@ -143,11 +145,14 @@ func (g *Graph) cacheTable(ds *table.Dataset) {
 
 // cachedHead is the last head read of one branch. unconsumed marks a head
 // read by Open that the first Snapshot of that branch may serve without a
-// new probe (Open's read is that snapshot's read point).
+// new probe (Open's read is that snapshot's read point). own marks a head
+// this handle published itself: an exclusive writer serves it without a
+// probe until something says the branch moved.
 type cachedHead struct {
 	entry      *manifest.Entry
 	etag       string
 	unconsumed bool
+	own        bool
 }
 
 // InitOptions tune Init.
@@ -176,6 +181,15 @@ type OpenOptions struct {
 	// handle shares (default: this OS process). Tests pass NewProcess() to
 	// simulate a restarted or an independent writer process.
 	Process *Process
+	// ExclusiveWriter says the caller holds the root's writer lock for the
+	// handle's life (the CLI's cluster lock, the server's lease) and this
+	// is the only handle writing through it, so no one else publishes: a
+	// write then starts from the head this handle last published without a
+	// freshness probe (one request and one round trip fewer). Safety does
+	// not rest on it: the pre-arm check still re-reads the head before any
+	// effect, so a lock lost to another writer costs a retry (or a
+	// ReadSetChanged for strict writes), never a wrong commit.
+	ExclusiveWriter bool
 }
 
 // Store returns the storage the graph lives in.
@@ -258,15 +272,16 @@ func Open(ctx context.Context, store backend.StorageAdapter, opts OpenOptions) (
 		return nil, fmt.Errorf("open graph: %w", err)
 	}
 	g := &Graph{
-		store:    store,
-		man:      man,
-		readOnly: opts.ReadOnly,
-		actor:    actorOr(opts.Actor),
-		current:  branch,
-		graphID:  head.GraphID,
-		proc:     opts.Process,
-		heads:    map[string]*cachedHead{},
-		cats:     map[string]*pg.Catalog{},
+		store:     store,
+		man:       man,
+		readOnly:  opts.ReadOnly,
+		exclusive: opts.ExclusiveWriter && !opts.ReadOnly,
+		actor:     actorOr(opts.Actor),
+		current:   branch,
+		graphID:   head.GraphID,
+		proc:      opts.Process,
+		heads:     map[string]*cachedHead{},
+		cats:      map[string]*pg.Catalog{},
 	}
 	g.attachRoot()
 	g.heads[branch] = &cachedHead{entry: head, etag: r.ETag, unconsumed: true}
@@ -284,7 +299,7 @@ func Open(ctx context.Context, store backend.StorageAdapter, opts OpenOptions) (
 func (g *Graph) head(ctx context.Context, branch string) (*manifest.Entry, error) {
 	g.mu.Lock()
 	c := g.heads[branch]
-	if c != nil && c.unconsumed {
+	if c != nil && (c.unconsumed || g.exclusive && c.own) {
 		c.unconsumed = false
 		g.mu.Unlock()
 		return c.entry, nil
@@ -309,13 +324,18 @@ func (g *Graph) head(ctx context.Context, branch string) (*manifest.Entry, error
 	return e, nil
 }
 
-func (g *Graph) remember(e *manifest.Entry, etag string) {
+func (g *Graph) remember(e *manifest.Entry, etag string) { g.rememberHead(e, etag, false) }
+
+// rememberPublished caches a head this handle just published.
+func (g *Graph) rememberPublished(e *manifest.Entry) { g.rememberHead(e, "", true) }
+
+func (g *Graph) rememberHead(e *manifest.Entry, etag string, own bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if c := g.heads[e.Branch]; c != nil && c.entry.Incarnation == e.Incarnation && c.entry.Version > e.Version {
 		return // never move the cache backwards
 	}
-	g.heads[e.Branch] = &cachedHead{entry: e, etag: etag}
+	g.heads[e.Branch] = &cachedHead{entry: e, etag: etag, own: own}
 }
 
 func (g *Graph) forget(branch string) {

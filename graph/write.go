@@ -290,6 +290,7 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 		return nil, &RecoveryRequired{OperationID: w.opID, Reason: "stopped after the table commits", Err: err}
 	}
 	if err := g.man.Publish(ctx, intent.Entry); err != nil {
+		g.forget(w.base.Branch) // whatever happened, the next write probes
 		switch {
 		case errors.Is(err, backend.ErrUnknown):
 			return nil, &OutcomeUnknown{Branch: w.base.Branch, CommitID: w.commit, Version: intent.Entry.Version, Err: err}
@@ -303,7 +304,7 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 		}
 		return nil, &RecoveryRequired{OperationID: w.opID, Reason: "the manifest publish failed after the table commits", Err: err}
 	}
-	g.remember(intent.Entry, "")
+	g.rememberPublished(intent.Entry)
 	res := &Result{Commit: commitInfo(intent.Entry), Snapshot: &Snapshot{g: g, entry: intent.Entry}}
 	if err := g.disarmIntent(ctx, intent); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the write is committed, but its recovery intent could not be removed (the next open removes it): %v", backend.Redact(err.Error())))
@@ -410,6 +411,8 @@ func (w *Write) lostRace(ctx context.Context, intent *manifest.Intent, member st
 }
 
 func (w *Write) changed(member, expected, actual string) error {
+	// The branch moved under this handle: the next write probes again.
+	w.g.forget(w.base.Branch)
 	return &ReadSetChanged{Branch: w.base.Branch, Member: member, Expected: expected, Actual: actual, Retryable: !w.opts.Strict}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/omnigraph-go/omnigraph/backend/counter"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/recovery"
 	"github.com/omnigraph-go/omnigraph/table"
@@ -259,5 +260,88 @@ func TestMaybeLandedErrorsNeverAdviseBlindRetry(t *testing.T) {
 	mustWrite(t, r.g, "main", graph.KindMutation, "next")
 	if st := stateOf(t, r.g, "main"); !sameNames(st.persons, []string{"next", "x"}) {
 		t.Fatalf("rows %v", st.persons)
+	}
+}
+
+// TestExclusiveWriterTrustsOwnPublishesSafely pins OpenOptions.ExclusiveWriter:
+// a handle opened as the root's only writer starts its next write from the
+// head it last published, with no freshness probe of the branch (one List
+// fewer); and when that promise is broken (another process published
+// meanwhile: a lost lock), the pre-arm check still catches the moved head,
+// an insert prepares again and lands on top of the other commit, a strict
+// write is refused as ReadSetChanged, and nothing is lost or duplicated.
+func TestExclusiveWriterTrustsOwnPublishesSafely(t *testing.T) {
+	ctx := context.Background()
+	r := newCrashRig(t, "mem")
+	mustWrite(t, r.g, "main", graph.KindMutation, "seed")
+	cnt := counter.New(r.fault)
+	a, err := graph.Open(ctx, cnt, graph.OpenOptions{Process: graph.NewProcess(), Actor: "tester", ExclusiveWriter: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := graph.Open(ctx, r.fault, graph.OpenOptions{Process: graph.NewProcess(), Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneTable := func(g *graph.Graph, key, name string, strict bool) (*graph.Result, error) {
+		w, err := g.BeginWrite(ctx, "main", graph.WriteOptions{Kind: graph.KindMutation, Strict: strict})
+		if err != nil {
+			return nil, err
+		}
+		if err := w.Stage(ctx, key, recAppend(name)); err != nil {
+			return nil, err
+		}
+		return w.Commit(ctx)
+	}
+	if _, err := oneTable(a, recPerson, "a1", false); err != nil {
+		t.Fatal(err)
+	}
+	// The second write of the exclusive handle: BeginWrite sends nothing.
+	cnt.Reset()
+	w, err := a.BeginWrite(ctx, "main", graph.WriteOptions{Kind: graph.KindMutation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cnt.Snapshot(); c.Total != 0 {
+		t.Fatalf("BeginWrite on the exclusive writer's own head sent %s, want nothing", c)
+	}
+	if err := w.Stage(ctx, recPerson, recAppend("a2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The promise breaks: B publishes behind A's back.
+	if _, err := graph.Retry(ctx, 3, func(ctx context.Context) (*graph.Result, error) { return oneTable(b, recCompany, "b-behind", false) }); err != nil {
+		t.Fatal(err)
+	}
+	res, err := graph.Retry(ctx, 3, func(ctx context.Context) (*graph.Result, error) { return oneTable(a, recPerson, "a3", false) })
+	if err != nil {
+		t.Fatalf("the exclusive writer did not prepare again over the foreign commit: %v", err)
+	}
+	if _, err := graph.Retry(ctx, 3, func(ctx context.Context) (*graph.Result, error) { return oneTable(b, recCompany, "b-again", false) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oneTable(a, recPerson, "strict", true); !errors.Is(err, graph.ErrReadSetChanged) {
+		t.Fatalf("strict write over a foreign commit: %v, want ReadSetChanged", err)
+	}
+	// Refused once, the handle probes again: the next strict write lands.
+	last, err := oneTable(a, recPerson, "strict2", true)
+	if err != nil {
+		t.Fatalf("strict write after the refusal: %v", err)
+	}
+	a.Close()
+	b.Close()
+	g, err := graph.Open(ctx, r.fault, graph.OpenOptions{Process: graph.NewProcess()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertConverged(t, g, r.fault)
+	st := stateOf(t, g, "main")
+	if st.commit != last.Commit.ID || res.Commit.ID == last.Commit.ID ||
+		!sameNames(st.persons, []string{"a1", "a2", "a3", "seed", "strict2"}) ||
+		!sameNames(st.companies, []string{"b-again", "b-behind", "seed"}) {
+		t.Fatalf("after the broken promise: %+v", st)
 	}
 }

@@ -131,7 +131,9 @@ func releaseErr(err error) error {
 // openWrite is openWriteGraph with the ordinary read-write open.
 func (t *graphTarget) openWrite(ctx context.Context, op string) (*graph.Graph, func(errp *error), error) {
 	return t.openWriteGraph(ctx, op, func(ctx context.Context, s backend.StorageAdapter) (*graph.Graph, error) {
-		return graph.Open(ctx, s, graph.OpenOptions{Actor: t.actor})
+		// The cluster lock is held for the handle's life: it is the only
+		// writer, so it may trust its own publishes.
+		return graph.Open(ctx, s, graph.OpenOptions{Actor: t.actor, ExclusiveWriter: true})
 	})
 }
 

@@ -188,7 +188,9 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 			return fmt.Errorf("fencing probe: %w", err)
 		}
 	}
-	g, err := graph.Open(ctx, writeStore, graph.OpenOptions{ReadOnly: o.readOnly})
+	// A read-write server holds the writer lock for its life (leased
+	// behind Guard, or unleased): its handle is the only writer.
+	g, err := graph.Open(ctx, writeStore, graph.OpenOptions{ReadOnly: o.readOnly, ExclusiveWriter: !o.readOnly})
 	if err != nil {
 		return err
 	}
