@@ -40,7 +40,11 @@ func encodeParquet(s *arrow.Schema, recs []arrow.Record) ([]byte, error) {
 		if r.NumRows() == 0 {
 			continue
 		}
-		if err := w.Write(r); err != nil {
+		// WriteBuffered fills row groups up to rowGroupRows across
+		// records; Write would start a row group per record, and a
+		// compaction of N one-row fragments would write N row groups
+		// (about 1.2 KB of page headers and statistics each).
+		if err := w.WriteBuffered(r); err != nil {
 			w.Close()
 			return nil, fmt.Errorf("parquet write: %w", err)
 		}

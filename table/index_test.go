@@ -1,11 +1,15 @@
 package table
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/file"
 )
 
 func lookupRows(t *testing.T, ds *Dataset, ids ...string) []string {
@@ -152,5 +156,83 @@ func TestCompactSmallFragments(t *testing.T) {
 	same, err := ds.Compact(ctx, CompactOptions{TargetRows: 10})
 	if err != nil || same.Version() != ds.Version() {
 		t.Fatalf("Compact with nothing to do: %v", err)
+	}
+}
+
+// TestCompactWritesFewRowGroups pins the compaction output rule: rows
+// rewritten from many small fragments go into row groups of up to
+// rowGroupRows, not one row group per source fragment, so compacting 300
+// one-row fragments writes one row group and a small file (one row group
+// per source fragment cost about 1.2 KB each: 350 KB here).
+func TestCompactWritesFewRowGroups(t *testing.T) {
+	ctx := context.Background()
+	store := newStore()
+	ds := mustCreate(t, store)
+	var all []person
+	for i := 0; i < 300; i++ {
+		b := people("p", i, 1)
+		all = append(all, b...)
+		ds = mustAppend(t, ds, b)
+	}
+	ds = mc(t)(ds.StageCompact(ctx, CompactOptions{}))
+	m := ds.Manifest()
+	if len(m.Fragments) != 1 {
+		t.Fatalf("fragments = %d, want 1", len(m.Fragments))
+	}
+	f := m.Fragments[0]
+	data, _, err := store.Get(ctx, testPath+"/"+f.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	if n := pf.NumRowGroups(); n != 1 {
+		t.Fatalf("the compacted fragment has %d row groups, want 1", n)
+	}
+	if f.Size > 32<<10 {
+		t.Fatalf("the compacted fragment of 300 small rows is %d bytes, want under 32 KiB", f.Size)
+	}
+	if got := rowsOf(t, ds); !equalRows(got, render(all)) {
+		t.Fatalf("rows changed by compaction")
+	}
+}
+
+// TestVersionManifestCompressedAndPlainRead pins the version manifest
+// encoding: written gzip-compressed (a table of 32 one-row fragments stays
+// under 6 KiB where its JSON is about 23 KB), and a plain-JSON manifest,
+// as earlier builds wrote, still reads the same.
+func TestVersionManifestCompressedAndPlainRead(t *testing.T) {
+	store := newStore()
+	ds := mustCreate(t, store)
+	for i := 0; i < 32; i++ {
+		ds = mustAppend(t, ds, people("p", i, 1))
+	}
+	m := ds.Manifest()
+	enc, err := encodeManifest(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if enc[0] != 0x1f || len(enc) > 6<<10 || len(enc) >= len(plain) {
+		t.Fatalf("encoded manifest: %d bytes (plain JSON %d), want gzip under 6 KiB", len(enc), len(plain))
+	}
+	for name, b := range map[string][]byte{"gzip": enc, "plain": plain} {
+		got, err := decodeManifest(b)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		again, _ := json.Marshal(got)
+		if !bytes.Equal(again, plain) {
+			t.Fatalf("%s manifest decodes differently", name)
+		}
+	}
+	if _, err := decodeManifest(enc[:len(enc)/2]); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a truncated manifest: %v, want ErrCorrupt", err)
 	}
 }

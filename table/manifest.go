@@ -2,10 +2,12 @@ package table
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -79,11 +81,46 @@ func decodeSchema(b []byte) (*arrow.Schema, error) {
 	return r.Schema(), nil
 }
 
+// A version manifest is stored gzip-compressed: its fragment list repeats
+// the same field names and statistics for every fragment, so a table of 32
+// small fragments holds 23 KB of JSON but about 3 KB compressed, and a
+// one-row commit writes one such file. Readers also accept plain JSON (the
+// first byte is '{'), which is what earlier builds wrote.
 func encodeManifest(m *Manifest) ([]byte, error) {
-	return json.Marshal(m)
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
+// maxManifestBytes bounds a decompressed version manifest, so a corrupt
+// or hostile object cannot exhaust memory.
+const maxManifestBytes = 1 << 30
+
 func decodeManifest(b []byte) (*Manifest, error) {
+	if len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, errorf(ErrCorrupt, "manifest: %v", err)
+		}
+		raw, err := io.ReadAll(io.LimitReader(zr, maxManifestBytes+1))
+		if err != nil {
+			return nil, errorf(ErrCorrupt, "manifest: %v", err)
+		}
+		if len(raw) > maxManifestBytes {
+			return nil, errorf(ErrCorrupt, "manifest: larger than %d bytes decompressed", maxManifestBytes)
+		}
+		b = raw
+	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, errorf(ErrCorrupt, "manifest: %v", err)

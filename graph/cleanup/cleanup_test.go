@@ -320,8 +320,12 @@ func TestCleanupReclaimsManyCommitsHistory(t *testing.T) {
 	}
 	fresh := dirBytes(t, filepath.Join(dir, "fresh"))
 	t.Logf("%d one-row commits: %d bytes; after optimize + cleanup --keep 10: %d bytes; fresh load: %d bytes (%.2fx)", commits, grown, cleaned, fresh, float64(cleaned)/float64(fresh))
-	if cleaned*10 > grown {
-		t.Fatalf("cleanup left %d of %d bytes; it should reclaim at least 90%%", cleaned, grown)
+	// What stays is what the kept versions reference (the ten newest
+	// pre-compaction versions still list the one-row fragments) and the
+	// __manifest history; old version manifests, the bulk of what is
+	// reclaimed, are gzip-compressed since, so the bound is 80%.
+	if cleaned*5 > grown {
+		t.Fatalf("cleanup left %d of %d bytes; it should reclaim at least 80%%", cleaned, grown)
 	}
 	r1, err := query.Head(ctx, g, "main", probes[0], "", nil)
 	if err != nil {
