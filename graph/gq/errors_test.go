@@ -165,7 +165,7 @@ func TestCheckErrors(t *testing.T) {
 		{"edge from ordering", social, "query q() { delete Knows where from < \"a\" }", CodeTypeMismatch, "1:37", "only = and != apply"},
 		{"from on node delete", social, "query q() { delete Person where from = \"a\" }", CodeUnknownProperty, "1:33", "has no property \"from\""},
 		// Columns (GQ028), limit (GQ029), null (GQ030), values (GQ031).
-		{"duplicate column", social, "query q() { match { $p: Person $p knows $q } return { $p.name, $q.name } }", CodeColumn, "1:64", "$q.name as name_2"},
+		{"duplicate column", social, "query q() { match { $p: Person $p knows $q } return { $p.name, $p.name } }", CodeColumn, "1:64", "$p.name as p_name_2"},
 		{"unknown order alias", social, "query q() { match { $p: Person } return { $p.name as n } order { nn } }", CodeColumn, "1:66", "did you mean n?"},
 		{"limit param type", social, "query q($n: String) { match { $p: Person } return { $p } limit $n }", CodeLimit, "1:64", "declare $n: I64"},
 		{"limit param undeclared", social, "query q() { match { $p: Person } return { $p } limit $n }", CodeUnbound, "1:54", "write limit 10"},

@@ -3,6 +3,7 @@ package gq
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/omnigraph-go/omnigraph/graph/pg"
 )
@@ -417,7 +418,7 @@ func (c *checker) returnClause(rb *ReadBody, sc *scope) {
 			col.Name = it.Alias
 		}
 		if prev, dup := names[col.Name]; dup {
-			c.add(errorf(CodeColumn, it.Pos, "column %q is already returned at %s; name this one with `as`, as in %s as %s_2", col.Name, prev, exprText(it.Expr), col.Name))
+			c.add(errorf(CodeColumn, it.Pos, "column %q is already returned at %s; name this one with `as`, as in %s as %s_2", col.Name, prev, exprText(it.Expr), strings.ReplaceAll(col.Name, ".", "_")))
 			continue
 		}
 		names[col.Name] = it.Pos
@@ -471,7 +472,7 @@ func (c *checker) column(e *Expr, sc *scope) *Column {
 	}
 	switch o.Kind {
 	case OperandProp:
-		return &Column{Name: e.Prop, Kind: ColumnProp, Expr: o, Type: o.Type, Nullable: o.Nullable}
+		return &Column{Name: e.Var + "." + e.Prop, Kind: ColumnProp, Expr: o, Type: o.Type, Nullable: o.Nullable}
 	case OperandVar:
 		v := c.rp.Vars[o.Var]
 		if v.Kind == VarEdge {
