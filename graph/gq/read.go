@@ -297,6 +297,12 @@ func (c *checker) filter(fc *FilterClause, sc *scope) *pred {
 		c.add(errorf(CodeTypeMismatch, fc.Pos, "this filter compares two literals; compare a property with a value, as in $p.age >= 30"))
 		return nil
 	}
+	if l.Kind == 0 && op == OpContains && left.Kind == ExprString && r.Kind == OperandProp && (r.Type.Kind == pg.KindString || r.Type.Kind == pg.KindEnum) {
+		// `"the alps are tall" contains $m.label`: the literal holds the
+		// property's value as a substring, as in the original (X contains Y
+		// whichever side each is on).
+		return &pred{p: &Predicate{Pos: fc.Pos, Left: Operand{Kind: OperandLiteral, Value: left.Text, Type: pg.Type{Kind: pg.KindString}}, Op: op, Right: r}, deps: []int{r.Var}}
+	}
 	if l.Kind == 0 || (isConst(l) && r.Kind == OperandProp) {
 		if op == OpContains || op == OpStartsWith {
 			if l.Kind == 0 {
@@ -331,6 +337,7 @@ func (c *checker) filter(fc *FilterClause, sc *scope) *pred {
 			c.add(errorf(CodeNull, right.Pos, "comparing with null never matches (NULL matches nothing); compare with a value"))
 			return nil
 		}
+		right, rt = numberLiteral(right, rt)
 		v, err := coerceLiteral(right, rt, false, lname)
 		if err != nil {
 			c.add(err)
@@ -481,6 +488,10 @@ func (c *checker) column(e *Expr, sc *scope) *Column {
 		}
 		return &Column{Name: e.Var, Kind: ColumnNode, Expr: o, Type: o.Type}
 	case OperandParam:
+		if o.Type.Kind == pg.KindBlob {
+			c.add(errorf(CodeBlob, e.Pos, "$%s is a Blob and cannot be returned (as in the original); return another value", e.Var))
+			return nil
+		}
 		return &Column{Name: e.Var, Kind: ColumnValue, Expr: o, Type: o.Type, Nullable: o.Nullable}
 	case OperandNow:
 		return &Column{Name: "now", Kind: ColumnValue, Expr: o, Type: o.Type}

@@ -191,7 +191,9 @@ func TestJSONValue(t *testing.T) {
 		want any
 	}{
 		{"d", int32(19782), "2024-02-29"},
-		{"dt", int64(1_500_000), "1970-01-01T00:00:01.5Z"},
+		{"dt", int64(1_500_000), "1970-01-01T00:00:01.500Z"},
+		{"dt", int64(1_714_552_200_000_000), "2024-05-01T08:30:00.000Z"}, // always milliseconds, as the original
+		{"dt", int64(1_500_001), "1970-01-01T00:00:01.500001Z"},          // microseconds when there are some
 		{"blob", []byte("hi"), "base64:aGk="},
 		{"days", []any{int32(0)}, []any{"1970-01-01"}},
 		{"i32", int32(3), int32(3)},
