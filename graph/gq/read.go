@@ -267,6 +267,9 @@ func (c *checker) operand(e *Expr, sc *scope, forRead bool) (Operand, bool) {
 	case ExprAggregate:
 		c.add(errorf(CodeAggregateMix, e.Pos, "%s() is an aggregate and only allowed in return and order", e.Text))
 		return Operand{}, false
+	case ExprSearch:
+		c.unsupported(e)
+		return Operand{}, false
 	}
 	return Operand{}, true // a literal: the caller coerces it
 }
@@ -283,8 +286,17 @@ func describeOperand(c *checker, o Operand, e *Expr) string {
 	return "the value"
 }
 
+// unsupported reports a search function call.
+func (c *checker) unsupported(e *Expr) {
+	c.add(errorf(CodeUnsupported, e.Pos, "%s() is a search function of the original system and is not supported yet; this query cannot run, the other queries of its file can", e.Text))
+}
+
 // filter checks `left op right` in a match block.
 func (c *checker) filter(fc *FilterClause, sc *scope) *pred {
+	if fc.Right == nil { // a bare search function call
+		c.unsupported(fc.Left)
+		return nil
+	}
 	l, okL := c.operand(fc.Left, sc, true)
 	r, okR := c.operand(fc.Right, sc, true)
 	if !okL || !okR {
@@ -632,6 +644,9 @@ func (c *checker) sortKey(it *OrderItem, sc *scope, aliases map[string]int) (Sor
 			return SortKey{}, false
 		}
 		target = o
+	} else if e.Kind == ExprSearch {
+		c.unsupported(e)
+		return SortKey{}, false
 	} else if e.Kind == ExprProp || e.Kind == ExprVar {
 		o, ok := c.operand(e, sc, true)
 		if !ok {
