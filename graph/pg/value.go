@@ -481,7 +481,12 @@ func coerceDateTime(v any, bad func() (any, string)) (any, string) {
 	case int64:
 		return x, ""
 	case json.Number, float64:
-		return nil, "expected DateTime as an RFC 3339 string, e.g. \"2024-05-01T12:00:00Z\", got the number " + got(v) + " (numbers are refused: their unit is ambiguous)"
+		// A number is milliseconds since the epoch, as in the original.
+		neg, mag, ok := intValue(v)
+		if !ok || mag > math.MaxInt64/1000 {
+			return nil, "expected DateTime as an RFC 3339 string, e.g. \"2024-05-01T12:00:00Z\", or whole milliseconds since the epoch, got " + got(v)
+		}
+		return signed(neg, mag) * 1000, ""
 	}
 	return bad()
 }
