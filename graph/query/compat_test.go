@@ -450,6 +450,15 @@ query key_left() { match { $m: Metric  "m1 m3" contains $m.name } return { $m.na
 	if got := rowsJSON(t, g, dt, "", nil); got != `{"m.seen":"2024-06-01T12:00:00.000Z","m.born":"2024-06-01"}` {
 		t.Errorf("seen = %s", got)
 	}
+	// A DateTime given as a number is milliseconds since the epoch, as in
+	// the original; so is a Date given as a number of days.
+	if _, err := load.Run(context.Background(), g, strings.NewReader(`{"type":"Metric","data":{"name":"m5","seen":1714552200123,"born":19844}}`+"\n"), load.Options{Mode: load.Merge}); err != nil {
+		t.Fatal(err)
+	}
+	dt5 := `query seen() { match { $m: Metric { name: "m5" } } return { $m.seen, $m.born } }`
+	if got := rowsJSON(t, g, dt5, "", nil); got != `{"m.seen":"2024-05-01T08:30:00.123Z","m.born":"2024-05-01"}` {
+		t.Errorf("seen m5 = %s", got)
+	}
 }
 
 // TestCompatCamelCaseFilter is literal_filters.rs camelcase_property_filter_executes.
