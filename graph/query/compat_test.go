@@ -584,3 +584,146 @@ func TestCompatSameEdgeIDTwiceKeepsTheLast(t *testing.T) {
 		t.Fatalf("a node id twice: %v", err)
 	}
 }
+
+// TestCompatTraversals runs the queries of the original's traversal.rs over
+// fixtures/test (and its inlined chain and fan-out data) with its asserted
+// answers.
+func TestCompatTraversals(t *testing.T) {
+	ctx := context.Background()
+	g, _ := compatGraph(t, upstream(t, "test.pg"), upstream(t, "test.jsonl"))
+	q := `
+query connected($name: String) { match { $p: Person { name: $name }  $p <knows> $f } return { $f.name } }
+query connected_directional($name: String) { match { $p: Person { name: $name }  $p knows $f } return { $f.name } }
+query reach_both($name: String) { match { $p: Person { name: $name }  $p <knows>{1,2} $f } return { $f.name } }
+query isolated() { match { $p: Person  not { $p <knows> $x } } return { $p.name } }
+query no_outgoing() { match { $p: Person  not { $p knows $x } } return { $p.name } }
+query not_at_acme() { match { $p: Person  not { $p worksAt $c  $c.name = "Acme" } } return { $p.name } }
+query no_nonacme_employer() { match { $p: Person  not { $p worksAt $c  not { $c.name = "Acme" } } } return { $p.name } }
+query fast() { match { $p: Person  not { $p worksAt $_ } } return { $p.name } }
+query slow() { match { $p: Person  not { $p worksAt $c  $c.name != "" } } return { $p.name } }
+query young($age: I32) { match { $p: Person  $p.age < $age } return { $p.name, $p.age } order { $p.age asc } }
+query at_least_30() { match { $p: Person  $p.age >= 30 } return { $p.name } order { $p.age asc } }
+query at_most_28() { match { $p: Person  $p.age <= 28 } return { $p.name } order { $p.age asc } }
+query not_alice() { match { $p: Person  $p.name != "Alice" } return { $p.name } order { $p.name asc } }
+query at_acme() { match { $p: Person  $p worksAt $c  $c: Company { name: "Acme" } } return { $p.name } }
+query employee_companies() { match { $p: Person  $p worksAt $c  $c: Company } return { $p.name, $c.name } order { $p.name } }
+query fof_chain($name: String) { match { $p: Person { name: $name }  $p knows $mid  $mid knows $fof } return { $p.name, $mid.name, $fof.name } }
+query fof_via($name: String, $mid_name: String) {
+    match { $p: Person { name: $name }  $p knows $mid  $mid: Person { name: $mid_name }  $mid knows $fof }
+    return { $fof.name }
+}
+query at_company($company: String) { match { $p: Person  $p worksAt $c  $c: Company { name: $company } } return { $p.name, $c.name } }
+query by_age_asc() { match { $p: Person } return { $p.name, $p.age } order { $p.age asc } }
+query fan_out($name: String) { match { $p: Person { name: $name }  $p knows $f  $p worksAt $c } return { $f.name, $c.name } order { $f.name } }
+query insert_no_name($age: I32) { insert Person { age: $age } }
+`
+	sorted := func(name string, params map[string]any) string {
+		return strings.Join(firstColumnSorted(t, g, q, name, params), ",")
+	}
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		want   string
+	}{
+		{"connected_directional", map[string]any{"name": "Bob"}, "Diana"},
+		{"connected", map[string]any{"name": "Bob"}, "Alice,Diana"},
+		{"reach_both", map[string]any{"name": "Charlie"}, "Alice,Bob"},
+		{"no_outgoing", nil, "Charlie,Diana"},
+		{"isolated", nil, ""},
+		{"not_at_acme", nil, "Bob,Charlie,Diana"},
+		{"no_nonacme_employer", nil, "Alice,Charlie,Diana"},
+		{"fast", nil, "Charlie,Diana"},
+		{"slow", nil, "Charlie,Diana"},
+		{"at_acme", nil, "Alice"},
+		{"fof_via", map[string]any{"name": "Alice", "mid_name": "Bob"}, "Diana"},
+	} {
+		if got := sorted(tc.name, tc.params); got != tc.want {
+			t.Errorf("%s = [%s], want [%s]", tc.name, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		want   string
+	}{
+		{"young", map[string]any{"age": 28}, `{"p.name":"Bob","p.age":25}`},
+		{"at_least_30", nil, `{"p.name":"Alice"} | {"p.name":"Charlie"}`},
+		{"at_most_28", nil, `{"p.name":"Bob"} | {"p.name":"Diana"}`},
+		{"not_alice", nil, `{"p.name":"Bob"} | {"p.name":"Charlie"} | {"p.name":"Diana"}`},
+		{"employee_companies", nil, `{"p.name":"Alice","c.name":"Acme"} | {"p.name":"Bob","c.name":"Globex"}`},
+		{"fof_chain", map[string]any{"name": "Alice"}, `{"p.name":"Alice","mid.name":"Bob","fof.name":"Diana"}`},
+		{"at_company", map[string]any{"company": "Globex"}, `{"p.name":"Bob","c.name":"Globex"}`},
+		{"by_age_asc", nil, `{"p.name":"Bob","p.age":25} | {"p.name":"Diana","p.age":28} | {"p.name":"Alice","p.age":30} | {"p.name":"Charlie","p.age":35}`},
+		{"fan_out", map[string]any{"name": "Alice"}, `{"f.name":"Bob","c.name":"Acme"} | {"f.name":"Charlie","c.name":"Acme"}`},
+	} {
+		if got := rowsJSON(t, g, q, tc.name, tc.params); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+	if _, err := mutate.Query(ctx, g, q, "insert_no_name", mutate.Options{Params: map[string]any{"age": 25}}); err == nil {
+		t.Error("insert without the @key property succeeded")
+	}
+	// A pair connected both ways appears once (set semantics).
+	if _, err := load.Run(ctx, g, strings.NewReader(`{"edge": "Knows", "from": "Diana", "to": "Bob"}`+"\n"), load.Options{Mode: load.Merge}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sorted("connected", map[string]any{"name": "Bob"}); got != "Alice,Diana" {
+		t.Errorf("connected after the reverse edge = [%s]", got)
+	}
+
+	// Fan-out under nested negation, multi-hop bounds in an anti-join, and
+	// the chain's hop ranges.
+	fan, _ := compatGraph(t, upstream(t, "test.pg"), `{"type":"Person","data":{"name":"p1"}}
+{"type":"Person","data":{"name":"p2"}}
+{"type":"Person","data":{"name":"p3"}}
+{"type":"Person","data":{"name":"p4"}}
+{"type":"Company","data":{"name":"Acme"}}
+{"type":"Company","data":{"name":"Globex"}}
+{"edge":"WorksAt","from":"p1","to":"Acme"}
+{"edge":"WorksAt","from":"p1","to":"Globex"}
+{"edge":"WorksAt","from":"p2","to":"Globex"}
+{"edge":"WorksAt","from":"p3","to":"Acme"}`)
+	if got := strings.Join(firstColumnSorted(t, fan, q, "no_nonacme_employer", nil), ","); got != "p3,p4" {
+		t.Errorf("fan-out no_nonacme_employer = [%s], want [p3,p4]", got)
+	}
+	two, _ := compatGraph(t, upstream(t, "test.pg"), `{"type":"Person","data":{"name":"a"}}
+{"type":"Person","data":{"name":"b"}}
+{"type":"Person","data":{"name":"c"}}
+{"type":"Person","data":{"name":"d"}}
+{"type":"Person","data":{"name":"e"}}
+{"edge":"Knows","from":"a","to":"b"}
+{"edge":"Knows","from":"c","to":"d"}
+{"edge":"Knows","from":"d","to":"e"}`)
+	noTwo := `query no_two_hop() { match { $p: Person  not { $p knows{2,2} $x } } return { $p.name } }`
+	if got := strings.Join(firstColumnSorted(t, two, noTwo, "", nil), ","); got != "a,b,d,e" {
+		t.Errorf("no_two_hop = [%s], want [a,b,d,e]", got)
+	}
+	chain, _ := compatGraph(t, "node Person { name: String @key }\nedge Knows: Person -> Person\n", `{"type": "Person", "data": {"name": "A"}}
+{"type": "Person", "data": {"name": "B"}}
+{"type": "Person", "data": {"name": "C"}}
+{"type": "Person", "data": {"name": "D"}}
+{"edge": "Knows", "from": "A", "to": "B"}
+{"edge": "Knows", "from": "B", "to": "C"}
+{"edge": "Knows", "from": "C", "to": "D"}
+`)
+	hops := `
+query reachable($name: String) { match { $p: Person { name: $name }  $p knows{1,3} $f } return { $f.name } }
+query far_reachable($name: String) { match { $p: Person { name: $name }  $p knows{2,3} $f } return { $f.name } }
+query exactly_2($name: String) { match { $p: Person { name: $name }  $p knows{2,2} $f } return { $f.name } }`
+	for name, want := range map[string]string{"reachable": "B,C,D", "far_reachable": "C,D", "exactly_2": "C"} {
+		if got := strings.Join(firstColumnSorted(t, chain, hops, name, map[string]any{"name": "A"}), ","); got != want {
+			t.Errorf("%s = [%s], want [%s]", name, got, want)
+		}
+	}
+	// No edges at all.
+	empty, _ := compatGraph(t, upstream(t, "test.pg"), `{"type": "Person", "data": {"name": "Alice", "age": 30}}
+{"type": "Person", "data": {"name": "Bob", "age": 25}}
+{"type": "Company", "data": {"name": "Acme"}}`)
+	tq := upstream(t, "test.gq")
+	if got := rowsJSON(t, empty, tq, "friends_of", map[string]any{"name": "Alice"}); got != "" {
+		t.Errorf("friends_of without edges = %s", got)
+	}
+	if got := strings.Join(firstColumnSorted(t, empty, tq, "unemployed", nil), ","); got != "Alice,Bob" {
+		t.Errorf("unemployed without edges = [%s]", got)
+	}
+}
