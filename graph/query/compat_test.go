@@ -727,3 +727,55 @@ query exactly_2($name: String) { match { $p: Person { name: $name }  $p knows{2,
 		t.Errorf("unemployed without edges = [%s]", got)
 	}
 }
+
+// TestCompatOrdering runs the original's ordering.rs with its answers: a
+// total order with the physical ids as the last keys, NULL first ascending
+// and last descending.
+func TestCompatOrdering(t *testing.T) {
+	ctx := context.Background()
+	names := func(g *graph.Graph, q string) string {
+		res, err := Head(ctx, g, "", q, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range res.Rows {
+			s, _ := r[0].(string)
+			out = append(out, s)
+		}
+		return strings.Join(out, ",")
+	}
+	g, _ := compatGraph(t, upstream(t, "test.pg"), upstream(t, "test.jsonl"))
+	if got := names(g, `query q() { match { $p: Person } return { $p.name } order { $p.age desc } }`); got != "Charlie,Alice,Diana,Bob" {
+		t.Errorf("age desc = %s", got)
+	}
+	three := `{"type":"Person","data":{"name":"Bob","age":30}}
+{"type":"Person","data":{"name":"Alice","age":30}}
+{"type":"Person","data":{"name":"Charlie","age":25}}`
+	p3, _ := compatGraph(t, upstream(t, "test.pg"), three)
+	if got := names(p3, `query q() { match { $p: Person } return { $p.name } order { $p.age desc, $p.name asc } }`); got != "Alice,Bob,Charlie" {
+		t.Errorf("age desc, name asc = %s", got)
+	}
+	if got := names(p3, `query q() { match { $p: Person } return { $p.name } order { $p.age asc } }`); got != "Charlie,Alice,Bob" {
+		t.Errorf("age asc, ties by key = %s", got)
+	}
+	nulls, _ := compatGraph(t, upstream(t, "test.pg"), `{"type":"Person","data":{"name":"Alice","age":30}}
+{"type":"Person","data":{"name":"Bob","age":null}}
+{"type":"Person","data":{"name":"Charlie","age":25}}`)
+	if got := names(nulls, `query q() { match { $p: Person } return { $p.name } order { $p.age asc } }`); got != "Bob,Charlie,Alice" {
+		t.Errorf("nulls asc = %s", got)
+	}
+	if got := names(nulls, `query q() { match { $p: Person } return { $p.name } order { $p.age desc } }`); got != "Alice,Charlie,Bob" {
+		t.Errorf("nulls desc = %s", got)
+	}
+	schema := strings.Replace(upstream(t, "test.pg"), "    since: Date?\n", "    since: Date?\n    label: String?\n", 1)
+	par, _ := compatGraph(t, schema, `{"type":"Person","data":{"name":"Alice","age":30}}
+{"type":"Person","data":{"name":"Bob","age":25}}
+{"edge":"Knows","from":"Alice","to":"Bob","data":{"id":"edge-b","label":"loaded-first"}}`)
+	if _, err := load.Run(ctx, par, strings.NewReader(`{"edge":"Knows","from":"Alice","to":"Bob","data":{"id":"edge-a","label":"id-first"}}`+"\n"), load.Options{Mode: load.Merge}); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(par, `query q() { match { $p: Person { name: "Alice" }  $p $w:knows $f } return { $w.label } order { $p.age asc } }`); got != "id-first,loaded-first" {
+		t.Errorf("parallel edges tie by edge id = %s", got)
+	}
+}
