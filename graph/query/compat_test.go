@@ -131,6 +131,38 @@ func TestCompatTestFixture(t *testing.T) {
 		stats["Globex"] != `{"c.name":"Globex","total_age":25,"avg_age":25,"youngest":25,"oldest":25,"headcount":1}` || len(stats) != 2 {
 		t.Errorf("age_stats = %v", stats)
 	}
+	// The inline queries of aggregation.rs.
+	agg := `
+query fc() { match { $p: Person  $p knows $f } return { $p.name, count($f) as friends } order { friends desc } }
+query name_range() {
+    match { $p: Person }
+    return {
+        min($p.name) as first_name
+        max($p.name) as last_name
+    }
+}
+query fof_counts($name: String) {
+    match { $p: Person { name: $name }  $p knows $mid  $mid knows $fof }
+    return { $p.name, count($fof) as fof_count }
+}`
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		want   string
+	}{
+		{"fc", nil, `{"p.name":"Alice","friends":2} | {"p.name":"Bob","friends":1}`},
+		{"name_range", nil, `{"first_name":"Alice","last_name":"Diana"}`},
+		{"fof_counts", map[string]any{"name": "Alice"}, `{"p.name":"Alice","fof_count":1}`},
+	} {
+		if got := rowsJSON(t, g, agg, tc.name, tc.params); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+	one, _ := compatGraph(t, upstream(t, "test.pg"), `{"type": "Person", "data": {"name": "Alice", "age": 30}}
+{"type": "Company", "data": {"name": "Acme"}}`)
+	if got := rowsJSON(t, one, `query tc() { match { $p: Person } return { count($p) as total } }`, "", nil); got != `{"total":1}` {
+		t.Errorf("tc = %s", got)
+	}
 }
 
 // TestCompatContextFixture: fixtures/context.pg (edge @unique(src, dst))
