@@ -357,7 +357,7 @@ func (g *Graph) catalog(ctx context.Context, identity string) (*pg.Catalog, erro
 	if err != nil {
 		return nil, fmt.Errorf("read accepted schema %s: %w", identity, err)
 	}
-	c, err = pg.Compile(string(src))
+	c, err = pg.CompileAccepted(string(src))
 	if err != nil {
 		return nil, fmt.Errorf("%w: accepted schema %s no longer compiles: %v", manifest.ErrCorrupt, identity, err)
 	}

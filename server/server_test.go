@@ -155,7 +155,7 @@ func TestServerRoutesEndToEnd(t *testing.T) {
 	// Query reads them back; graph_commit_id is the load's commit.
 	st, m = c.json("POST", g0+"/query", `{"query":"query q() { match { $p: Person } return { $p.name, $p.age } order { $p.name asc } }"}`)
 	mustStatus(t, "query", st, 200, m)
-	if m["row_count"] != 2.0 || m["graph_commit_id"] != loadCommit || fmt.Sprint(m["rows"]) != "[map[age:36 name:ada] map[age:20 name:bo]]" {
+	if m["row_count"] != 2.0 || m["graph_commit_id"] != loadCommit || fmt.Sprint(m["rows"]) != "[map[p.age:36 p.name:ada] map[p.age:20 p.name:bo]]" {
 		t.Fatalf("query: %v", m)
 	}
 	if fmt.Sprint(m["target"]) != "map[branch:main]" {
@@ -370,7 +370,7 @@ func TestServerAdmission(t *testing.T) {
 	mustStatus(t, "alice again", st, 200, m)
 	st, m = alice.json("POST", "/graphs/default/query", `{"query":"query q() { match { $p: Person } return { $p.name } order { $p.name asc } }"}`)
 	mustStatus(t, "query", st, 200, m)
-	if fmt.Sprint(m["rows"]) != "[map[name:a1] map[name:a3] map[name:b1]]" {
+	if fmt.Sprint(m["rows"]) != "[map[p.name:a1] map[p.name:a3] map[p.name:b1]]" {
 		t.Fatalf("rows: %v (the refused a2 must be absent)", m["rows"])
 	}
 }

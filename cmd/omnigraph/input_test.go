@@ -27,7 +27,7 @@ func TestInputFilesMayStartWithBOM(t *testing.T) {
 	if out := mustCLI(t, "load", "--data", data, "--mode", "append", dir); !strings.Contains(out, "loaded 2 nodes") {
 		t.Fatalf("load: %s", out)
 	}
-	if out := mustCLI(t, "query", "--query", query, "--format", "csv", "--store", dir); out != "name,age\nada,36\nbo,29\n" {
+	if out := mustCLI(t, "query", "--query", query, "--format", "csv", "--store", dir); out != "p.name,p.age\nada,36\nbo,29\n" {
 		t.Fatalf("query = %q", out)
 	}
 	if src := mustCLI(t, "schema", "show", "--store", dir); strings.HasPrefix(src, "\ufeff") {

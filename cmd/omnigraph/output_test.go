@@ -70,7 +70,7 @@ func TestQueryTextCellsAreUnambiguous(t *testing.T) {
 
 	out = mustCLI(t, "query", "-e", q, "--format", "kv", "--store", dir)
 	for id, w := range want {
-		if !strings.Contains(out, "slug  "+id+"\ntext  "+w+"\n") {
+		if !strings.Contains(out, "n.slug  "+id+"\nn.text  "+w+"\n") {
 			t.Errorf("kv output lacks the block of %s with text %s:\n%s", id, w, out)
 		}
 	}

@@ -50,10 +50,10 @@ func TestCLIQueryFormats(t *testing.T) {
 		format string
 		want   []string
 	}{
-		{"table", "table", []string{"name  age  company", "ada   36   acme", "bo    29   acme", "(2 rows, commit "}},
-		{"kv", "kv", []string{"name     ada\nage      36\ncompany  acme\n\nname     bo"}},
-		{"csv", "csv", []string{"name,age,company\nada,36,acme\nbo,29,acme\n"}},
-		{"jsonl", "jsonl", []string{`{"name":"ada","age":36,"company":"acme"}` + "\n" + `{"name":"bo","age":29,"company":"acme"}` + "\n"}},
+		{"table", "table", []string{"p.name  p.age  company", "ada     36     acme", "bo      29     acme", "(2 rows, commit "}},
+		{"kv", "kv", []string{"p.name   ada\np.age    36\ncompany  acme\n\np.name   bo"}},
+		{"csv", "csv", []string{"p.name,p.age,company\nada,36,acme\nbo,29,acme\n"}},
+		{"jsonl", "jsonl", []string{`{"p.name":"ada","p.age":36,"company":"acme"}` + "\n" + `{"p.name":"bo","p.age":29,"company":"acme"}` + "\n"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,8 +78,8 @@ func TestCLIQueryFormats(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &got); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
-		if got.QueryName != "staff" || got.RowCount != 1 || len(got.Rows) != 1 || got.Rows[0]["name"] != "ada" || got.Commit == "" ||
-			strings.Join(got.Columns, ",") != "name,age,company" {
+		if got.QueryName != "staff" || got.RowCount != 1 || len(got.Rows) != 1 || got.Rows[0]["p.name"] != "ada" || got.Commit == "" ||
+			strings.Join(got.Columns, ",") != "p.name,p.age,company" {
 			t.Fatalf("json output: %s", out)
 		}
 	})
@@ -93,7 +93,7 @@ func TestCLIQueryFormats(t *testing.T) {
 		if out := mustCLI(t, "query", "--query", f, "everyone", "--format", "csv", "--store", dir); out != "n\n3\n" {
 			t.Fatalf("everyone: %q", out)
 		}
-		if out := mustCLI(t, "query", "--query", f, "staff", "--params-file", pf, "--format", "csv", "--store", dir); out != "name,age,company\nada,36,acme\n" {
+		if out := mustCLI(t, "query", "--query", f, "staff", "--params-file", pf, "--format", "csv", "--store", dir); out != "p.name,p.age,company\nada,36,acme\n" {
 			t.Fatalf("staff: %q", out)
 		}
 	})
@@ -198,13 +198,13 @@ mutation hire($n: String) {
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out := mustCLI(t, "query", "--query", f, "adults", "--format", "csv", "--store", dir); out != "name\nada\n" {
+	if out := mustCLI(t, "query", "--query", f, "adults", "--format", "csv", "--store", dir); out != "p.name\nada\n" {
 		t.Errorf("adults: %q", out)
 	}
 	if out := mustCLI(t, "mutate", "--query", f, "hire", "--params", `{"n":"initech"}`, "--store", dir); !strings.Contains(out, "1 nodes") {
 		t.Errorf("hire: %q", out)
 	}
-	if out := mustCLI(t, "query", "-e", `query q() { match { $c: Company } return { $c.name } }`, "--format", "csv", "--store", dir); out != "name\nacme\ninitech\n" {
+	if out := mustCLI(t, "query", "-e", `query q() { match { $c: Company } return { $c.name } }`, "--format", "csv", "--store", dir); out != "c.name\nacme\ninitech\n" {
 		t.Errorf("companies after hire: %q", out)
 	}
 	for _, tc := range []struct {

@@ -77,7 +77,7 @@ func flush(b *strings.Builder, tok string, n int) {
 // and requires every answer to equal the same flow on a local directory.
 func TestQuickstartSessionCloud(t *testing.T) {
 	want := quickstartSession(t, filepath.Join(t.TempDir(), "graph"))
-	if !strings.Contains(want, `"handle":"quinn"`) || !strings.Contains(want, `"staff":`) {
+	if !strings.Contains(want, `"p.handle":"quinn"`) || !strings.Contains(want, `"staff":`) {
 		t.Fatalf("local quickstart output lacks the expected rows:\n%s", want)
 	}
 	for _, tc := range []struct {

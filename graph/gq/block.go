@@ -253,7 +253,12 @@ func (b *blockPlan) resolve(ti *travInfo, force bool) bool {
 		return true
 	}
 	if ti.max > 1 && e.From != e.To {
-		c.add(errorf(CodeHops, ti.tc.HopPos, "%s connects %s -> %s, so it cannot be followed more than once in a row; use {1,1} or an edge between one node type", e.Name, e.From, e.To))
+		// An edge between two node types cannot chain: the node a hop
+		// reaches is no source of the edge. As in the original, the range
+		// is capped at one hop, so {1,n} is the one-hop result and a range
+		// from 2 (MinHops > MaxHops) matches nothing. Capping also keeps a
+		// To node from being read as the From node of the same id.
+		ti.max = 1
 	}
 	ti.dir = dir
 	if dir == In {
@@ -298,7 +303,13 @@ func (b *blockPlan) inlineValues(bi bindInfo) {
 			continue
 		}
 		what := fmt.Sprintf("%s.%s", n.Name, pv.Name)
-		rt, ok := c.rightType(OpEq, prop.Type, pv.Pos, what)
+		op := OpEq
+		if prop.Type.Kind == pg.KindList && !c.isListValue(pv.Value) {
+			// { tags: "x" } on a list property is membership, as in the
+			// original: the same as $v.tags contains "x".
+			op = OpContains
+		}
+		rt, ok := c.rightType(op, prop.Type, pv.Pos, what)
 		if !ok {
 			continue
 		}
@@ -306,13 +317,28 @@ func (b *blockPlan) inlineValues(bi bindInfo) {
 			c.add(errorf(CodeNull, pv.Value.Pos, "a match value cannot be null (NULL never matches); give a value, as in %s: %s", pv.Name, example(prop.Type)))
 			continue
 		}
-		right, ok := c.valueOperand(pv.Value, rt, false, what, false)
+		val, rt := numberLiteral(pv.Value, rt)
+		right, ok := c.valueOperand(val, rt, false, what, false)
 		if !ok {
 			continue
 		}
 		left := Operand{Kind: OperandProp, Var: bi.slot, Prop: prop, Type: prop.Type, Nullable: prop.Nullable}
-		b.preds = append(b.preds, &pred{p: &Predicate{Pos: pv.Pos, Left: left, Op: OpEq, Right: right}, deps: []int{bi.slot}})
+		b.preds = append(b.preds, &pred{p: &Predicate{Pos: pv.Pos, Left: left, Op: op, Right: right}, deps: []int{bi.slot}})
 	}
+}
+
+// isListValue reports whether e is a list: a list literal or a parameter
+// declared as a list.
+func (c *checker) isListValue(e *Expr) bool {
+	if e.Kind == ExprList {
+		return true
+	}
+	if e.Kind == ExprVar {
+		if p, ok := c.params[e.Var]; ok {
+			return p.Type.Kind == pg.KindList
+		}
+	}
+	return false
 }
 
 // order is stage 4, a greedy plan: follow an edge from a bound variable

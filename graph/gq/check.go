@@ -1,7 +1,9 @@
 package gq
 
 import (
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/omnigraph-go/omnigraph/graph/pg"
@@ -73,12 +75,21 @@ func CheckQuery(q *QueryDecl, cat *pg.Catalog) (*Plan, error) {
 	}
 	c := &checker{cat: cat, params: map[string]*Param{}}
 	pl := &Plan{Name: q.Name, Pos: q.Pos}
+	seen := map[string]bool{}
 	for _, a := range q.Annotations {
 		switch a.Name {
-		case "description":
-			pl.Description = a.Arg
-		case "instruction":
-			pl.Instruction = a.Arg
+		case "description", "instruction":
+			if seen[a.Name] {
+				// The original refuses this when it parses the file; here it
+				// is reported for this query only.
+				c.add(errorf(CodeSyntax, a.Pos, "query %s declares @%s twice; keep one", q.Name, a.Name))
+			}
+			seen[a.Name] = true
+			if a.Name == "description" {
+				pl.Description = a.Arg
+			} else {
+				pl.Instruction = a.Arg
+			}
 		}
 	}
 	for _, pd := range q.Params {
@@ -375,6 +386,24 @@ func (c *checker) rightType(op CmpOp, lt pg.Type, pos Pos, what string) (pg.Type
 		return pg.Type{}, false
 	}
 	return pg.Type{}, false
+}
+
+// numberLiteral adapts a float literal compared with an integer property, as
+// the original does: an integral value (3.0) is that integer, so key lookups
+// and scans stay exact; any other value compares as an F64 and so never
+// equals an integer (count = 2.7 matches nothing, count < 2.7 matches 2).
+func numberLiteral(e *Expr, t pg.Type) (*Expr, pg.Type) {
+	if e.Kind != ExprFloat || !t.Kind.Integer() {
+		return e, t
+	}
+	f, err := strconv.ParseFloat(e.Text, 64)
+	if err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		text := strconv.FormatFloat(f, 'f', -1, 64)
+		if _, err := parseIntText(text, t.Kind); err == nil {
+			return &Expr{Pos: e.Pos, Kind: ExprInt, Text: text}, t
+		}
+	}
+	return e, pg.Type{Kind: pg.KindF64}
 }
 
 func flip(op CmpOp) CmpOp {

@@ -45,6 +45,7 @@ const (
 	CodeNull            Code = "GQ030" // null where a value is required
 	CodeBadValue        Code = "GQ031" // a literal or parameter value that is not valid for its type
 	CodeMissingParam    Code = "GQ032" // Bind: a required parameter has no value, or an unknown one was passed
+	CodeUnsupported     Code = "GQ033" // a construct of the original system not supported yet (the search functions)
 )
 
 // Error is one diagnostic with a stable code and the 1-based position of the

@@ -43,9 +43,9 @@ query friends($h: String, $min: I32) {
 	//   scan $me Person key($h) where $me.handle = $h
 	//   expand $me out Knows{1,2} -> $f Person
 	//   filter $f.age >= $min
-	//   column name String = $f.name
-	//   column age I32? = $f.age
-	//   order age desc, id($me), id($f)
+	//   column f.name String = $f.name
+	//   column f.age I32? = $f.age
+	//   order f.age desc, id($me), id($f)
 	//   limit 10
 	// ada 30
 }

@@ -509,6 +509,10 @@ func (p *parser) filter() (Clause, error) {
 	}
 	ot := p.peek()
 	op, ok := cmpOp(ot)
+	if !ok && left.Kind == ExprSearch {
+		// search($d.title, $q) alone is a filter of the original system.
+		return &FilterClause{Pos: start, Left: left}, nil
+	}
 	if !ok {
 		return nil, p.unexpected(ot, "a match clause is a binding ($p: Person), a traversal ($a knows $b), a filter ($p.age >= 30) or not { ... }; filters use = != < <= > >= contains starts_with")
 	}
@@ -547,6 +551,11 @@ func cmpOp(t token) (CmpOp, bool) {
 
 var aggregateNames = map[string]bool{"count": true, "sum": true, "avg": true, "min": true, "max": true}
 
+// searchNames are the original system's search functions. Their calls are
+// parsed (so a file that uses them still yields its other queries) and
+// refused when the query that holds them is checked.
+var searchNames = map[string]bool{"search": true, "fuzzy": true, "match_text": true, "bm25": true, "nearest": true, "rrf": true}
+
 // expr parses a value, a variable, a property access, an aggregate call or a
 // bare identifier.
 func (p *parser) expr() (*Expr, error) {
@@ -574,6 +583,33 @@ func (p *parser) expr() (*Expr, error) {
 			return nil, err
 		}
 		return &Expr{Pos: t.pos, Kind: ExprAggregate, Text: t.text, Arg: arg}, nil
+	}
+	if t.kind == tIdent && searchNames[t.text] && p.peekN(1).kind == tLParen {
+		p.next()
+		p.next()
+		p.depth++
+		defer func() { p.depth-- }()
+		if p.depth > maxDepth {
+			return nil, errorf(CodeSyntax, t.pos, "nesting is too deep (more than %d levels)", maxDepth)
+		}
+		e := &Expr{Pos: t.pos, Kind: ExprSearch, Text: t.text}
+		for !p.accept(tRParen) {
+			if len(e.Elems) > 0 {
+				if _, err := p.expect(tComma, "separate the arguments with ',' and close the call with ')'"); err != nil {
+					return nil, err
+				}
+			}
+			if p.peek().kind == tIdent && p.peekN(1).kind == tEq {
+				p.next() // a named argument (k=60): the name
+				p.next()
+			}
+			arg, err := p.expr()
+			if err != nil {
+				return nil, err
+			}
+			e.Elems = append(e.Elems, arg)
+		}
+		return e, nil
 	}
 	if t.kind == tIdent && !isLiteralWord(t.text) {
 		p.next()

@@ -164,7 +164,9 @@ func (d Direction) String() string {
 // distance from s lies in [MinHops, MaxHops], and a node with a self-loop
 // also when that distance plus one does. Each destination is produced at
 // most once per input row (set semantics), also for MinHops = MaxHops = 1,
-// so parallel edges do not duplicate rows. MinHops >= 1; MaxHops >= MinHops.
+// so parallel edges do not duplicate rows. MinHops >= 1; MaxHops >= MinHops,
+// except over an edge between two node types, whose MaxHops is capped at 1
+// (a range from 2 there has MinHops > MaxHops and matches nothing).
 //
 // EdgeVar >= 0 (only with MinHops = MaxHops = 1) binds each matching edge:
 // one output row per edge, parallel edges included.

@@ -35,14 +35,14 @@ func TestPlans(t *testing.T) {
 query q($h: String)
 read
   scan $p Person key($h) where $p.handle = $h and $p.age = 30
-  column name String = $p.name
+  column p.name String = $p.name
   order id($p)
 `},
 		{"pushdown flips constant-left comparisons", `query q() { match { $p: Person 30 < $p.age $p.name starts_with "A" } return { $p.name } }`, `
 query q()
 read
   scan $p Person where $p.age > 30 and $p.name starts_with "A"
-  column name String = $p.name
+  column p.name String = $p.name
   order id($p)
 `},
 		{"direction inferred from the bound target", `query q() { match { $c: Company { slug: "acme" } $p worksAt $c } return { $p.name } }`, `
@@ -50,7 +50,7 @@ query q()
 read
   scan $c Company key("acme") where $c.slug = "acme"
   expand $c in WorksAt -> $p Person
-  column name String = $p.name
+  column p.name String = $p.name
   order id($c), id($p)
 `},
 		{"direction inferred from the written target type", `query q() { match { $c worksAt $p  $p: Person { handle: "ada" } } return { $c.name } }`, `
@@ -58,7 +58,7 @@ query q()
 read
   scan $p Person key("ada") where $p.handle = "ada"
   expand $p out WorksAt -> $c Company
-  column name String = $c.name
+  column c.name String = $c.name
   order id($c), id($p)
 `},
 		{"unbound traversal scans the source side", `query q() { match { $a knows $b } return { $a.name, $b.name as other } }`, `
@@ -66,7 +66,7 @@ query q()
 read
   scan $a Person
   expand $a out Knows -> $b Person
-  column name String = $a.name
+  column a.name String = $a.name
   column other String = $b.name
   order id($a), id($b)
 `},
@@ -76,7 +76,7 @@ read
   scan $a Person key("ada") where $a.handle = "ada"
   expand $a out Knows{1,3} -> $b Person
   filter $b.city = "Oslo"
-  column handle String = $b.handle
+  column b.handle String = $b.handle
   order id($a), id($b)
 `},
 		{"undirected", `query q() { match { $a: Person $a <follows>{1,2} $b } return { $b.handle } }`, `
@@ -84,7 +84,7 @@ query q()
 read
   scan $a Person
   expand $a both Follows{1,2} -> $b Person
-  column handle String = $b.handle
+  column b.handle String = $b.handle
   order id($a), id($b)
 `},
 		{"edge binding and ordering by an edge property", `query q() { match { $p: Person $p $w:worksAt $c $w.title contains "eng" } return { $c.slug, $w.title } order { $w.since desc } }`, `
@@ -93,8 +93,8 @@ read
   scan $p Person
   expand $p out $w:WorksAt -> $c Company
   filter $w.title contains "eng"
-  column slug String = $c.slug
-  column title String? = $w.title
+  column c.slug String = $c.slug
+  column w.title String? = $w.title
   order $w.since desc, id($p), id($c), id($w)
 `},
 		{"closing a triangle checks a bound target", `query q() { match { $a: Person $a knows $b $b knows $c $c knows $a } return { $a.handle } }`, `
@@ -104,7 +104,7 @@ read
   expand $a out Knows -> $b Person
   expand $b out Knows -> $c Person
   expand $c out Knows -> $a Person (bound)
-  column handle String = $a.handle
+  column a.handle String = $a.handle
   order id($a), id($b), id($c)
 `},
 		{"disconnected match is a cross product", `query q() { match { $p: Person { handle: "a" } $c: Company { slug: "b" } } return { $p.name, $c.name as co } }`, `
@@ -112,7 +112,7 @@ query q()
 read
   scan $p Person key("a") where $p.handle = "a"
   scan $c Company key("b") where $c.slug = "b"
-  column name String = $p.name
+  column p.name String = $p.name
   column co String = $c.name
   order id($p), id($c)
 `},
@@ -123,7 +123,7 @@ read
   antijoin on $p
     expand $p out WorksAt -> $c Company
     filter $c.industry = "finance"
-  column handle String = $p.handle
+  column p.handle String = $p.handle
   order id($p)
 `},
 		{"variable comparison", `query q() { match { $a: Person $a knows $b $b knows $c $c != $a } return { $c.handle } }`, `
@@ -133,7 +133,7 @@ read
   expand $a out Knows -> $b Person
   expand $b out Knows -> $c Person
   filter $c != $a
-  column handle String = $c.handle
+  column c.handle String = $c.handle
   order id($a), id($b), id($c)
 `},
 		{"return kinds and default names", `query q($x: I64) { match { $p: Person } return { $p, $x, 1, now(), "s" as s, [1, 2] as l } }`, `
@@ -154,20 +154,20 @@ read
   scan $p Person
   expand $p out WorksAt -> $c Company
   column c node Company = $c group
-  column city String? = $p.city group
+  column p.city String? = $p.city group
   column count I64 = count($p)
   column total I64? = sum($p.age)
   column min String? = min($p.name)
   column max Date? = max($p.joined)
-  order total desc, c, city
+  order total desc, c, p.city
 `},
 		{"order by aggregate expression and group key", `query q() { match { $p: Person } return { $p.city, count($p.age) as n } order { count($p.age), $p.city desc } limit 3 }`, `
 query q()
 read
   scan $p Person
-  column city String? = $p.city group
+  column p.city String? = $p.city group
   column n I64 = count($p.age)
-  order n, city desc
+  order n, p.city desc
   limit 3
 `},
 		{"global aggregate has no tie-breaker", `query q() { match { $p: Person } return { avg($p.age) } }`, `

@@ -3,6 +3,7 @@ package gq
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/omnigraph-go/omnigraph/graph/pg"
 )
@@ -266,6 +267,9 @@ func (c *checker) operand(e *Expr, sc *scope, forRead bool) (Operand, bool) {
 	case ExprAggregate:
 		c.add(errorf(CodeAggregateMix, e.Pos, "%s() is an aggregate and only allowed in return and order", e.Text))
 		return Operand{}, false
+	case ExprSearch:
+		c.unsupported(e)
+		return Operand{}, false
 	}
 	return Operand{}, true // a literal: the caller coerces it
 }
@@ -282,8 +286,17 @@ func describeOperand(c *checker, o Operand, e *Expr) string {
 	return "the value"
 }
 
+// unsupported reports a search function call.
+func (c *checker) unsupported(e *Expr) {
+	c.add(errorf(CodeUnsupported, e.Pos, "%s() is a search function of the original system and is not supported yet; this query cannot run, the other queries of its file can", e.Text))
+}
+
 // filter checks `left op right` in a match block.
 func (c *checker) filter(fc *FilterClause, sc *scope) *pred {
+	if fc.Right == nil { // a bare search function call
+		c.unsupported(fc.Left)
+		return nil
+	}
 	l, okL := c.operand(fc.Left, sc, true)
 	r, okR := c.operand(fc.Right, sc, true)
 	if !okL || !okR {
@@ -295,6 +308,12 @@ func (c *checker) filter(fc *FilterClause, sc *scope) *pred {
 	if l.Kind == 0 && r.Kind == 0 {
 		c.add(errorf(CodeTypeMismatch, fc.Pos, "this filter compares two literals; compare a property with a value, as in $p.age >= 30"))
 		return nil
+	}
+	if l.Kind == 0 && op == OpContains && left.Kind == ExprString && r.Kind == OperandProp && (r.Type.Kind == pg.KindString || r.Type.Kind == pg.KindEnum) {
+		// `"the alps are tall" contains $m.label`: the literal holds the
+		// property's value as a substring, as in the original (X contains Y
+		// whichever side each is on).
+		return &pred{p: &Predicate{Pos: fc.Pos, Left: Operand{Kind: OperandLiteral, Value: left.Text, Type: pg.Type{Kind: pg.KindString}}, Op: op, Right: r}, deps: []int{r.Var}}
 	}
 	if l.Kind == 0 || (isConst(l) && r.Kind == OperandProp) {
 		if op == OpContains || op == OpStartsWith {
@@ -330,6 +349,7 @@ func (c *checker) filter(fc *FilterClause, sc *scope) *pred {
 			c.add(errorf(CodeNull, right.Pos, "comparing with null never matches (NULL matches nothing); compare with a value"))
 			return nil
 		}
+		right, rt = numberLiteral(right, rt)
 		v, err := coerceLiteral(right, rt, false, lname)
 		if err != nil {
 			c.add(err)
@@ -417,7 +437,7 @@ func (c *checker) returnClause(rb *ReadBody, sc *scope) {
 			col.Name = it.Alias
 		}
 		if prev, dup := names[col.Name]; dup {
-			c.add(errorf(CodeColumn, it.Pos, "column %q is already returned at %s; name this one with `as`, as in %s as %s_2", col.Name, prev, exprText(it.Expr), col.Name))
+			c.add(errorf(CodeColumn, it.Pos, "column %q is already returned at %s; name this one with `as`, as in %s as %s_2", col.Name, prev, exprText(it.Expr), strings.ReplaceAll(col.Name, ".", "_")))
 			continue
 		}
 		names[col.Name] = it.Pos
@@ -471,7 +491,7 @@ func (c *checker) column(e *Expr, sc *scope) *Column {
 	}
 	switch o.Kind {
 	case OperandProp:
-		return &Column{Name: e.Prop, Kind: ColumnProp, Expr: o, Type: o.Type, Nullable: o.Nullable}
+		return &Column{Name: e.Var + "." + e.Prop, Kind: ColumnProp, Expr: o, Type: o.Type, Nullable: o.Nullable}
 	case OperandVar:
 		v := c.rp.Vars[o.Var]
 		if v.Kind == VarEdge {
@@ -480,6 +500,10 @@ func (c *checker) column(e *Expr, sc *scope) *Column {
 		}
 		return &Column{Name: e.Var, Kind: ColumnNode, Expr: o, Type: o.Type}
 	case OperandParam:
+		if o.Type.Kind == pg.KindBlob {
+			c.add(errorf(CodeBlob, e.Pos, "$%s is a Blob and cannot be returned (as in the original); return another value", e.Var))
+			return nil
+		}
 		return &Column{Name: e.Var, Kind: ColumnValue, Expr: o, Type: o.Type, Nullable: o.Nullable}
 	case OperandNow:
 		return &Column{Name: "now", Kind: ColumnValue, Expr: o, Type: o.Type}
@@ -620,6 +644,9 @@ func (c *checker) sortKey(it *OrderItem, sc *scope, aliases map[string]int) (Sor
 			return SortKey{}, false
 		}
 		target = o
+	} else if e.Kind == ExprSearch {
+		c.unsupported(e)
+		return SortKey{}, false
 	} else if e.Kind == ExprProp || e.Kind == ExprVar {
 		o, ok := c.operand(e, sc, true)
 		if !ok {

@@ -235,7 +235,12 @@ func attempt(ctx context.Context, g *graph.Graph, cat *pg.Catalog, lines []loadL
 			p.Overwrite()
 		}
 		if prev, dup := p.Staged(id); dup && prev != nil {
-			return nil, graph.InputErrorf(where, "%s %q is already given at %s; each id may appear once per file", p.TypeName(), id, p.Origin(id))
+			if ln.edge == nil {
+				return nil, graph.InputErrorf(where, "%s %q is already given at %s; each id may appear once per file", p.TypeName(), id, p.Origin(id))
+			}
+			// The same edge id twice: the last line wins, as in the original.
+			res.Edges--
+			res.Types[ln.edge.Name]--
 		}
 		r[pg.ColID] = id
 		p.Put(r, fresh || opts.Mode == Append, where)

@@ -15,12 +15,21 @@ import (
 // Compile parses, resolves and validates src into a Catalog. The first
 // problem found (in source order) is returned as an *Error with its position
 // and a hint.
-func Compile(src string) (*Catalog, error) {
-	f, err := Parse(src)
+func Compile(src string) (*Catalog, error) { return compile(src, false) }
+
+// CompileAccepted is Compile for a schema a graph accepted earlier: the
+// rules added later for compatibility with the original (unknown string
+// escapes, @index on a Blob, empty @description/@instruction/@rename_from,
+// @instruction on a property) do not refuse it, so a graph created before
+// them still opens. New schemas go through Compile.
+func CompileAccepted(src string) (*Catalog, error) { return compile(src, true) }
+
+func compile(src string, accepted bool) (*Catalog, error) {
+	f, err := parse(src, accepted)
 	if err != nil {
 		return nil, err
 	}
-	c, err := Resolve(f)
+	c, err := resolve(f, accepted)
 	if err != nil {
 		return nil, err
 	}
@@ -41,8 +50,11 @@ func CompileFile(name, src string) (*Catalog, error) {
 
 // Resolve turns a parsed file into a Catalog, checking names, types,
 // inheritance and constraints. Catalog.Source is left empty.
-func Resolve(f *File) (*Catalog, error) {
+func Resolve(f *File) (*Catalog, error) { return resolve(f, false) }
+
+func resolve(f *File, accepted bool) (*Catalog, error) {
 	r := &resolver{
+		accepted: accepted,
 		c: &Catalog{
 			ifaces:    map[string]*Interface{},
 			nodes:     map[string]*NodeType{},
@@ -65,8 +77,32 @@ func Resolve(f *File) (*Catalog, error) {
 }
 
 type resolver struct {
-	c     *Catalog
+	c *Catalog
+	// decls holds every declaration by declKey: node types and interfaces
+	// share one namespace, edge types have their own (a node and an edge
+	// may share a name, as in the original).
 	decls map[string]*Decl
+	// accepted relaxes the compatibility rules for a schema accepted
+	// before them (CompileAccepted).
+	accepted bool
+}
+
+// declKey is the key of d in resolver.decls.
+func declKey(kind DeclKind, name string) string {
+	if kind == DeclEdge {
+		return "edge:" + name
+	}
+	return name
+}
+
+// lookup finds the declaration named name, a node type or interface first,
+// then an edge type.
+func (r *resolver) lookup(name string) (*Decl, bool) {
+	if d, ok := r.decls[name]; ok {
+		return d, true
+	}
+	d, ok := r.decls[declKey(DeclEdge, name)]
+	return d, ok
 }
 
 // Reserved property names: storage system columns and the loader's own
@@ -101,7 +137,7 @@ func (r *resolver) run(f *File) error {
 		if !isUpperStart(n.Name) {
 			return errAt(n.Pos, "write "+upperFirst(n.Name), "%s name %q must start with an uppercase letter", d.Kind, n.Name)
 		}
-		if prev, ok := r.decls[n.Name]; ok {
+		if prev, ok := r.decls[declKey(d.Kind, n.Name)]; ok {
 			return errAt(n.Pos, fmt.Sprintf("%s %s is already declared at %d:%d; rename one of them", prev.Kind, n.Name, prev.Name.Pos.Line, prev.Name.Pos.Col), "duplicate name %q", n.Name)
 		}
 		if d.Kind == DeclEdge {
@@ -111,7 +147,7 @@ func (r *resolver) run(f *File) error {
 				}
 			}
 		}
-		r.decls[n.Name] = d
+		r.decls[declKey(d.Kind, n.Name)] = d
 	}
 	// Pass 2: interfaces first (nodes copy their properties), then the rest in
 	// source order.
@@ -183,7 +219,7 @@ func (r *resolver) iface(d *Decl) error {
 		return errAt(a.Pos, "write it on the property (name: String @key) or in the body of the node types that implement "+in.Name, "interfaces take no body constraints, found @%s", a.Name)
 	}
 	in.Properties = props
-	if err := applyConstraints(in.Name, props, cs); err != nil {
+	if err := r.applyConstraints(in.Name, props, cs); err != nil {
 		return err
 	}
 	if err := checkEmbeds(props); err != nil {
@@ -211,7 +247,7 @@ func (r *resolver) node(d *Decl) error {
 		in, ok := r.c.ifaces[id.Name]
 		if !ok {
 			hint := "declare interface " + id.Name + " { ... } or remove it from implements"
-			if other, ok := r.decls[id.Name]; ok {
+			if other, ok := r.lookup(id.Name); ok {
 				hint = id.Name + " is a " + other.Kind.String() + "; only interfaces can be implemented"
 			} else if s := suggest(id.Name, r.names(DeclInterface)); s != "" {
 				hint = "did you mean " + s + "?"
@@ -277,7 +313,7 @@ func (r *resolver) node(d *Decl) error {
 	if err := r.bodyConstraints(d, props, cs); err != nil {
 		return err
 	}
-	if err := applyConstraints(n.Name, props, cs); err != nil {
+	if err := r.applyConstraints(n.Name, props, cs); err != nil {
 		return err
 	}
 	if err := checkEmbeds(props); err != nil {
@@ -328,9 +364,9 @@ func typeText(p *Property) string {
 
 func (r *resolver) names(kind DeclKind) []string {
 	var out []string
-	for name, d := range r.decls {
+	for _, d := range r.decls {
 		if d.Kind == kind {
-			out = append(out, name)
+			out = append(out, d.Name.Name)
 		}
 	}
 	sort.Strings(out)
@@ -343,9 +379,9 @@ func (r *resolver) edge(d *Decl) error {
 		id  Ident
 		dst *string
 	}{{d.From, &e.From}, {d.To, &e.To}} {
-		if _, ok := r.decls[end.id.Name]; !ok || r.decls[end.id.Name].Kind != DeclNode {
+		if d, ok := r.decls[end.id.Name]; !ok || d.Kind != DeclNode {
 			hint := "declare node " + end.id.Name + " { ... } or name an existing node type"
-			if other, ok := r.decls[end.id.Name]; ok {
+			if other, ok := r.lookup(end.id.Name); ok {
 				hint = end.id.Name + " is " + article(other.Kind) + "; edges connect node types"
 			} else if s := suggest(end.id.Name, r.names(DeclNode)); s != "" {
 				hint = "did you mean " + s + "?"
@@ -380,7 +416,7 @@ func (r *resolver) edge(d *Decl) error {
 	if err := r.bodyConstraints(d, props, cs); err != nil {
 		return err
 	}
-	if err := applyConstraints(e.Name, props, cs); err != nil {
+	if err := r.applyConstraints(e.Name, props, cs); err != nil {
 		return err
 	}
 	if err := checkEmbeds(props); err != nil {
@@ -446,7 +482,7 @@ func (r *resolver) typeAnnotations(d *Decl, out *Annotations) error {
 		case "embed":
 			return errAt(a.Pos, "write it on a Vector property: v: Vector(N) @embed(\"text_prop\")", "@embed goes on a Vector property, not on a %s", d.Kind)
 		}
-		if err := checkKnownAnnotation(a, seen); err != nil {
+		if err := r.checkKnownAnnotation(a, seen); err != nil {
 			return err
 		}
 		*out = append(*out, a)
@@ -456,7 +492,7 @@ func (r *resolver) typeAnnotations(d *Decl, out *Annotations) error {
 
 // checkKnownAnnotation validates the arguments of the metadata annotations
 // the catalog interprets; unknown annotations pass unchecked.
-func checkKnownAnnotation(a Annotation, seen map[string]bool) error {
+func (r *resolver) checkKnownAnnotation(a Annotation, seen map[string]bool) error {
 	switch a.Name {
 	case "description", "instruction", "rename_from":
 		if seen[a.Name] {
@@ -472,6 +508,9 @@ func checkKnownAnnotation(a Annotation, seen map[string]bool) error {
 				ex = `@rename_from("OldName")`
 			}
 			return errAt(a.Pos, "write "+ex, "@%s takes one string", a.Name)
+		}
+		if strings.TrimSpace(a.Args[0].Value) == "" && !r.accepted {
+			return errAt(a.Args[0].Pos, "give the text, or remove the annotation", "@%s needs a non-empty string", a.Name)
 		}
 	}
 	return nil
@@ -509,7 +548,7 @@ func (r *resolver) resolveType(te *TypeExpr, inList bool) (Type, error) {
 		return Type{Kind: k}, nil
 	}
 	hint := ""
-	if d, ok := r.decls[te.Name]; ok {
+	if d, ok := r.lookup(te.Name); ok {
 		if d.Kind == DeclNode {
 			hint = te.Name + " is a node type; properties hold values, so link nodes with an edge: edge E: From -> " + te.Name
 		} else {
@@ -620,7 +659,8 @@ func (r *resolver) propAnnotation(d *Decl, p *Property, a Annotation, seen map[s
 		em := &Embed{}
 		for i, arg := range a.Args {
 			switch {
-			case i == 0 && arg.Key == "" && arg.Kind == ArgString:
+			case i == 0 && arg.Key == "" && (arg.Kind == ArgString || arg.Kind == ArgIdent):
+				// @embed(body) and @embed("body") are the same, as in the original.
 				em.Source = arg.Value
 			case arg.Key == "model" && arg.Kind == ArgString && em.Model == "":
 				em.Model = arg.Value
@@ -635,8 +675,12 @@ func (r *resolver) propAnnotation(d *Decl, p *Property, a Annotation, seen map[s
 		return nil
 	case "card":
 		return errAt(a.Pos, "@card belongs on the edge declaration: edge E: From -> To @card(0..1)", "@card on property %s", p.Name)
+	case "instruction":
+		if !r.accepted {
+			return errAt(a.Pos, "put @instruction on the node or edge type, or use @description on the property", "@instruction on property %s; it is only allowed on node and edge types", p.Name)
+		}
 	}
-	return checkKnownAnnotation(a, seen)
+	return r.checkKnownAnnotation(a, seen)
 }
 
 func setRange(p *Property, arg Arg) error {
@@ -714,14 +758,21 @@ func (r *resolver) bodyConstraints(d *Decl, props []*Property, cs *constraintSet
 		}
 		var names []string
 		for _, arg := range a.Args {
-			p, err := propArg(a, arg)
-			if err != nil {
-				return nil, err
+			name := arg.Value
+			// An edge's @unique and @index may name its endpoint columns:
+			// @unique(src, dst) allows one edge per pair of nodes.
+			endpoint := d.Kind == DeclEdge && a.Name != "key" && arg.Kind == ArgIdent && arg.Key == "" && (name == ColSrc || name == ColDst)
+			if !endpoint {
+				p, err := propArg(a, arg)
+				if err != nil {
+					return nil, err
+				}
+				name = p.Name
 			}
-			if slices.Contains(names, p.Name) {
-				return nil, errAt(arg.Pos, "name each property once", "@%s names %s twice", a.Name, p.Name)
+			if slices.Contains(names, name) {
+				return nil, errAt(arg.Pos, "name each property once", "@%s names %s twice", a.Name, name)
 			}
-			names = append(names, p.Name)
+			names = append(names, name)
 		}
 		return names, nil
 	}
@@ -826,7 +877,7 @@ func argText(a Arg) string {
 
 // applyConstraints checks the collected key/unique/index groups against the
 // property types and sets the per-property flags.
-func applyConstraints(owner string, props []*Property, cs *constraintSet) error {
+func (r *resolver) applyConstraints(owner string, props []*Property, cs *constraintSet) error {
 	if cs.hasKey {
 		for _, k := range cs.key {
 			p, _ := findProp(props, k)
@@ -846,21 +897,27 @@ func applyConstraints(owner string, props []*Property, cs *constraintSet) error 
 	}
 	cs.unique = dedupeGroups(cs.unique)
 	cs.index = dedupeGroups(cs.index)
+	// A group may name an edge's src or dst column, which is no property.
 	for _, g := range cs.unique {
 		for _, name := range g {
-			p, _ := findProp(props, name)
-			if p.Type.Kind == KindBlob {
+			p, ok := findProp(props, name)
+			if ok && p.Type.Kind == KindBlob {
 				return errAt(p.Pos, "remove @unique from the Blob property", "@unique on Blob property %s of %s is not supported", name, owner)
 			}
 		}
-		if len(g) == 1 {
-			p, _ := findProp(props, g[0])
+		if p, ok := findProp(props, g[0]); ok && len(g) == 1 {
 			p.Unique = true
 		}
 	}
 	for _, g := range cs.index {
 		for _, name := range g {
-			p, _ := findProp(props, name)
+			p, ok := findProp(props, name)
+			if !ok {
+				continue
+			}
+			if p.Type.Kind == KindBlob && !r.accepted {
+				return errAt(p.Pos, "remove @index from the Blob property; Blob values are not indexed", "@index on Blob property %s of %s is not supported", name, owner)
+			}
 			p.Index = true
 		}
 	}
@@ -972,7 +1029,7 @@ func canonical(c *Catalog) string {
 		for _, a := range e.Annotations {
 			b.WriteString(" " + a.String())
 		}
-		if len(e.Properties) == 0 {
+		if len(e.Properties) == 0 && len(e.Unique) == 0 && len(e.Index) == 0 {
 			b.WriteString("\n\n")
 			continue
 		}

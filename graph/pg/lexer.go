@@ -41,6 +41,9 @@ type lexer struct {
 	off  int
 	line int
 	col  int
+	// keepEscapes keeps an unknown backslash escape as written instead of
+	// failing, for schemas accepted before unknown escapes were refused.
+	keepEscapes bool
 }
 
 // newLexer starts at the first byte of src, after a UTF-8 byte order mark if
@@ -163,8 +166,8 @@ func (l *lexer) next() (token, error) {
 }
 
 // scanString scans a double-quoted string. \" and \\ are escapes, \n \t \r
-// are the control characters, and any other backslash is kept as written so
-// regular expressions such as "^\d+$" need no doubling.
+// are the control characters; any other escape is an error, as in the
+// original (a regular expression writes "^\\d+$"), unless keepEscapes.
 func (l *lexer) scanString(start Pos) (token, error) {
 	var b strings.Builder
 	i := 1
@@ -196,6 +199,10 @@ func (l *lexer) scanString(start Pos) (token, error) {
 				b.WriteByte('\r')
 				i += 2
 				continue
+			}
+			if !l.keepEscapes {
+				at := Pos{Line: start.Line, Col: start.Col + i}
+				return token{}, l.errAt(at, fmt.Sprintf("unknown escape \\%c in string", src[i+1]), `strings know \n, \t, \r, \" and \\; write a literal backslash as \\, e.g. "^\\d+$"`)
 			}
 		}
 		b.WriteByte(c)

@@ -124,7 +124,7 @@ func TestParseConstraintVsAnnotation(t *testing.T) {
 }
 
 func TestParseStringEscapes(t *testing.T) {
-	f, err := Parse(`node A @description("q\" b\\ n\n t\t re\d") {}`)
+	f, err := Parse(`node A @description("q\" b\\ n\n t\t re\\d") {}`)
 	if err != nil {
 		t.Fatal(err)
 	}

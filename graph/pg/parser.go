@@ -10,8 +10,11 @@ import (
 // Parse reads .pg source into its syntax tree. It checks syntax only; names,
 // types and constraints are checked by Compile. The error, if any, is an
 // *Error with the position of the problem.
-func Parse(src string) (*File, error) {
+func Parse(src string) (*File, error) { return parse(src, false) }
+
+func parse(src string, accepted bool) (*File, error) {
 	p := &parser{lx: newLexer(src)}
+	p.lx.keepEscapes = accepted
 	f, err := p.file()
 	if err != nil {
 		return nil, err

@@ -481,7 +481,12 @@ func coerceDateTime(v any, bad func() (any, string)) (any, string) {
 	case int64:
 		return x, ""
 	case json.Number, float64:
-		return nil, "expected DateTime as an RFC 3339 string, e.g. \"2024-05-01T12:00:00Z\", got the number " + got(v) + " (numbers are refused: their unit is ambiguous)"
+		// A number is milliseconds since the epoch, as in the original.
+		neg, mag, ok := intValue(v)
+		if !ok || mag > math.MaxInt64/1000 {
+			return nil, "expected DateTime as an RFC 3339 string, e.g. \"2024-05-01T12:00:00Z\", or whole milliseconds since the epoch, got " + got(v)
+		}
+		return signed(neg, mag) * 1000, ""
 	}
 	return bad()
 }
@@ -491,9 +496,15 @@ func FormatDate(days int32) string {
 	return time.Unix(int64(days)*86400, 0).UTC().Format(DateLayout)
 }
 
-// FormatDateTime renders microseconds since the epoch as RFC 3339 in UTC.
+// FormatDateTime renders microseconds since the epoch as RFC 3339 in UTC
+// with milliseconds, as the original does ("2024-05-01T08:30:00.000Z"); a
+// value with sub-millisecond digits shows all six.
 func FormatDateTime(micros int64) string {
-	return time.UnixMicro(micros).UTC().Format(time.RFC3339Nano)
+	layout := "2006-01-02T15:04:05.000Z07:00"
+	if micros%1000 != 0 {
+		layout = "2006-01-02T15:04:05.000000Z07:00"
+	}
+	return time.UnixMicro(micros).UTC().Format(layout)
 }
 
 // JSONValue renders a canonical value of the property for JSON output: Date
@@ -692,7 +703,9 @@ func keyText(p *Property, v any) (string, error) {
 		}
 	case int64:
 		if p.Type.Kind == KindDateTime {
-			return FormatDateTime(x), nil
+			// Ids keep the shortest RFC 3339 spelling they always had, so
+			// existing keyed ids do not change.
+			return time.UnixMicro(x).UTC().Format(time.RFC3339Nano), nil
 		}
 	case []byte, []any, []float32:
 		return "", p.fail("%s cannot be a key", p.Type)

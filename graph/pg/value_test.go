@@ -103,7 +103,11 @@ func TestCoerce(t *testing.T) {
 		{name: "datetime micros", prop: "dt", in: "2024-05-01T12:00:00.123456Z", want: time.Date(2024, 5, 1, 12, 0, 0, 123456000, time.UTC).UnixMicro()},
 		{name: "datetime nanos truncated", prop: "dt", in: "1970-01-01T00:00:00.000001999Z", want: int64(1)},
 		{name: "datetime no zone", prop: "dt", in: "2024-05-01T12:00:00", err: `expected DateTime as an RFC 3339 string with a zone`},
-		{name: "datetime number refused", prop: "dt", in: num("1700000000000"), err: "numbers are refused"},
+		{name: "datetime milliseconds", prop: "dt", in: num("1700000000123"), want: int64(1_700_000_000_123_000)}, // as the original
+		{name: "datetime negative milliseconds", prop: "dt", in: num("-1500"), want: int64(-1_500_000)},
+		{name: "datetime float64 milliseconds", prop: "dt", in: float64(2000), want: int64(2_000_000)},
+		{name: "datetime fractional milliseconds", prop: "dt", in: num("1.5"), err: "whole milliseconds since the epoch"},
+		{name: "datetime milliseconds overflow", prop: "dt", in: num("9223372036854775807"), err: "whole milliseconds since the epoch"},
 		{name: "datetime canonical", prop: "dt", in: int64(42), want: int64(42)},
 		{name: "datetime time.Time", prop: "dt", in: time.Unix(3, 0), want: int64(3_000_000)},
 
@@ -191,7 +195,9 @@ func TestJSONValue(t *testing.T) {
 		want any
 	}{
 		{"d", int32(19782), "2024-02-29"},
-		{"dt", int64(1_500_000), "1970-01-01T00:00:01.5Z"},
+		{"dt", int64(1_500_000), "1970-01-01T00:00:01.500Z"},
+		{"dt", int64(1_714_552_200_000_000), "2024-05-01T08:30:00.000Z"}, // always milliseconds, as the original
+		{"dt", int64(1_500_001), "1970-01-01T00:00:01.500001Z"},          // microseconds when there are some
 		{"blob", []byte("hi"), "base64:aGk="},
 		{"days", []any{int32(0)}, []any{"1970-01-01"}},
 		{"i32", int32(3), int32(3)},

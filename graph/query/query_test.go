@@ -150,13 +150,13 @@ func TestQueryResultJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap, _ := g.Snapshot(ctx, "main")
-	if got.QueryName != "staff" || got.RowCount != 1 || strings.Join(got.Columns, ",") != "handle,company,joined" || got.Commit != snap.CommitID() {
+	if got.QueryName != "staff" || got.RowCount != 1 || strings.Join(got.Columns, ",") != "p.handle,company,p.joined" || got.Commit != snap.CommitID() {
 		t.Fatalf("envelope: %s", b)
 	}
-	if got.Rows[0]["handle"] != "alice" || got.Rows[0]["company"] != "acme" || got.Rows[0]["joined"] != "2020-01-01" {
+	if got.Rows[0]["p.handle"] != "alice" || got.Rows[0]["company"] != "acme" || got.Rows[0]["p.joined"] != "2020-01-01" {
 		t.Fatalf("row: %v", got.Rows[0])
 	}
-	if !strings.Contains(string(b), `{"handle":"alice","company":"acme","joined":"2020-01-01"}`) {
+	if !strings.Contains(string(b), `{"p.handle":"alice","company":"acme","p.joined":"2020-01-01"}`) {
 		t.Fatalf("row keys are not in column order: %s", b)
 	}
 }
