@@ -104,7 +104,7 @@ type Write struct {
 	// (schema apply: tables added, renamed or dropped).
 	tableSet []manifest.TablePin
 	used     bool
-	failed string // the table whose Phase B step failed
+	failed   string // the table whose Phase B step failed
 }
 
 type tableWrite struct {

@@ -344,7 +344,10 @@ func TestApplyRefusedChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	cs := counter.New(mem.New())
 	g := seeded(t, cs)
-	writes := func() int { n := cs.Snapshot(); return n.Of(counter.Put) + n.Of(counter.CondPut) + n.Of(counter.Delete) }
+	writes := func() int {
+		n := cs.Snapshot()
+		return n.Of(counter.Put) + n.Of(counter.CondPut) + n.Of(counter.Delete)
+	}
 	before := head(t, g)
 
 	cs.Reset()
