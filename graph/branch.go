@@ -71,6 +71,16 @@ func (g *Graph) checkSchemaUnlocked(ctx context.Context, child *manifest.Entry) 
 	return fmt.Errorf("%w: branch %q was not created; create it after the apply finishes (if no apply is running, one was interrupted: run 'omnigraph schema apply' again to finish it)", ErrSchemaLocked, child.Branch)
 }
 
+// SchemaLockHeld reports whether the schema-apply lock branch is live (one
+// List): an apply is running, or one was interrupted.
+func (g *Graph) SchemaLockHeld(ctx context.Context) (bool, error) {
+	r, err := g.man.Probe(ctx, manifest.SchemaApplyLockBranch)
+	if err != nil {
+		return false, err
+	}
+	return r.Live(), nil
+}
+
 // LockSchema takes the schema-apply lock: it creates the internal branch
 // manifest.SchemaApplyLockBranch from main (one conditional create), so of
 // racing applies exactly one proceeds; the others get ErrSchemaLocked.

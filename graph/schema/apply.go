@@ -67,6 +67,23 @@ func Apply(ctx context.Context, g *graph.Graph, desiredSrc string, opts ApplyOpt
 		return nil, err
 	}
 	if pre.NoOp {
+		// Nothing to apply; an interrupted apply's lock (its commit
+		// published, the lock not yet removed) is cleared when allowed.
+		if opts.BreakStaleLock {
+			held, err := g.SchemaLockHeld(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if held {
+				unlock, err := g.LockSchema(ctx, true)
+				if err != nil {
+					return nil, err
+				}
+				if err := unlock(ctx); err != nil {
+					return nil, err
+				}
+			}
+		}
 		return &ApplyResult{Plan: pre, NoOp: true, Tables: []string{}}, nil
 	}
 	unlock, err := g.LockSchema(ctx, opts.BreakStaleLock)

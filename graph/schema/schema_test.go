@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/counter"
+	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/load"
@@ -483,4 +485,101 @@ func TestApplyFencesConcurrentWriters(t *testing.T) {
 	if pin, _ := s2.Pin("node:Person"); pin.Version != oldPin.Version+1 {
 		t.Fatalf("Person pin %+v: want exactly the apply's rewrite on %d", pin, oldPin.Version)
 	}
+}
+
+// TestApplyCrashAtEveryWrite: the store crashes at (and, separately, right
+// after) every write the apply makes; a fresh process then opens the graph
+// read-write (the recovery sweep runs) and finds either the old schema with
+// the old answers or the new schema with the new answers, never a mix; it
+// takes a write, and an apply (breaking the interrupted apply's lock)
+// completes with the new answers.
+func TestApplyCrashAtEveryWrite(t *testing.T) {
+	ctx := context.Background()
+	newID := compile(t, migrated(t)).Identity
+	opts := schema.ApplyOptions{PlanOptions: schema.PlanOptions{AllowDataLoss: true}}
+	for _, mode := range []string{"at", "after"} {
+		outcomes := map[string]int{}
+		for k := 1; ; k++ {
+			inner := mem.New()
+			inj := fault.New(inner)
+			g := seeded(t, inj)
+			g.Manifest().SetSleeper(instant) // lost publish answers re-issue at once
+			oldID := head(t, g).SchemaIdentity()
+			inj.Reset()
+			if mode == "at" {
+				inj.CrashAtWrite(k)
+			} else {
+				inj.CrashAfterWrite(k)
+			}
+			_, runErr := schema.Apply(ctx, g, migrated(t), opts)
+			crashed, writes := inj.Crashed(), inj.Writes()
+			inj.Heal()
+			where := fmt.Sprintf("crash %s write %d", mode, k)
+			if !crashed && runErr != nil {
+				t.Fatalf("%s: apply failed without a crash: %v", where, runErr)
+			}
+			// A read-only open (no recovery) and a read-write one (the
+			// sweep runs) each read one consistent schema and data pair.
+			ro, err := graph.Open(ctx, inner, graph.OpenOptions{ReadOnly: true, Process: graph.NewProcess()})
+			if err != nil && !errors.Is(err, graph.ErrRecoveryRequired) {
+				t.Fatalf("%s: read-only open: %v", where, err)
+			}
+			if err == nil {
+				consistent(t, where+" (read-only)", head(t, ro), oldID, newID)
+			}
+			re := reopen(t, inner)
+			s := head(t, re)
+			outcomes[consistent(t, where, s, oldID, newID)]++
+			if _, err := load.Run(ctx, re, strings.NewReader(`{"type":"Team","data":{"slug":"t9","tier":"free"}}`), load.Options{Mode: load.Append}); err != nil && s.SchemaIdentity() == oldID {
+				t.Fatalf("%s: a write after recovery: %v", where, err)
+			}
+			o := opts
+			o.BreakStaleLock = true
+			if _, err := schema.Apply(ctx, re, migrated(t), o); err != nil {
+				t.Fatalf("%s: apply after recovery: %v", where, err)
+			}
+			s = head(t, re)
+			if s.SchemaIdentity() != newID || ask(t, s, qNew) != wantNew || ask(t, s, qNewEdges) != wantNewEdges {
+				t.Fatalf("%s: after the second apply: %s %s", where, ask(t, s, qNew), ask(t, s, qNewEdges))
+			}
+			if held, err := re.SchemaLockHeld(ctx); err != nil || held {
+				t.Fatalf("%s: the schema-apply lock is still held after the second apply (%v)", where, err)
+			}
+			if !crashed || writes < k {
+				t.Logf("crash %s: apply makes %d writes; outcomes %v", mode, k-1, outcomes)
+				if outcomes["old"] == 0 || outcomes["new"] == 0 {
+					t.Fatalf("crash %s: outcomes %v; the crash points should reach both sides of the publish", mode, outcomes)
+				}
+				break
+			}
+		}
+	}
+}
+
+func instant(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
+// consistent checks a snapshot after a crashed apply: the old schema with
+// the old answers, or the new one with the new answers. It returns which.
+func consistent(t *testing.T, where string, s *graph.Snapshot, oldID, newID string) string {
+	t.Helper()
+	switch s.SchemaIdentity() {
+	case oldID:
+		if got := ask(t, s, qOld); got != wantOld {
+			t.Fatalf("%s: old schema, answers %s", where, got)
+		}
+		if got := ask(t, s, qOldEdges); got != wantOldEdges {
+			t.Fatalf("%s: old schema, edges %s", where, got)
+		}
+		return "old"
+	case newID:
+		if got := ask(t, s, qNew); got != wantNew {
+			t.Fatalf("%s: new schema, answers %s", where, got)
+		}
+		if got := ask(t, s, qNewEdges); got != wantNewEdges {
+			t.Fatalf("%s: new schema, edges %s", where, got)
+		}
+		return "new"
+	}
+	t.Fatalf("%s: schema %s is neither the old nor the new one", where, s.SchemaIdentity())
+	return ""
 }
