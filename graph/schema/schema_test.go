@@ -583,3 +583,96 @@ func consistent(t *testing.T, where string, s *graph.Snapshot, oldID, newID stri
 	t.Fatalf("%s: schema %s is neither the old nor the new one", where, s.SchemaIdentity())
 	return ""
 }
+
+// TestApplyEachSupportedKind applies each supported step kind alone on the
+// seeded graph and pins what it did to the data and to later writes.
+func TestApplyEachSupportedKind(t *testing.T) {
+	ctx := context.Background()
+	insert := func(g *graph.Graph, line string) error {
+		_, err := load.Run(ctx, g, strings.NewReader(line), load.Options{Mode: load.Append})
+		return err
+	}
+	cases := []struct {
+		name      string
+		src       string
+		allowLoss bool
+		query     string
+		want      string
+		// write, when set, must fail (wantErr) or succeed after the apply.
+		write   string
+		wantErr bool
+	}{
+		{name: "add_type node", src: base + "node Tag { slug: String @key }",
+			write: `{"type":"Tag","data":{"slug":"x"}}`, query: `query q() { match { $t: Tag } return { $t.slug } }`, want: "[[x]]"},
+		{name: "add_type edge", src: base + "edge Likes: Person -> Team",
+			write: `{"edge":"Likes","from":"p2","to":"t1"}`, query: `query q() { match { $p: Person  $p likes $t } return { $p.handle, $t.slug } }`, want: "[[p2 t1]]"},
+		{name: "rename_type node", src: edit(t, "node Team {", `node Squad @rename_from("Team") {`, "-> Team", "-> Squad"),
+			query: `query q() { match { $s: Squad } return { $s.slug, $s.tier } }`, want: "[[t1 pro]]"},
+		{name: "rename_type edge", src: edit(t, "edge Knows: Person -> Person", `edge Met: Person -> Person @rename_from("Knows")`),
+			query: `query q() { match { $a: Person  $a met $b } return { $a.handle, $b.handle as b } order { $a.handle } }`, want: "[[p1 p2] [p2 p3]]"},
+		{name: "add_property nullable", src: edit(t, "email: String?", "email: String?\n  city: String?"),
+			write: `{"type":"Person","data":{"handle":"p5","name":"E","city":"Rome"}}`, query: `query q() { match { $p: Person } return { $p.handle, $p.city } order { $p.handle } }`,
+			want: "[[p1 <nil>] [p2 <nil>] [p3 <nil>] [p5 Rome]]"},
+		{name: "add_property required on an empty type", src: edit(t, "node Empty {", "node Empty {\n  size: I32"),
+			write: `{"type":"Empty","data":{"slug":"e"}}`, wantErr: true},
+		{name: "rename_property", src: edit(t, "age: I32?", `years: I32? @rename_from("age")`),
+			query: `query q() { match { $p: Person } return { $p.handle, $p.years } order { $p.handle } }`, want: "[[p1 10] [p2 20] [p3 30]]"},
+		{name: "drop_property", src: edit(t, "email: String?\n", ""), allowLoss: true,
+			query: `query q() { match { $p: Person } return { $p.handle, $p.nick } order { $p.handle } }`, want: "[[p1 a] [p2 a] [p3 <nil>]]"},
+		{name: "drop_type", src: strings.Replace(base, "edge MemberOf: Person -> Team @card(0..2)", "", 1), allowLoss: true,
+			query: `query q() { match { $t: Team } return { $t.slug } }`, want: "[[t1]]"},
+		{name: "reorder_properties", src: edit(t, "  age: I32?\n  nick: String?\n", "  nick: String?\n  age: I32?\n"),
+			write: `{"type":"Person","data":{"handle":"p5","name":"E","age":5}}`, query: `query q() { match { $p: Person } return { $p.handle, $p.age } order { $p.handle } }`,
+			want: "[[p1 10] [p2 20] [p3 30] [p5 5]]"},
+		{name: "required to nullable", src: edit(t, "name: String\n", "name: String?\n"),
+			write: `{"type":"Person","data":{"handle":"p5"}}`, query: `query q() { match { $p: Person } return { $p.handle, $p.name } order { $p.handle } }`,
+			want: "[[p1 Ann] [p2 Bob] [p3 Cy] [p5 <nil>]]"},
+		{name: "nullable to required", src: edit(t, "age: I32?", "age: I32"),
+			write: `{"type":"Person","data":{"handle":"p5","name":"E"}}`, wantErr: true},
+		{name: "extend_enum", src: edit(t, "enum(happy, sad)", "enum(happy, sad, calm)"),
+			write: `{"type":"Person","data":{"handle":"p5","name":"E","mood":"calm"}}`, query: `query q() { match { $p: Person { mood: "calm" } } return { $p.handle } }`, want: "[[p5]]"},
+		{name: "add_constraint unique", src: edit(t, "email: String?", "email: String? @unique"),
+			write: `{"type":"Person","data":{"handle":"p5","name":"E","email":"ann@x.org"}}`, wantErr: true},
+		{name: "add_constraint range", src: edit(t, `vec: Vector(2)? @embed("name")`, `vec: Vector(2)? @embed("name")`+"\n  @range(age, 0..100)"),
+			write: `{"type":"Person","data":{"handle":"p5","name":"E","age":101}}`, wantErr: true},
+		{name: "add_constraint check", src: edit(t, `vec: Vector(2)? @embed("name")`, `vec: Vector(2)? @embed("name")`+"\n  @check(name, \"^[A-Z]\")"),
+			write: `{"type":"Person","data":{"handle":"p5","name":"lower"}}`, wantErr: true},
+		{name: "add_constraint index", src: edit(t, "nick: String?", "nick: String? @index"),
+			query: `query q() { match { $p: Person { nick: "a" } } return { $p.handle } order { $p.handle } }`, want: "[[p1] [p2]]"},
+		{name: "drop_constraint card widened", src: edit(t, "@card(0..2)", "@card(0..5)"),
+			query: `query q() { match { $p: Person  $p memberOf $t } return { $p.handle } }`, want: "[[p1]]"},
+		{name: "update_type_metadata", src: edit(t, `@description("a person")`, `@description("someone")`),
+			query: `query q() { match { $p: Person } return { count($p) as n } }`, want: "[[3]]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			store := mem.New()
+			g := seeded(t, store)
+			before := head(t, g)
+			res, err := schema.Apply(ctx, g, tc.src, schema.ApplyOptions{PlanOptions: schema.PlanOptions{AllowDataLoss: tc.allowLoss}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Commit == nil || head(t, g).SchemaIdentity() != compile(t, tc.src).Identity {
+				t.Fatalf("apply %+v did not commit the new schema", res)
+			}
+			// A snapshot taken before the apply keeps its schema.
+			if got := ask(t, before, qOld); got != wantOld {
+				t.Fatalf("the pre-apply snapshot now reads %s", got)
+			}
+			if tc.write != "" {
+				err := insert(g, tc.write)
+				if tc.wantErr != (err != nil) {
+					t.Fatalf("write %s after the apply: %v (want error: %v)", tc.write, err, tc.wantErr)
+				}
+			}
+			if tc.query != "" {
+				for _, h := range []*graph.Graph{g, reopen(t, store)} {
+					if got := ask(t, head(t, h), tc.query); got != tc.want {
+						t.Fatalf("%s:\n got %s\nwant %s", tc.query, got, tc.want)
+					}
+				}
+			}
+		})
+	}
+}
