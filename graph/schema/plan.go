@@ -445,7 +445,16 @@ func (pl *planner) pair(ot, nt *typeView) error {
 		op := ot.prop(np.Name)
 		if op == nil {
 			if from := np.Annotations.Text("rename_from"); from != "" {
-				if src := ot.prop(from); src != nil && !wanted[from] && !used[from] {
+				switch src := ot.prop(from); {
+				case src == nil:
+				case wanted[from] || used[from]:
+					tc.refused = true
+					pl.refuse(entity+"."+np.Name, CodeRename,
+						fmt.Sprintf("%s.%s is renamed from %s, but %s is still declared or renamed twice", nt.name, np.Name, from, from),
+						"remove the @rename_from, or the old property")
+					used[from] = true
+					continue
+				default:
 					op = src
 					pl.add(Step{Kind: KindRenameProperty, TypeKind: nt.kind, TypeName: nt.name, From: from, To: np.Name, Effect: EffectRewrite})
 					tc.rewrite = true

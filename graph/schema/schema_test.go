@@ -170,6 +170,7 @@ func TestPlanStepKinds(t *testing.T) {
 		{name: "change embed", src: edit(t, `@embed("name")`, `@embed("nick")`), want: want{schema.KindUnsupported, schema.EffectRefused, schema.CodeEmbed}},
 		{name: "type metadata", src: edit(t, `@description("a person")`, `@description("someone")`), want: want{schema.KindTypeMetadata, schema.EffectMetadata, ""}},
 		{name: "property metadata", src: edit(t, "since: I32?", `since: I32? @description("year")`), want: want{schema.KindPropertyMetadata, schema.EffectMetadata, ""}},
+		{name: "property rename source still declared", src: edit(t, "email: String?", `email: String?`+"\n  mail: String? @rename_from(\"email\")"), want: want{schema.KindUnsupported, schema.EffectRefused, schema.CodeRename}},
 		{name: "rename source still declared", src: edit(t, "node Empty {", `node Void @rename_from("Team") { slug: String @key }`+"\nnode Empty {"), want: want{schema.KindUnsupported, schema.EffectRefused, schema.CodeRename}},
 	}
 	for _, tc := range cases {
