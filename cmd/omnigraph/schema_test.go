@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/graph"
 )
 
 // TestCLISchemaPlanApply pins 'schema plan' and 'schema apply': plan
@@ -118,4 +122,39 @@ func TestCLIEnsureIndices(t *testing.T) {
 	if storeFiles(t, dir) != files {
 		t.Fatal("the second run wrote files")
 	}
+}
+
+// TestCLIInterruptedApplyLock: the lock an interrupted apply leaves refuses
+// 'branch create' with schema_locked (leaving no branch), and the next
+// 'schema apply' (here of the accepted schema: a no-op) removes it.
+func TestCLIInterruptedApplyLock(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "g")
+	schemaFile := writeSchema(t)
+	mustCLI(t, "init", "--schema", schemaFile, dir)
+	store, err := backend.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Open(ctx, store, graph.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.LockSchema(ctx, false); err != nil { // and never unlocked: a crash
+		t.Fatal(err)
+	}
+	g.Close()
+	store.Close()
+
+	code, _, errs := cli(t, "branch", "create", "side", "--json", "--store", dir)
+	if code != 1 || !strings.Contains(errs, `"code":"schema_locked"`) || !strings.Contains(errs, "schema apply") {
+		t.Fatalf("branch create under the lock: exit %d, stderr %s", code, errs)
+	}
+	if out := mustCLI(t, "branch", "list", "--store", dir); strings.Contains(out, "side") {
+		t.Fatalf("the refused create left a branch:\n%s", out)
+	}
+	if out := mustCLI(t, "schema", "apply", "--schema", schemaFile, "--store", dir); !strings.Contains(out, "nothing was written") {
+		t.Fatalf("apply of the accepted schema: %s", out)
+	}
+	mustCLI(t, "branch", "create", "side", "--store", dir)
 }
