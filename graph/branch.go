@@ -37,7 +37,84 @@ func (g *Graph) CreateBranch(ctx context.Context, name, from string) (*Snapshot,
 	if err := checkLowercase(name); err != nil {
 		return nil, err
 	}
-	return g.createBranch(ctx, name, from)
+	snap, err := g.createBranch(ctx, name, from)
+	if err != nil {
+		return nil, err
+	}
+	// Only a fork of main can race a schema apply: a fork of another
+	// branch X exists only while X does (checkSourceSurvived), and an apply
+	// refuses while X exists.
+	if from == "" || from == manifest.MainBranch {
+		if err := g.checkSchemaUnlocked(ctx, snap.entry); err != nil {
+			return nil, err
+		}
+	}
+	return snap, nil
+}
+
+// ErrSchemaLocked: a schema apply holds the internal
+// manifest.SchemaApplyLockBranch, so branches cannot be created and another
+// apply cannot start.
+var ErrSchemaLocked = errors.New("a schema apply is in progress")
+
+// checkSchemaUnlocked closes the race of a branch create with a schema
+// apply: the apply takes its lock branch and then refuses while other
+// branches exist; the create publishes and then probes the lock. Whichever
+// runs second sees the other, so no branch forks from the schema an apply
+// is replacing. A create that sees the lock withdraws its branch.
+func (g *Graph) checkSchemaUnlocked(ctx context.Context, child *manifest.Entry) error {
+	r, err := g.man.Probe(ctx, manifest.SchemaApplyLockBranch)
+	if err == nil && !r.Live() {
+		return nil
+	}
+	withdraw := g.man.Tombstone(ctx, manifest.Ref{Branch: child.Branch, Incarnation: child.Incarnation, Version: child.Version, Exists: true})
+	g.forget(child.Branch)
+	if err != nil || withdraw != nil {
+		return fmt.Errorf("creating branch %q: could not confirm that no schema apply is running (%v), and withdrawing the new branch failed (%v); check with 'omnigraph branch list' and delete %q if it is listed",
+			child.Branch, err, withdraw, child.Branch)
+	}
+	return fmt.Errorf("%w: branch %q was not created; create it after the apply finishes (if no apply is running, one was interrupted: run 'omnigraph schema apply' again to finish it)", ErrSchemaLocked, child.Branch)
+}
+
+// SchemaLockHeld reports whether the schema-apply lock branch is live (one
+// List): an apply is running, or one was interrupted.
+func (g *Graph) SchemaLockHeld(ctx context.Context) (bool, error) {
+	r, err := g.man.Probe(ctx, manifest.SchemaApplyLockBranch)
+	if err != nil {
+		return false, err
+	}
+	return r.Live(), nil
+}
+
+// LockSchema takes the schema-apply lock: it creates the internal branch
+// manifest.SchemaApplyLockBranch from main (one conditional create), so of
+// racing applies exactly one proceeds; the others get ErrSchemaLocked.
+// breakStale is for a caller that knows no other apply can be running (it
+// holds the graph's cluster lock): a lock branch it finds was left by an
+// interrupted apply, and is deleted first. unlock deletes the branch.
+func (g *Graph) LockSchema(ctx context.Context, breakStale bool) (unlock func(context.Context) error, err error) {
+	if g.readOnly {
+		return nil, ErrReadOnly
+	}
+	_, err = g.createBranch(ctx, manifest.SchemaApplyLockBranch, manifest.MainBranch)
+	if errors.Is(err, manifest.ErrBranchExists) && breakStale {
+		if derr := g.deleteBranch(ctx, manifest.SchemaApplyLockBranch); derr != nil && !errors.Is(derr, manifest.ErrBranchNotFound) {
+			return nil, fmt.Errorf("remove the lock of an interrupted schema apply: %w", derr)
+		}
+		_, err = g.createBranch(ctx, manifest.SchemaApplyLockBranch, manifest.MainBranch)
+	}
+	if errors.Is(err, manifest.ErrBranchExists) {
+		return nil, fmt.Errorf("%w: another schema apply holds the lock; wait for it to finish", ErrSchemaLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("take the schema-apply lock: %w", err)
+	}
+	return func(ctx context.Context) error {
+		if err := g.deleteBranch(ctx, manifest.SchemaApplyLockBranch); err != nil && !errors.Is(err, manifest.ErrBranchNotFound) {
+			return fmt.Errorf("release the schema-apply lock: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // createBranch is CreateBranch without the user-name rules, for internal

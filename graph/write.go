@@ -100,8 +100,11 @@ type Write struct {
 	commit string
 	tables map[string]*tableWrite
 	pins   map[string]manifest.TablePin // pointer-only pin updates
-	used   bool
-	failed string // the table whose Phase B step failed
+	// tableSet, when set, replaces the whole table set the commit pins
+	// (schema apply: tables added, renamed or dropped).
+	tableSet []manifest.TablePin
+	used     bool
+	failed   string // the table whose Phase B step failed
 }
 
 type tableWrite struct {
@@ -225,6 +228,32 @@ func (w *Write) SetPin(pin manifest.TablePin) error {
 	return nil
 }
 
+// SetTables replaces the set of tables the commit pins: pins lists every
+// table of the graph after the write, by its new key (a renamed type's
+// table keeps its path under a new key; a dropped type's pin is left out;
+// an added type's table, created beforehand at an unreferenced path, is
+// pinned pointer-only). Tables staged with Stage keep their key and get
+// their planned version on top, so each must be in pins. Only a write with
+// SchemaExclusive (schema apply) may change the table set.
+func (w *Write) SetTables(pins []manifest.TablePin) error {
+	if !w.opts.SchemaExclusive {
+		return errors.New("graph: SetTables needs a schema-exclusive write")
+	}
+	seen := map[string]bool{}
+	for _, p := range pins {
+		if p.Key == "" || p.Path == "" || p.Branch == "" || p.Version == 0 {
+			return fmt.Errorf("graph: incomplete table pin %+v", p)
+		}
+		if seen[p.Key] {
+			return fmt.Errorf("graph: table %q pinned twice", p.Key)
+		}
+		seen[p.Key] = true
+	}
+	w.tableSet = append([]manifest.TablePin{}, pins...)
+	sort.Slice(w.tableSet, func(i, j int) bool { return w.tableSet[i].Key < w.tableSet[j].Key })
+	return nil
+}
+
 // Commit runs the effect phase of the attempt (see the file comment). A
 // Write commits at most once.
 func (w *Write) Commit(ctx context.Context) (*Result, error) {
@@ -233,7 +262,7 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 	}
 	w.used = true
 	g := w.g
-	if len(w.tables) == 0 && len(w.pins) == 0 && w.opts.SchemaIdentity == "" {
+	if len(w.tables) == 0 && len(w.pins) == 0 && w.tableSet == nil && w.opts.SchemaIdentity == "" {
 		return &Result{NoOp: true, Snapshot: w.Snapshot()}, nil
 	}
 	keys := make([]string, 0, len(w.tables))
@@ -437,6 +466,9 @@ func (w *Write) plan(keys []string) *manifest.Intent {
 	next.Head = w.commit
 	if w.opts.SchemaIdentity != "" {
 		next.SchemaIdentity = w.opts.SchemaIdentity
+	}
+	if w.tableSet != nil {
+		next.Tables = append([]manifest.TablePin{}, w.tableSet...)
 	}
 	intent := &manifest.Intent{OperationID: w.opID, Kind: w.opts.Kind, Actor: actor, Token: w.Token()}
 	for _, k := range keys {

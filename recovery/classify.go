@@ -205,6 +205,9 @@ func assessTable(ctx context.Context, store backend.StorageAdapter, head *manife
 	case !ok:
 		ta.State, ta.Detail = UnexpectedMultistep, "the table is no longer in the graph"
 		return ta, nil
+	case cur.Path != t.Path:
+		ta.State, ta.Detail = UnexpectedMultistep, "a schema apply replaced the table under this key"
+		return ta, nil
 	case cur.Branch == t.Branch:
 		ta.Pin = cur.Version
 	case t.FirstTouch:

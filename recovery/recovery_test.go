@@ -455,6 +455,25 @@ func TestSweepFailsClosed(t *testing.T) {
 			want: ErrForeign, class: ClassUnexpectedMultistep,
 		},
 		{
+			// A schema apply replaced node:A's table (a new path under the
+			// same key) after this write's effect landed on the old one:
+			// restoring through the new pin would point it at a version
+			// the new table does not have.
+			name: "table replaced under its key",
+			setup: func(t *testing.T, w *world) {
+				p := w.prepare(t, "main", "node:A")
+				w.commit(t, p, "node:A")
+				ds, err := table.Create(ctx, w.fault, "nodes/A.x", rowSchema, "id")
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.pointerCommit(t, "main", func(e *manifest.Entry) {
+					e.Tables[0] = manifest.TablePin{Key: "node:A", Path: "nodes/A.x", Branch: table.MainBranch, Version: ds.Version()}
+				})
+			},
+			want: ErrForeign, class: ClassUnexpectedMultistep,
+		},
+		{
 			name: "HEAD behind the manifest pin",
 			setup: func(t *testing.T, w *world) {
 				w.prepare(t, "main", "node:A")

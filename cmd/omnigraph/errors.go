@@ -13,6 +13,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/graph/gq"
 	"github.com/omnigraph-go/omnigraph/graph/manifest"
 	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/graph/schema"
 	"github.com/omnigraph-go/omnigraph/recovery"
 )
 
@@ -80,6 +81,9 @@ var errorCodes = []struct {
 	{clusterlock.CodeLockHeld, clusterlock.ErrLockHeld},
 	{clusterlock.CodeWrongID, clusterlock.ErrWrongID},
 	{clusterlock.CodeNotHeld, clusterlock.ErrNotHeld},
+	{"schema_change_refused", schema.ErrRefused},
+	{"branches_exist", schema.ErrBranchesExist},
+	{"schema_locked", graph.ErrSchemaLocked},
 	{"recovery_required", graph.ErrRecoveryRequired},
 	{"recovery_pending", recovery.ErrPending},
 	{"read_set_changed", graph.ErrReadSetChanged},
