@@ -886,3 +886,59 @@ func flock(ctx context.Context, f *os.File) error {
 		}
 	}
 }
+
+var _ backend.TempSweeper = (*Store)(nil)
+
+// SweepTemp implements backend.TempSweeper: it removes the staged temp files
+// (name#<digits>) under prefix whose modification time (set when the write
+// staged them) is before olderThan: residue of writes a crash interrupted
+// between staging and publishing. The root's lock files keep their temp
+// shape but are left alone: Close removes those no one holds.
+func (s *Store) SweepTemp(ctx context.Context, prefix string, olderThan time.Time, dryRun bool) (backend.TempSwept, error) {
+	var res backend.TempSwept
+	if err := backend.ValidatePrefix(prefix); err != nil {
+		return res, err
+	}
+	start := s.root
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		start = filepath.Join(s.root, filepath.FromSlash(prefix[:i]))
+	}
+	err := filepath.WalkDir(start, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if d.IsDir() || !backend.IsTempName(d.Name()) {
+			return nil
+		}
+		rel, rerr := filepath.Rel(s.root, p)
+		if rerr != nil {
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		if !strings.HasPrefix(rel, prefix) || strings.HasPrefix(rel, lockPrefix) {
+			return nil
+		}
+		fi, ierr := d.Info()
+		if ierr != nil || !fi.ModTime().Before(olderThan) {
+			return nil
+		}
+		if !dryRun {
+			if rmErr := os.Remove(p); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+				return rmErr
+			}
+		}
+		res.Objects++
+		res.Bytes += fi.Size()
+		return nil
+	})
+	if err != nil {
+		return res, classify("sweep_temp", prefix, err)
+	}
+	return res, nil
+}

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/manifest"
 	"github.com/omnigraph-go/omnigraph/recovery"
@@ -65,11 +66,24 @@ type TableResult struct {
 type Result struct {
 	Preview bool          `json:"preview"`
 	Tables  []TableResult `json:"tables"`
-	Objects int           `json:"objects"`
-	Bytes   int64         `json:"bytes"`
+	// Orphans are whole tables no kept manifest version pins (a dropped
+	// or replaced type's old table beyond the retention, the new table of
+	// an interrupted schema apply).
+	Orphans []TableResult `json:"orphan_tables"`
+	// Temp is the residue of writes killed between staging and
+	// publishing (name#<digits>), on stores that stage temp objects.
+	Temp    TempResult `json:"temp_residue"`
+	Objects int        `json:"objects"`
+	Bytes   int64      `json:"bytes"`
 	// KeptManifestVersions counts the manifest versions whose tables are
 	// kept, over every live branch.
 	KeptManifestVersions int `json:"kept_manifest_versions"`
+}
+
+// TempResult is the temp residue cleanup removed.
+type TempResult struct {
+	Objects int   `json:"objects"`
+	Bytes   int64 `json:"bytes"`
 }
 
 // Run cleans the graph's tables. g must be a read-write handle (its open
@@ -121,7 +135,108 @@ func Run(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
 		res.Objects += tr.Objects
 		res.Bytes += tr.Bytes
 	}
+	orphans, err := orphanTables(ctx, g.Store(), keep)
+	if err != nil {
+		return res, err
+	}
+	for _, path := range orphans {
+		tr, err := dropOrphan(ctx, g.Store(), path, opts, now)
+		if err != nil {
+			return res, err
+		}
+		if tr.Objects == 0 {
+			continue
+		}
+		res.Orphans = append(res.Orphans, tr)
+		res.Objects += tr.Objects
+		res.Bytes += tr.Bytes
+	}
+	swept, _, err := backend.SweepTemp(ctx, g.Store(), "", now.Add(-opts.Grace), !opts.Confirm)
+	if err != nil {
+		return res, fmt.Errorf("sweep the residue of interrupted writes: %w", err)
+	}
+	res.Temp = TempResult{Objects: swept.Objects, Bytes: swept.Bytes}
+	res.Objects += swept.Objects
+	res.Bytes += swept.Bytes
 	return res, nil
+}
+
+// orphanTables lists the table paths on the store (nodes/<T> and
+// edges/<T>, with any suffix a schema apply gave them) that no kept
+// manifest version pins. It costs one List per table on the store: each
+// listing skips the rest of the table it found.
+func orphanTables(ctx context.Context, store backend.StorageAdapter, keep map[string]map[string]map[uint64]bool) ([]string, error) {
+	var out []string
+	for _, root := range []string{"nodes/", "edges/"} {
+		opts := backend.ListOptions{MaxKeys: 1}
+		for {
+			page, err := store.List(ctx, root, opts)
+			if err != nil {
+				return nil, fmt.Errorf("list the tables: %w", err)
+			}
+			if len(page.Objects) == 0 {
+				break
+			}
+			rest := strings.TrimPrefix(page.Objects[0].Key, root)
+			name, _, found := strings.Cut(rest, "/")
+			if !found {
+				// An object directly under nodes/ is no table's; step past it.
+				opts.StartAfter = page.Objects[0].Key
+				continue
+			}
+			path := root + name
+			if keep[path] == nil {
+				out = append(out, path)
+			}
+			// '0' sorts right after '/': skip every key under path/.
+			opts.StartAfter = path + "0"
+		}
+	}
+	return out, nil
+}
+
+// orphanName names an orphan table by its type, as table keys do
+// ("node:Person"), never by its storage path.
+func orphanName(path string) string {
+	kind, name, _ := strings.Cut(path, "/")
+	typ, suffix, replaced := strings.Cut(name, ".")
+	out := strings.TrimSuffix(kind, "s") + ":" + typ
+	if replaced && suffix != "" {
+		out += " (a replaced copy)"
+	}
+	return out
+}
+
+// dropOrphan deletes (or counts) every object of an orphan table. A table
+// with an object younger than the grace is left whole: a writer may still
+// be creating it. A crash part-way leaves a smaller orphan for the next run.
+func dropOrphan(ctx context.Context, store backend.StorageAdapter, path string, opts Options, now time.Time) (TableResult, error) {
+	objs, err := backend.ListAll(ctx, store, path+"/")
+	if err != nil {
+		return TableResult{}, fmt.Errorf("list an unreferenced table: %w", err)
+	}
+	tr := TableResult{Table: orphanName(path)}
+	for _, o := range objs {
+		if opts.Grace > 0 && now.Sub(o.ModTime) < opts.Grace {
+			return TableResult{Table: tr.Table}, nil
+		}
+	}
+	for _, o := range objs {
+		if opts.Confirm {
+			if opts.BeforeDelete != nil {
+				if err := opts.BeforeDelete(o.Key); err != nil {
+					return tr, err
+				}
+			}
+			if err := store.Delete(ctx, o.Key); err != nil {
+				return tr, fmt.Errorf("delete an unreferenced table's object: %w", err)
+			}
+		}
+		tr.Objects++
+		tr.Files++
+		tr.Bytes += o.Size
+	}
+	return tr, nil
 }
 
 // retained walks every live branch's manifest history and returns, per
@@ -192,6 +307,12 @@ func Describe(r *Result) string {
 			continue
 		}
 		fmt.Fprintf(&b, "%s: %s %d objects (%d versions, %d files), %d bytes\n", t.Table, verb, t.Objects, t.Versions, t.Files, t.Bytes)
+	}
+	for _, t := range r.Orphans {
+		fmt.Fprintf(&b, "unreferenced table %s: %s %d objects, %d bytes\n", t.Table, verb, t.Objects, t.Bytes)
+	}
+	if r.Temp.Objects > 0 {
+		fmt.Fprintf(&b, "residue of interrupted writes: %s %d objects, %d bytes\n", verb, r.Temp.Objects, r.Temp.Bytes)
 	}
 	fmt.Fprintf(&b, "%s %d objects, %d bytes in total (keeping the tables of %d manifest versions)\n", verb, r.Objects, r.Bytes, r.KeptManifestVersions)
 	if r.Preview {

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -80,7 +82,34 @@ func build(t testing.TB, store backend.StorageAdapter, n int) *graph.Graph {
 	if err := g.DeleteBranch(ctx, "gone"); err != nil {
 		t.Fatal(err)
 	}
+	plantOrphan(t, store)
 	return g
+}
+
+// orphanPath is a table no manifest version pins, as an interrupted schema
+// apply leaves one (a new table at a path named for its operation).
+const orphanPath = "nodes/Ghost.01orphan"
+
+func plantOrphan(t testing.TB, store backend.StorageAdapter) {
+	t.Helper()
+	ctx := context.Background()
+	s := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+	defer b.Release()
+	b.Field(0).(*array.StringBuilder).AppendValues([]string{"g1", "g2"}, nil)
+	rec := b.NewRecord()
+	defer rec.Release()
+	ds, err := table.Create(ctx, store, orphanPath, s, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ds.StageAppend(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := table.Commit(ctx, st); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // answers runs the probes on every live branch with a fresh read-only
@@ -138,6 +167,15 @@ func TestCleanupPreviewDeletesNothingThenConfirmKeepsAnswers(t *testing.T) {
 		if strings.Contains(o.Key, "/tree/gone") {
 			t.Fatalf("the deleted branch's table tree survived: %s", o.Key)
 		}
+		if strings.HasPrefix(o.Key, orphanPath+"/") {
+			t.Fatalf("the unreferenced table survived: %s", o.Key)
+		}
+	}
+	if len(res.Orphans) != 1 || res.Orphans[0].Table != "node:Ghost (a replaced copy)" || res.Orphans[0].Objects == 0 {
+		t.Fatalf("orphan tables in the result: %+v", res.Orphans)
+	}
+	if d := cleanup.Describe(res); strings.Contains(d, orphanPath) {
+		t.Fatalf("the summary names a storage path:\n%s", d)
 	}
 	if got := answers(t, store); got != want {
 		t.Fatalf("answers changed:\n%s\nwant\n%s", got, want)
@@ -146,6 +184,77 @@ func TestCleanupPreviewDeletesNothingThenConfirmKeepsAnswers(t *testing.T) {
 	again, err := cleanup.Run(ctx, g, cleanup.Options{Keep: 2, Confirm: true})
 	if err != nil || again.Objects != 0 {
 		t.Fatalf("second cleanup: %+v, %v", again, err)
+	}
+}
+
+// TestCleanupSweepsTempResidue pins the temp-residue rule on the local
+// store: staged temp files (name#<digits>) that a killed write left behind,
+// including a recovery sidecar's, are removed once older than the grace,
+// a younger one (a write that may be in flight) stays, the preview counts
+// them without deleting, and the answers do not change.
+func TestCleanupSweepsTempResidue(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := local.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := build(t, store, 6)
+	want := answers(t, store)
+	old := time.Now().Add(-time.Hour)
+	plant := func(rel string, at time.Time) string {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("half a write"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	stale := []string{
+		plant("nodes/Person/data/deadbeef.parquet#123456", old),
+		plant("__recovery/01ABCDEF.json#77", old),
+	}
+	young := plant("nodes/Person/data/cafe.parquet#42", time.Now())
+	opts := cleanup.Options{Keep: 100, Grace: 10 * time.Minute}
+	prev, err := cleanup.Run(ctx, g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prev.Temp.Objects != 2 || prev.Temp.Bytes != 24 {
+		t.Fatalf("preview temp residue %+v, want 2 objects of 24 bytes", prev.Temp)
+	}
+	for _, p := range append(stale, young) {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("the preview deleted %s", filepath.Base(p))
+		}
+	}
+	opts.Confirm = true
+	res, err := cleanup.Run(ctx, g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Temp.Objects != 2 {
+		t.Fatalf("temp residue removed %+v, want 2 objects", res.Temp)
+	}
+	for _, p := range stale {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("stale residue %s survived (%v)", filepath.Base(p), err)
+		}
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Fatalf("residue younger than the grace was removed: %v", err)
+	}
+	if !strings.Contains(cleanup.Describe(res), "residue of interrupted writes: removed 2 objects") {
+		t.Fatalf("summary:\n%s", cleanup.Describe(res))
+	}
+	g.Close()
+	if got := answers(t, store); got != want {
+		t.Fatalf("answers changed:\n%s\nwant\n%s", got, want)
 	}
 }
 
