@@ -175,3 +175,56 @@ func TestOptimizeCrashAtEveryWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoOptimizeCrashAtEveryWrite pins issue 14's crash rule for the
+// automatic run: a crash at (and after) every storage write of optimize.Auto
+// — the compaction a writer runs after its own acknowledged write — leaves,
+// after a fresh reopen (new process scope: no in-memory state survives),
+// the same answers, the user's write included; and the next write plus
+// automatic run compacts the table.
+func TestAutoOptimizeCrashAtEveryWrite(t *testing.T) {
+	ctx := context.Background()
+	const threshold = 4
+	for _, mode := range []string{"at", "after"} {
+		for k := 1; ; k++ {
+			inner := mem.New()
+			inj := fault.New(inner)
+			g := build(t, inj, 6)
+			// The user's write that makes the table pass the threshold.
+			mut(t, g, `mutation m() { insert Person { handle: "trigger", name: "T" } }`, nil)
+			want := answers(t, g)
+			inj.Reset()
+			if mode == "at" {
+				inj.CrashAtWrite(k)
+			} else {
+				inj.CrashAfterWrite(k)
+			}
+			res, runErr := optimize.Auto(ctx, g, optimize.AutoOptions{Threshold: threshold})
+			crashed := inj.Crashed()
+			writes := inj.Writes()
+			inj.Heal()
+			where := fmt.Sprintf("crash %s write %d", mode, k)
+			if !crashed && (runErr != nil || res == nil) {
+				t.Fatalf("%s: the automatic run did not compact without a crash: %v, %v", where, res, runErr)
+			}
+			re, err := graph.Open(ctx, inner, graph.OpenOptions{Process: graph.NewProcess()})
+			if err != nil {
+				t.Fatalf("%s: reopen: %v", where, err)
+			}
+			if got := answers(t, re); got != want {
+				t.Fatalf("%s: answers changed:\nbefore %s\nafter  %s", where, want, got)
+			}
+			mut(t, re, `mutation m() { insert Person { handle: "after", name: "A" } }`, nil)
+			if _, err := optimize.Auto(ctx, re, optimize.AutoOptions{Threshold: threshold}); err != nil {
+				t.Fatalf("%s: automatic run after recovery: %v", where, err)
+			}
+			if n, _ := fragments(t, re, graph.NodeTableKey("Person")); n > threshold {
+				t.Fatalf("%s: Person after recovery + automatic run: %d fragments, want at most %d", where, n, threshold)
+			}
+			if !crashed || writes < k {
+				t.Logf("crash %s: the automatic run makes %d writes; every one crashed once", mode, k-1)
+				break
+			}
+		}
+	}
+}
