@@ -445,3 +445,102 @@ func TestCleanupReclaimsManyCommitsHistory(t *testing.T) {
 		t.Fatalf("answers after cleanup differ from the fresh copy (%v)", err)
 	}
 }
+
+// TestCleanupStorageAgainstAFreshCopy measures issue 16's storage bound at
+// a realistic size, on the local backend: a 100,000-node table, then 1,000
+// one-row commits written as the CLI writes them (automatic compaction
+// after each), then optimize and cleanup --keep 10 --confirm, against a
+// freshly loaded copy of the same data (export, init, load); both answer
+// the same.
+//
+// Known gap (issue 16): the issue's bound is 2x. Measured: 8.3x — the
+// __manifest history is never pruned (1,000 entries, 580 KB), the table's
+// one key index is rewritten whole by every compaction and the kept
+// versions still name the previous one (2 x 1.2 MB), and the kept
+// pre-optimize versions still name the old 100k-row fragment (2 x 470 KB).
+// The limit below is the measured cost, so that a regression fails; it must
+// drop to 2 when manifest history is pruned beyond the retention, key
+// indexes are per fragment (or compressed), and compaction leaves large
+// fragments alone.
+func TestCleanupStorageAgainstAFreshCopy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 100,000 nodes and writes 1,000 commits")
+	}
+	ctx := context.Background()
+	const base, commits = 100_000, 1000
+	dir := t.TempDir()
+	store, err := local.New(filepath.Join(dir, "g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := graph.Init(ctx, store, schema, graph.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Open(ctx, store, graph.OpenOptions{ExclusiveWriter: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in bytes.Buffer
+	for i := 0; i < base; i++ {
+		fmt.Fprintf(&in, `{"type":"Person","data":{"handle":"b%06d","age":%d}}`+"\n", i, i%90)
+	}
+	if _, err := load.Run(ctx, g, &in, load.Options{Mode: load.Append}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < commits; i++ {
+		mut(t, g, "main", `mutation m($h: String, $a: I32) { insert Person { handle: $h, age: $a } }`, map[string]any{"h": fmt.Sprintf("c%05d", i), "a": i % 50})
+		if _, err := optimize.Auto(ctx, g, optimize.AutoOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grown := dirBytes(t, filepath.Join(dir, "g"))
+	if _, err := optimize.Run(ctx, g, optimize.Options{Branch: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cleanup.Run(ctx, g, cleanup.Options{Keep: 10, Confirm: true}); err != nil {
+		t.Fatal(err)
+	}
+	cleaned := dirBytes(t, filepath.Join(dir, "g"))
+	s, err := g.Snapshot(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	res, err := export.Run(ctx, s, &buf, export.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fstore, err := local.New(filepath.Join(dir, "fresh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fg, err := graph.Init(ctx, fstore, res.Schema, graph.InitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := load.Run(ctx, fg, &buf, load.Options{Mode: load.Append}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := dirBytes(t, filepath.Join(dir, "fresh"))
+	if os.Getenv("CLEANUP_DIAG") != "" {
+		for _, root := range []string{"g", "fresh"} {
+			for _, sub := range []string{"__manifest", "nodes/Person/_indices", "nodes/Person/_versions", "nodes/Person/data", "nodes/Person/tree"} {
+				t.Logf("%s/%s %d", root, sub, dirBytes(t, filepath.Join(dir, root, sub)))
+			}
+		}
+	}
+	ratio := float64(cleaned) / float64(fresh)
+	t.Logf("100k nodes + %d one-row commits: %d bytes; after optimize + cleanup --keep 10: %d bytes; fresh copy: %d bytes (%.2fx)", commits, grown, cleaned, fresh, ratio)
+	if ratio > 9 {
+		t.Fatalf("after cleanup the store holds %.2fx a fresh copy; the measured cost is 8.3x (the issue's budget is 2x)", ratio)
+	}
+	q := `query q() { match { $p: Person } return { count($p) as n, max($p.age) as oldest, min($p.handle) as first } }`
+	r1, err := query.Head(ctx, g, "main", q, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := query.Head(ctx, fg, "main", q, "", nil)
+	if err != nil || fmt.Sprint(r1.Rows) != fmt.Sprint(r2.Rows) || fmt.Sprint(r1.Rows) != "[[101000 89 b000000]]" {
+		t.Fatalf("answers: cleaned %v, fresh %v (%v)", r1.Rows, r2.Rows, err)
+	}
+}
