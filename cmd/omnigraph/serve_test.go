@@ -22,14 +22,31 @@ import (
 // OMNIGRAPH_LISTEN_ADDR, and a wait function for its exit code.
 func startServe(t *testing.T, args ...string) (string, *exec.Cmd, func() int) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+	return startServeEnv(t, nil, args...)
+}
+
+// startServeEnv is startServe with extra environment for the child.
+func startServeEnv(t *testing.T, env []string, args ...string) (string, *exec.Cmd, func() int) {
+	t.Helper()
+	base, cmd, wait, code, stderr := tryServe(t, env, args...)
+	if base == "" {
+		t.Fatalf("serve exited %d before serving; stderr:\n%s", code, stderr)
+	}
+	return base, cmd, wait
+}
+
+// tryServe starts 'omnigraph serve' and returns its base URL once it
+// serves, or, when it exits first, an empty URL, its exit code and stderr.
+func tryServe(t *testing.T, env []string, args ...string) (base string, cmd *exec.Cmd, wait func() int, code int, stderr string) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(append(os.Environ(), cliChildEnv+"=1"), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	var errb strings.Builder
+	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -56,26 +73,26 @@ func startServe(t *testing.T, args ...string) (string, *exec.Cmd, func() int) {
 			exited <- -1
 		}
 	}()
-	wait := func() int {
+	wait = func() int {
 		select {
 		case code := <-exited:
 			return code
 		case <-time.After(time.Minute):
 			cmd.Process.Kill()
-			t.Fatalf("the server did not exit; stderr:\n%s", stderr.String())
+			t.Fatalf("the server did not exit; stderr:\n%s", errb.String())
 			return -1
 		}
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
 	select {
 	case a := <-addr:
-		return "http://" + a, cmd, wait
+		return "http://" + a, cmd, wait, 0, ""
 	case code := <-exited:
-		t.Fatalf("serve exited %d before serving; stderr:\n%s", code, stderr.String())
+		return "", cmd, nil, code, errb.String()
 	case <-time.After(time.Minute):
-		t.Fatalf("serve did not start; stderr:\n%s", stderr.String())
+		t.Fatalf("serve did not start; stderr:\n%s", errb.String())
 	}
-	return "", nil, nil
+	return "", nil, nil, 0, ""
 }
 
 func httpJSON(t *testing.T, method, url, token, body string) (int, map[string]any) {
