@@ -1,4 +1,4 @@
-package testenv
+package wire
 
 import (
 	"bytes"
@@ -17,7 +17,8 @@ import (
 // records every request and can misbehave on chosen ones: forward a request
 // and then lose the answer (drop the connection or answer an error status),
 // or refuse it without forwarding. Tests point an adapter's endpoint at
-// Proxy.URL and count what went over the wire.
+// Proxy.URL and count what went over the wire. Any HTTP-based store can be
+// put behind it: the proxy knows nothing of the store's protocol.
 //
 // The Host header is forwarded as received, so signed requests (SigV4)
 // still verify at the target.
@@ -64,8 +65,8 @@ type Rule struct {
 	Delay time.Duration
 }
 
-// NewProxy starts a proxy to target (a base URL) and stops it when the test
-// ends.
+// NewProxy starts a proxy to target (a base URL, e.g. http://127.0.0.1:9000)
+// and stops it when the test ends.
 func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
 	tu, err := url.Parse(target)
