@@ -143,7 +143,10 @@ func testCancelInFlight(t *testing.T, s backend.StorageAdapter, o Options) {
 				t.Fatal("Exists cancelled in flight reported false for an existing object")
 			}
 			var page backend.ListPage
-			err = inFlight(t, trig, grace, "List", func(c context.Context) (err error) { page, err = s.List(c, "cif/list/", backend.ListOptions{}); return err })
+			err = inFlight(t, trig, grace, "List", func(c context.Context) (err error) {
+				page, err = s.List(c, "cif/list/", backend.ListOptions{})
+				return err
+			})
 			canceled("List", err)
 			if err == nil && len(page.Objects) != 3 {
 				t.Fatalf("List cancelled in flight reported success with %d of 3 keys", len(page.Objects))
