@@ -17,8 +17,11 @@
 //
 // Conditional writes: PutIfAbsent sends If-None-Match: * (Azurite answers
 // 409 BlobAlreadyExists, Azure may answer 412: both are Precondition);
-// PutIfMatch sends If-Match: <etag>. The SDK's retry policy is off
-// (MaxRetries -1): the adapter is the only retry layer.
+// PutIfMatch sends If-Match: <etag>. Every write is one Put Blob request
+// (never staged blocks), so the condition is on the request that makes the
+// object visible; bodies above MaxPutBlobSize are refused as Permanent. The
+// SDK's retry policy is off (MaxRetries -1): the adapter is the only retry
+// layer.
 package azure
 
 import (
@@ -399,9 +402,22 @@ func (s *Store) Stat(ctx context.Context, key string) (backend.Attrs, error) {
 	return a, err
 }
 
+// MaxPutBlobSize is the largest object one Put Blob request carries. The
+// adapter writes every object, conditional or not, in one such request, so
+// the condition always rides on the request that makes the object visible;
+// a larger body is refused before anything is sent.
+const MaxPutBlobSize = 5000 << 20
+
+// maxPut is MaxPutBlobSize; tests lower it.
+var maxPut int64 = MaxPutBlobSize
+
 func (s *Store) write(ctx context.Context, op, key string, data []byte, m mode, cond *blob.ModifiedAccessConditions) (backend.Attrs, error) {
 	if err := backend.ValidateKey(key); err != nil {
 		return backend.Attrs{}, err
+	}
+	if int64(len(data)) > maxPut {
+		return backend.Attrs{}, backend.NewError(op, key, backend.KindPermanent,
+			fmt.Errorf("the object is %d bytes; Azure Blob Storage takes at most %d bytes in one Put Blob request, and this adapter writes every object (and its condition) in one request", len(data), maxPut))
 	}
 	var a backend.Attrs
 	err := s.do(ctx, op, key, m, func(ctx context.Context) error {
