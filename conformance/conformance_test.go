@@ -25,19 +25,46 @@ import (
 type broken struct{ backend.StorageAdapter }
 
 // checkThenCreate is PutIfAbsent as a check followed by a write, with a
-// scheduling point in the gap (where a network round trip would be).
-type checkThenCreate struct{ broken }
+// gap where a network round trip would be: a caller that passed the check
+// yields until another caller of the same key is in the gap too (or it has
+// yielded 1,000 times), so two concurrent creates both pass the check even
+// on a loaded machine.
+type checkThenCreate struct {
+	broken
+	gap *sync.Map // key -> *atomic.Int32, callers between check and write
+}
+
+func newCheckThenCreate() checkThenCreate { return checkThenCreate{broken{mem.New()}, &sync.Map{}} }
 
 func (b checkThenCreate) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
 	if ok, err := b.Exists(ctx, key); err != nil || ok {
 		return backend.Attrs{}, backend.NewError("put-if-absent", key, backend.KindPrecondition, err)
 	}
-	runtime.Gosched()
+	defer inGap(b.gap, key)()
 	return b.Put(ctx, key, data)
 }
 
-// compareThenWrite is PutIfMatch as a Stat followed by a Put.
-type compareThenWrite struct{ broken }
+// inGap enters the gap between a check and its write for key and yields
+// until another caller of key is in it too (at most 1,000 times); the
+// returned func leaves the gap.
+func inGap(gap *sync.Map, key string) func() {
+	v, _ := gap.LoadOrStore(key, &atomic.Int32{})
+	in := v.(*atomic.Int32)
+	in.Add(1)
+	for i := 0; i < 1000 && in.Load() < 2; i++ {
+		runtime.Gosched()
+	}
+	return func() { in.Add(-1) }
+}
+
+// compareThenWrite is PutIfMatch as a Stat followed by a Put, with the
+// same gap as checkThenCreate.
+type compareThenWrite struct {
+	broken
+	gap *sync.Map
+}
+
+func newCompareThenWrite() compareThenWrite { return compareThenWrite{broken{mem.New()}, &sync.Map{}} }
 
 func (b compareThenWrite) PutIfMatch(ctx context.Context, key string, data []byte, version string) (backend.Attrs, error) {
 	a, err := b.Stat(ctx, key)
@@ -47,7 +74,7 @@ func (b compareThenWrite) PutIfMatch(ctx context.Context, key string, data []byt
 	if a.Version != version {
 		return backend.Attrs{}, backend.NewError("put-if-match", key, backend.KindPrecondition, nil)
 	}
-	runtime.Gosched()
+	defer inGap(b.gap, key)()
 	return b.Put(ctx, key, data)
 }
 
@@ -421,8 +448,8 @@ var brokenStores = []struct {
 	make func() backend.StorageAdapter
 	rule string // the subtest that must fail
 }{
-	{"checkThenCreate", func() backend.StorageAdapter { return checkThenCreate{broken{mem.New()}} }, "PutIfAbsentRace"},
-	{"compareThenWrite", func() backend.StorageAdapter { return compareThenWrite{broken{mem.New()}} }, "PutIfMatchRace"},
+	{"checkThenCreate", func() backend.StorageAdapter { return newCheckThenCreate() }, "PutIfAbsentRace"},
+	{"compareThenWrite", func() backend.StorageAdapter { return newCompareThenWrite() }, "PutIfMatchRace"},
 	{"walkOrderList", func() backend.StorageAdapter { return walkOrderList{broken{mem.New()}} }, "ListOrderAndPagination"},
 	{"stringPrefixExists", func() backend.StorageAdapter { return stringPrefixExists{broken{mem.New()}} }, "Exists"},
 	{"tornPut", func() backend.StorageAdapter { return tornPut{broken{mem.New()}} }, "OverwriteIsAtomic"},
@@ -431,10 +458,10 @@ var brokenStores = []struct {
 	{"ignoresCancel", func() backend.StorageAdapter { return ignoresCancel{broken{mem.New()}} }, "CancelledWriteLeavesNothing"},
 	{"stickyVersion", func() backend.StorageAdapter { return stickyVersion{broken{mem.New()}} }, "VersionChangesOnOverwrite"},
 	{"emptyRangeFails", func() backend.StorageAdapter { return emptyRangeFails{broken{mem.New()}} }, "BasicReadWrite"},
-	{"checkThenCreate", func() backend.StorageAdapter { return checkThenCreate{broken{mem.New()}} }, "PutIfAbsentClaims"},
+	{"checkThenCreate", func() backend.StorageAdapter { return newCheckThenCreate() }, "PutIfAbsentClaims"},
 	{"deleteGap", func() backend.StorageAdapter { return deleteGap{broken{mem.New()}, &sync.Map{}} }, "PutIfAbsentRacingDelete"},
 	{"matchMissingNotFound", func() backend.StorageAdapter { return matchMissingNotFound{broken{mem.New()}} }, "PutIfMatchMissingIsPrecondition"},
-	{"compareThenWrite", func() backend.StorageAdapter { return compareThenWrite{broken{mem.New()}} }, "CompareAndSwapCounter"},
+	{"compareThenWrite", func() backend.StorageAdapter { return newCompareThenWrite() }, "CompareAndSwapCounter"},
 	{"staleListing", func() backend.StorageAdapter {
 		return staleListing{broken{mem.New()}, &sync.Mutex{}, map[string]backend.ListPage{}}
 	}, "ListAfterWriteOverwriteDelete"},
