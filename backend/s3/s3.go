@@ -369,20 +369,8 @@ func describe(err error) string {
 	return msg
 }
 
-// canonicalETag is the one form of a version token: the tag in double
-// quotes, without a weak W/ prefix; empty stays empty.
-func canonicalETag(etag string) string {
-	t := strings.TrimSpace(etag)
-	t = strings.TrimPrefix(t, "W/")
-	t = strings.TrimSuffix(strings.TrimPrefix(t, `"`), `"`)
-	if t == "" {
-		return ""
-	}
-	return `"` + t + `"`
-}
-
 func attrsOf(key string, size int64, etag *string, mod *time.Time) backend.Attrs {
-	a := backend.Attrs{Key: key, Size: size, Version: canonicalETag(aws.ToString(etag))}
+	a := backend.Attrs{Key: key, Size: size, Version: cloud.CanonicalETag(aws.ToString(etag))}
 	if mod != nil {
 		a.ModTime = *mod
 	}
@@ -503,7 +491,7 @@ func (s *Store) write(ctx context.Context, op, key string, data []byte, c condit
 // one HEAD; if it is still missing, the write is reported as done but the
 // adapter cannot offer a version, which is Permanent.
 func (s *Store) written(ctx context.Context, op, key string, size int64, etag *string) (backend.Attrs, error) {
-	if v := canonicalETag(aws.ToString(etag)); v != "" {
+	if v := cloud.CanonicalETag(aws.ToString(etag)); v != "" {
 		return backend.Attrs{Key: key, Size: size, Version: v, ModTime: time.Now()}, nil
 	}
 	a, err := s.Stat(ctx, key)
@@ -599,7 +587,7 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) (backe
 // AWS S3 answers 404 NoSuchKey when the key is missing, other servers 412:
 // both are a Precondition failure (backend.MatchMissing for the 404).
 func (s *Store) PutIfMatch(ctx context.Context, key string, data []byte, version string) (backend.Attrs, error) {
-	version = canonicalETag(version)
+	version = cloud.CanonicalETag(version)
 	if version == "" {
 		// An empty token matches nothing; it must never become an
 		// unconditional write.

@@ -63,6 +63,10 @@ type Rule struct {
 	// client gives up), so a client with a shorter request timeout sees its
 	// request time out after it took effect.
 	Delay time.Duration
+	// Rewrite, with Forward, passes the target's answer through after
+	// rewriting its headers (Status, Header and Body are then unused): a
+	// server that prints its ETags differently on some answers.
+	Rewrite func(h http.Header)
 }
 
 // NewProxy starts a proxy to target (a base URL, e.g. http://127.0.0.1:9000)
@@ -139,9 +143,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		defer resp.Body.Close()
 		respBody, _ := io.ReadAll(resp.Body)
-		if rule == nil {
+		if rule == nil || rule.Rewrite != nil {
 			for k, v := range resp.Header {
 				w.Header()[k] = v
+			}
+			if rule != nil {
+				rule.Rewrite(w.Header())
 			}
 			w.WriteHeader(resp.StatusCode)
 			_, _ = w.Write(respBody)

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/omnigraph-go/omnigraph/backend"
@@ -96,10 +97,63 @@ func Cases(s Spec) []Case {
 //   - a read is retried at most 3 times after server errors and at most 3
 //     times after throttles (the store's own, a bare 429, a bare 503), once
 //     after a dropped answer, and is then Transient.
+//
+// and, in ETagForms, that a version token is one string whatever form the
+// server prints its ETag in: a write answered with a bare ETag and a read
+// answered with a weak W/ one give the token every other call gives, and
+// PutIfMatch takes it.
 func Run(t *testing.T, s Spec) {
 	t.Helper()
 	for _, c := range Cases(s) {
 		t.Run(c.Name, func(t *testing.T) { check(t, s, c) })
+	}
+	t.Run("ETagForms", func(t *testing.T) { etagForms(t, s) })
+}
+
+// etagForms: an ETag printed bare on a write's answer, or weak on a read's,
+// yields the same token as the unaltered answers, and the token swaps.
+func etagForms(t *testing.T, s Spec) {
+	st, p := s.Open(t)
+	ctx := t.Context()
+	bare := func(h http.Header) {
+		if v := h.Get("ETag"); v != "" {
+			h.Set("ETag", strings.Trim(strings.TrimPrefix(v, "W/"), `"`))
+		}
+	}
+	weak := func(h http.Header) {
+		if v := h.Get("ETag"); v != "" && !strings.HasPrefix(v, "W/") {
+			h.Set("ETag", "W/"+v)
+		}
+	}
+	p.Arm(Rule{Match: s.IsWrite, Forward: true, Rewrite: bare})
+	a, err := st.Put(ctx, "obj", []byte("one"))
+	if err != nil {
+		t.Fatalf("Put answered with a bare ETag: %v", err)
+	}
+	p.Reset()
+	plain, err := st.Stat(ctx, "obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Version != plain.Version {
+		t.Fatalf("a write answered with a bare ETag gave version %q, Stat gives %q: normalise ETags to one form", a.Version, plain.Version)
+	}
+	p.Arm(Rule{Forward: true, Rewrite: weak}) // the Stat's request, whatever it is
+	w, err := st.Stat(ctx, "obj")
+	if err != nil {
+		t.Fatalf("Stat answered with a weak ETag: %v", err)
+	}
+	p.Reset()
+	if w.Version != plain.Version {
+		t.Fatalf("a read answered with a weak ETag gave version %q, an unaltered one %q: normalise ETags to one form", w.Version, plain.Version)
+	}
+	b, err := st.PutIfMatch(ctx, "obj", []byte("two"), w.Version)
+	if err != nil {
+		t.Fatalf("PutIfMatch with the token of a weak answer (%q): %v", w.Version, err)
+	}
+	got, ga, err := st.Get(ctx, "obj")
+	if err != nil || string(got) != "two" || ga.Version != b.Version {
+		t.Fatalf("after the swap: Get = %q at %q, %v; want two at %q", got, ga.Version, err, b.Version)
 	}
 }
 

@@ -29,6 +29,13 @@ func objectServer(t *testing.T) string {
 		var a backend.Attrs
 		var err error
 		switch r.Method {
+		case http.MethodHead:
+			a, err = st.Stat(ctx, key)
+			if err == nil {
+				w.Header().Set("ETag", `"`+a.Version+`"`)
+				w.Header().Set("Content-Length", fmt.Sprint(a.Size))
+				return
+			}
 		case http.MethodGet:
 			var data []byte
 			data, a, err = st.Get(ctx, key)
@@ -43,7 +50,12 @@ func objectServer(t *testing.T) string {
 			case r.Header.Get("If-None-Match") == "*":
 				a, err = st.PutIfAbsent(ctx, key, body)
 			case r.Header.Get("If-Match") != "":
-				a, err = st.PutIfMatch(ctx, key, body, strings.Trim(r.Header.Get("If-Match"), `"`))
+				// Strong comparison: a weak or bare tag does not match.
+				v := r.Header.Get("If-Match")
+				if !strings.HasPrefix(v, `"`) {
+					v = "no match: " + v
+				}
+				a, err = st.PutIfMatch(ctx, key, body, strings.Trim(v, `"`))
 			default:
 				a, err = st.Put(ctx, key, body)
 			}
@@ -87,6 +99,7 @@ type httpStore struct {
 	// Broken variants for the meta-test.
 	retryConditional bool // treats a conditional write like a plain one
 	throttleRetries  int  // read throttle budget (default 3)
+	verbatimETags    bool // hands ETags out as the server printed them
 }
 
 func (s *httpStore) do(ctx context.Context, op, method, key string, body []byte, hdr http.Header, m mode) (*http.Response, []byte, error) {
@@ -143,14 +156,20 @@ func (s *httpStore) do(ctx context.Context, op, method, key string, body []byte,
 	}
 }
 
-func version(resp *http.Response) string { return strings.Trim(resp.Header.Get("ETag"), `"`) }
+func (s *httpStore) version(resp *http.Response) string {
+	v := resp.Header.Get("ETag")
+	if s.verbatimETags {
+		return v
+	}
+	return strings.Trim(strings.TrimPrefix(v, "W/"), `"`)
+}
 
 func (s *httpStore) Get(ctx context.Context, key string) ([]byte, backend.Attrs, error) {
 	resp, data, err := s.do(ctx, "get", http.MethodGet, key, nil, nil, read)
 	if err != nil {
 		return nil, backend.Attrs{}, err
 	}
-	return data, backend.Attrs{Key: key, Size: int64(len(data)), Version: version(resp)}, nil
+	return data, backend.Attrs{Key: key, Size: int64(len(data)), Version: s.version(resp)}, nil
 }
 
 func (s *httpStore) put(ctx context.Context, op, key string, data []byte, hdr http.Header, m mode) (backend.Attrs, error) {
@@ -158,7 +177,7 @@ func (s *httpStore) put(ctx context.Context, op, key string, data []byte, hdr ht
 	if err != nil {
 		return backend.Attrs{}, err
 	}
-	return backend.Attrs{Key: key, Size: int64(len(data)), Version: version(resp)}, nil
+	return backend.Attrs{Key: key, Size: int64(len(data)), Version: s.version(resp)}, nil
 }
 
 func (s *httpStore) Put(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
@@ -171,6 +190,14 @@ func (s *httpStore) PutIfAbsent(ctx context.Context, key string, data []byte) (b
 
 func (s *httpStore) PutIfMatch(ctx context.Context, key string, data []byte, v string) (backend.Attrs, error) {
 	return s.put(ctx, "put-if-match", key, data, http.Header{"If-Match": {`"` + v + `"`}}, conditional)
+}
+
+func (s *httpStore) Stat(ctx context.Context, key string) (backend.Attrs, error) {
+	resp, _, err := s.do(ctx, "stat", http.MethodHead, key, nil, nil, read)
+	if err != nil {
+		return backend.Attrs{}, err
+	}
+	return backend.Attrs{Key: key, Size: resp.ContentLength, Version: s.version(resp)}, nil
 }
 
 func (s *httpStore) Delete(ctx context.Context, key string) error {
@@ -215,6 +242,7 @@ var brokenClients = []struct {
 	{"retriesConditional", func(s *httpStore) { s.retryConditional = true }, "swap throttled"},
 	{"unboundedThrottle", func(s *httpStore) { s.throttleRetries = 10 }, "read throttled always"},
 	{"unboundedThrottle", func(s *httpStore) { s.throttleRetries = 10 }, "read 429 always"},
+	{"verbatimETags", func(s *httpStore) { s.verbatimETags = true }, "ETagForms"},
 }
 
 const envBroken = "WIRE_BROKEN_CLIENT"
