@@ -30,6 +30,8 @@ type rule struct {
 	name  string
 	needs Needs
 	run   func(t *testing.T, s backend.StorageAdapter)
+	// runO is run for rules that read Options.
+	runO  func(t *testing.T, s backend.StorageAdapter, o Options)
 	probe *Probe
 }
 
@@ -54,6 +56,8 @@ var rules = []rule{
 	{name: "OverwriteIsAtomic", run: testOverwriteAtomic},
 	{name: "KeyAndChild", run: testKeyAndChild},
 	{name: "ErrorsCarryNoSecrets", run: testNoSecrets},
+	{name: "CancelInFlight", runO: testCancelInFlight},
+	{name: "CredentialFailuresAreLoud", runO: testDenied},
 }
 
 func allRules() []rule {
@@ -93,6 +97,10 @@ func Run(t *testing.T, newStore Maker, opts ...Option) {
 			}
 			if reason = r.needs.SkipReason(s.Capabilities()); reason != "" {
 				t.Skip(reason)
+			}
+			if r.runO != nil {
+				r.runO(t, s, o)
+				return
 			}
 			if r.probe == nil {
 				r.run(t, s)

@@ -25,19 +25,46 @@ import (
 type broken struct{ backend.StorageAdapter }
 
 // checkThenCreate is PutIfAbsent as a check followed by a write, with a
-// scheduling point in the gap (where a network round trip would be).
-type checkThenCreate struct{ broken }
+// gap where a network round trip would be: a caller that passed the check
+// yields until another caller of the same key is in the gap too (or it has
+// yielded 1,000 times), so two concurrent creates both pass the check even
+// on a loaded machine.
+type checkThenCreate struct {
+	broken
+	gap *sync.Map // key -> *atomic.Int32, callers between check and write
+}
+
+func newCheckThenCreate() checkThenCreate { return checkThenCreate{broken{mem.New()}, &sync.Map{}} }
 
 func (b checkThenCreate) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
 	if ok, err := b.Exists(ctx, key); err != nil || ok {
 		return backend.Attrs{}, backend.NewError("put-if-absent", key, backend.KindPrecondition, err)
 	}
-	runtime.Gosched()
+	defer inGap(b.gap, key)()
 	return b.Put(ctx, key, data)
 }
 
-// compareThenWrite is PutIfMatch as a Stat followed by a Put.
-type compareThenWrite struct{ broken }
+// inGap enters the gap between a check and its write for key and yields
+// until another caller of key is in it too (at most 1,000 times); the
+// returned func leaves the gap.
+func inGap(gap *sync.Map, key string) func() {
+	v, _ := gap.LoadOrStore(key, &atomic.Int32{})
+	in := v.(*atomic.Int32)
+	in.Add(1)
+	for i := 0; i < 1000 && in.Load() < 2; i++ {
+		runtime.Gosched()
+	}
+	return func() { in.Add(-1) }
+}
+
+// compareThenWrite is PutIfMatch as a Stat followed by a Put, with the
+// same gap as checkThenCreate.
+type compareThenWrite struct {
+	broken
+	gap *sync.Map
+}
+
+func newCompareThenWrite() compareThenWrite { return compareThenWrite{broken{mem.New()}, &sync.Map{}} }
 
 func (b compareThenWrite) PutIfMatch(ctx context.Context, key string, data []byte, version string) (backend.Attrs, error) {
 	a, err := b.Stat(ctx, key)
@@ -47,7 +74,7 @@ func (b compareThenWrite) PutIfMatch(ctx context.Context, key string, data []byt
 	if a.Version != version {
 		return backend.Attrs{}, backend.NewError("put-if-match", key, backend.KindPrecondition, nil)
 	}
-	runtime.Gosched()
+	defer inGap(b.gap, key)()
 	return b.Put(ctx, key, data)
 }
 
@@ -237,13 +264,192 @@ func (b listsResidue) List(ctx context.Context, prefix string, opts backend.List
 	return p, nil
 }
 
+// stallsOnCancel stalls every call made under a context without a deadline
+// (the suite's in-flight cancellation probes), as a request on a hung
+// connection does. With honour set it gives up when the context is
+// cancelled, as it must; without, it ignores the context.
+type stallsOnCancel struct {
+	broken
+	honour bool
+}
+
+func (b stallsOnCancel) stall(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); ok {
+		return nil
+	}
+	if !b.honour {
+		time.Sleep(time.Hour)
+	}
+	<-ctx.Done()
+	return backend.NewError("request", "", backend.KindTransient, ctx.Err())
+}
+
+func (b stallsOnCancel) Get(ctx context.Context, key string) ([]byte, backend.Attrs, error) {
+	if err := b.stall(ctx); err != nil {
+		return nil, backend.Attrs{}, err
+	}
+	return b.broken.Get(ctx, key)
+}
+
+func (b stallsOnCancel) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := b.stall(ctx); err != nil {
+		return nil, err
+	}
+	return b.broken.GetRange(ctx, key, off, n)
+}
+
+func (b stallsOnCancel) Stat(ctx context.Context, key string) (backend.Attrs, error) {
+	if err := b.stall(ctx); err != nil {
+		return backend.Attrs{}, err
+	}
+	return b.broken.Stat(ctx, key)
+}
+
+func (b stallsOnCancel) Exists(ctx context.Context, key string) (bool, error) {
+	if err := b.stall(ctx); err != nil {
+		return false, err
+	}
+	return b.broken.Exists(ctx, key)
+}
+
+func (b stallsOnCancel) List(ctx context.Context, prefix string, opts backend.ListOptions) (backend.ListPage, error) {
+	if err := b.stall(ctx); err != nil {
+		return backend.ListPage{}, err
+	}
+	return b.broken.List(ctx, prefix, opts)
+}
+
+func (b stallsOnCancel) Put(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	if err := b.stall(ctx); err != nil {
+		return backend.Attrs{}, err
+	}
+	return b.broken.Put(ctx, key, data)
+}
+
+func (b stallsOnCancel) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	if err := b.stall(ctx); err != nil {
+		return backend.Attrs{}, err
+	}
+	return b.broken.PutIfAbsent(ctx, key, data)
+}
+
+func (b stallsOnCancel) PutIfMatch(ctx context.Context, key string, data []byte, v string) (backend.Attrs, error) {
+	if err := b.stall(ctx); err != nil {
+		return backend.Attrs{}, err
+	}
+	return b.broken.PutIfMatch(ctx, key, data, v)
+}
+
+func (b stallsOnCancel) Delete(ctx context.Context, key string) error {
+	if err := b.stall(ctx); err != nil {
+		return err
+	}
+	return b.broken.Delete(ctx, key)
+}
+
+func (b stallsOnCancel) DeletePrefix(ctx context.Context, prefix string) error {
+	if err := b.stall(ctx); err != nil {
+		return err
+	}
+	return b.broken.DeletePrefix(ctx, prefix)
+}
+
+// refuses is a store whose every request is refused, as with a wrong
+// secret key (403); with quiet set it reads the refusal of Exists and List
+// as absence, as an adapter that maps a HEAD's 403 to "not found" does.
+type refuses struct {
+	broken
+	quiet bool
+}
+
+func denied(op string) error {
+	return backend.NewError(op, "", backend.KindConfiguration, fmt.Errorf("403 Forbidden: the credentials are refused"))
+}
+
+func (r refuses) Get(context.Context, string) ([]byte, backend.Attrs, error) {
+	return nil, backend.Attrs{}, denied("get")
+}
+func (r refuses) GetRange(context.Context, string, int64, int64) ([]byte, error) {
+	return nil, denied("get-range")
+}
+func (r refuses) Stat(context.Context, string) (backend.Attrs, error) {
+	return backend.Attrs{}, denied("stat")
+}
+func (r refuses) Put(context.Context, string, []byte) (backend.Attrs, error) {
+	return backend.Attrs{}, denied("put")
+}
+func (r refuses) PutIfAbsent(context.Context, string, []byte) (backend.Attrs, error) {
+	return backend.Attrs{}, denied("put-if-absent")
+}
+func (r refuses) PutIfMatch(context.Context, string, []byte, string) (backend.Attrs, error) {
+	return backend.Attrs{}, denied("put-if-match")
+}
+func (r refuses) Delete(context.Context, string) error       { return denied("delete") }
+func (r refuses) DeletePrefix(context.Context, string) error { return denied("delete-prefix") }
+
+func (r refuses) Exists(context.Context, string) (bool, error) {
+	if r.quiet {
+		return false, nil
+	}
+	return false, denied("exists")
+}
+
+func (r refuses) List(context.Context, string, backend.ListOptions) (backend.ListPage, error) {
+	if r.quiet {
+		return backend.ListPage{}, nil
+	}
+	return backend.ListPage{}, denied("list")
+}
+
+// quotedStat hands out the version token quoted in Stat and bare
+// everywhere else, as S3-compatible servers that quote ETags in HEAD but
+// not in listings (or the reverse) do when the adapter passes them through.
+type quotedStat struct{ broken }
+
+func (b quotedStat) Stat(ctx context.Context, key string) (backend.Attrs, error) {
+	a, err := b.broken.Stat(ctx, key)
+	if err == nil {
+		a.Version = `"` + a.Version + `"`
+	}
+	return a, err
+}
+
+// multipartIgnoresCondition writes bodies above 16 MiB with a plain Put,
+// as a server that ignores If-None-Match and If-Match on
+// CompleteMultipartUpload does.
+type multipartIgnoresCondition struct{ broken }
+
+const multipartThreshold = 16 << 20
+
+func (b multipartIgnoresCondition) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	if len(data) > multipartThreshold {
+		return b.broken.Put(ctx, key, data)
+	}
+	return b.broken.PutIfAbsent(ctx, key, data)
+}
+
+func (b multipartIgnoresCondition) PutIfMatch(ctx context.Context, key string, data []byte, v string) (backend.Attrs, error) {
+	if len(data) > multipartThreshold {
+		return b.broken.Put(ctx, key, data)
+	}
+	return b.broken.PutIfMatch(ctx, key, data, v)
+}
+
+// brokenOpts are the options the child run of a broken store uses.
+var brokenOpts = map[string][]conformance.Option{
+	"ignoresCancelInFlight": {conformance.WithCancelGrace(200 * time.Millisecond)},
+	"quietWhenDenied": {conformance.WithDeny(func(t *testing.T) backend.StorageAdapter {
+		return refuses{broken{mem.New()}, true}
+	})},
+}
+
 var brokenStores = []struct {
 	name string
 	make func() backend.StorageAdapter
 	rule string // the subtest that must fail
 }{
-	{"checkThenCreate", func() backend.StorageAdapter { return checkThenCreate{broken{mem.New()}} }, "PutIfAbsentRace"},
-	{"compareThenWrite", func() backend.StorageAdapter { return compareThenWrite{broken{mem.New()}} }, "PutIfMatchRace"},
+	{"checkThenCreate", func() backend.StorageAdapter { return newCheckThenCreate() }, "PutIfAbsentRace"},
+	{"compareThenWrite", func() backend.StorageAdapter { return newCompareThenWrite() }, "PutIfMatchRace"},
 	{"walkOrderList", func() backend.StorageAdapter { return walkOrderList{broken{mem.New()}} }, "ListOrderAndPagination"},
 	{"stringPrefixExists", func() backend.StorageAdapter { return stringPrefixExists{broken{mem.New()}} }, "Exists"},
 	{"tornPut", func() backend.StorageAdapter { return tornPut{broken{mem.New()}} }, "OverwriteIsAtomic"},
@@ -252,16 +458,21 @@ var brokenStores = []struct {
 	{"ignoresCancel", func() backend.StorageAdapter { return ignoresCancel{broken{mem.New()}} }, "CancelledWriteLeavesNothing"},
 	{"stickyVersion", func() backend.StorageAdapter { return stickyVersion{broken{mem.New()}} }, "VersionChangesOnOverwrite"},
 	{"emptyRangeFails", func() backend.StorageAdapter { return emptyRangeFails{broken{mem.New()}} }, "BasicReadWrite"},
-	{"checkThenCreate", func() backend.StorageAdapter { return checkThenCreate{broken{mem.New()}} }, "PutIfAbsentClaims"},
+	{"checkThenCreate", func() backend.StorageAdapter { return newCheckThenCreate() }, "PutIfAbsentClaims"},
 	{"deleteGap", func() backend.StorageAdapter { return deleteGap{broken{mem.New()}, &sync.Map{}} }, "PutIfAbsentRacingDelete"},
 	{"matchMissingNotFound", func() backend.StorageAdapter { return matchMissingNotFound{broken{mem.New()}} }, "PutIfMatchMissingIsPrecondition"},
-	{"compareThenWrite", func() backend.StorageAdapter { return compareThenWrite{broken{mem.New()}} }, "CompareAndSwapCounter"},
+	{"compareThenWrite", func() backend.StorageAdapter { return newCompareThenWrite() }, "CompareAndSwapCounter"},
 	{"staleListing", func() backend.StorageAdapter {
 		return staleListing{broken{mem.New()}, &sync.Mutex{}, map[string]backend.ListPage{}}
 	}, "ListAfterWriteOverwriteDelete"},
 	{"listsResidue", func() backend.StorageAdapter {
 		return listsResidue{broken{mem.New()}, &sync.Mutex{}, map[string]bool{}}
 	}, "ListHidesTempResidue"},
+	{"ignoresCancelInFlight", func() backend.StorageAdapter { return stallsOnCancel{broken{mem.New()}, false} }, "CancelInFlight"},
+	{"quietWhenDenied", func() backend.StorageAdapter { return mem.New() }, "CredentialFailuresAreLoud"},
+	{"quotedStat", func() backend.StorageAdapter { return quotedStat{broken{mem.New()}} }, "VersionTokensInterchangeable"},
+	{"multipartIgnoresCondition", func() backend.StorageAdapter { return multipartIgnoresCondition{broken{mem.New()}} }, "LargeConditionalCreate"},
+	{"multipartIgnoresCondition", func() backend.StorageAdapter { return multipartIgnoresCondition{broken{mem.New()}} }, "LargeConditionalUpdate"},
 }
 
 const envBroken = "CONFORMANCE_BROKEN_STORE"
@@ -279,7 +490,7 @@ func TestBrokenStoreChild(t *testing.T) {
 	}
 	for _, b := range brokenStores {
 		if b.name+"/"+b.rule == name {
-			conformance.Run(t, func(t *testing.T) backend.StorageAdapter { return b.make() })
+			conformance.Run(t, func(t *testing.T) backend.StorageAdapter { return b.make() }, brokenOpts[b.name]...)
 			return
 		}
 	}
@@ -308,6 +519,15 @@ func TestSuiteCatchesBrokenStores(t *testing.T) {
 // The reference store passes: the failures above are the broken stores'.
 func TestMemPasses(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) backend.StorageAdapter { return mem.New() })
+}
+
+// TestStallingStoreThatHonoursCancelPasses: the in-flight cancellation rule
+// fails a store for ignoring its context, not for being slow: the same
+// stall that gives up when cancelled passes, and so does a store that
+// refuses every call loudly.
+func TestStallingStoreThatHonoursCancelPasses(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) backend.StorageAdapter { return stallsOnCancel{broken{mem.New()}, true} },
+		conformance.WithDeny(func(t *testing.T) backend.StorageAdapter { return refuses{broken{mem.New()}, false} }))
 }
 
 // stallsAfter answers the first n PutIfAbsent calls and then stalls until
@@ -378,7 +598,8 @@ func TestSummaryListsSkips(t *testing.T) {
 		t.Fatalf("the suite failed a store without compare-and-swap:\n%s", out)
 	}
 	for _, want := range []string{
-		"conformance summary: 25 rules ran, 25 passed, 0 failed, 3 skipped",
+		"conformance summary: 27 rules ran, 27 passed, 0 failed, 6 skipped",
+		"CredentialFailuresAreLoud (no refusing store given (conformance.WithDeny))",
 		"PutIfMatchRace (store does not declare ConditionalUpdate)",
 		"CompareAndSwapCounter (store does not declare ConditionalUpdate)",
 		"passed: NotFoundIsTyped, PutGetStatRoundTrip",

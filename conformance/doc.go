@@ -34,6 +34,16 @@
 // the same code against a real bucket. On an in-memory or local store the
 // whole suite takes a few seconds.
 //
+// Calls cancelled while they run must return within a grace
+// (WithCancelGrace, default 10 s) and leave nothing or the whole object
+// (CancelInFlight). A store the backend refuses (WithDeny: wrong
+// credentials, no permission) must fail every method loudly
+// (CredentialFailuresAreLoud; skipped, saying so, without WithDeny).
+// Conditional writes are also made with 17 MiB bodies
+// (WithLargeConditionalSize), above the S3 adapter's multipart threshold.
+// The wire-level rules for HTTP stores, and the fault proxy they need, are
+// in package conformance/wire.
+//
 // Wrappers (prefixing, counting, fault injection with no faults armed) run the
 // same suite: a wrapper that changes behaviour when nothing is injected is a
 // bug.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend"
@@ -26,6 +27,19 @@ type Options struct {
 	// finished round held and at least one round ran, and it reports how
 	// many rounds ran. Zero means DefaultRaceBudget.
 	RaceBudget time.Duration
+	// CancelGrace bounds how long a call may take to return once its
+	// context is cancelled in flight (CancelInFlight). Zero means
+	// DefaultCancelGrace.
+	CancelGrace time.Duration
+	// Deny, when set, returns a store the backend refuses: wrong
+	// credentials, no permission on the bucket, a closed handle. The
+	// CredentialFailuresAreLoud rule runs every method on it and skips,
+	// saying so, when Deny is nil. The probes ignore it.
+	Deny func(t *testing.T) backend.StorageAdapter
+	// LargeConditionalSize is the body size of the LargeConditionalCreate
+	// and LargeConditionalUpdate probes; zero means
+	// DefaultLargeConditionalSize.
+	LargeConditionalSize int
 }
 
 // Defaults for Options.
@@ -33,6 +47,15 @@ const (
 	DefaultWriters    = 16
 	DefaultRounds     = 50
 	DefaultRaceBudget = 2 * time.Minute
+	// DefaultCancelGrace is generous: it separates a call that stops when
+	// cancelled from one that ignores its context, not fast from slow.
+	DefaultCancelGrace = 10 * time.Second
+	// DefaultLargeConditionalSize is above the multipart threshold of the
+	// S3 adapter (16 MiB, s3.DefaultMultipartThreshold) and of the common
+	// SDK upload managers (5 and 8 MiB), so the large conditional probes
+	// send their condition on a multipart completion wherever a backend
+	// splits large writes.
+	DefaultLargeConditionalSize = 17 << 20
 )
 
 // Option sets one field of Options.
@@ -41,6 +64,18 @@ type Option func(*Options)
 // WithRaceBudget sets Options.RaceBudget: a slow but correct store is given
 // this long per race rule instead of failing at the subtest timeout.
 func WithRaceBudget(d time.Duration) Option { return func(o *Options) { o.RaceBudget = d } }
+
+// WithCancelGrace sets Options.CancelGrace.
+func WithCancelGrace(d time.Duration) Option { return func(o *Options) { o.CancelGrace = d } }
+
+// WithDeny sets Options.Deny: deny returns a store the backend refuses
+// (e.g. the same bucket opened with a wrong secret key).
+func WithDeny(deny func(t *testing.T) backend.StorageAdapter) Option {
+	return func(o *Options) { o.Deny = deny }
+}
+
+// WithLargeConditionalSize sets Options.LargeConditionalSize (bytes).
+func WithLargeConditionalSize(n int) Option { return func(o *Options) { o.LargeConditionalSize = n } }
 
 // WithRaceSize sets Options.Writers and Options.Rounds.
 func WithRaceSize(writers, rounds int) Option {
@@ -56,6 +91,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RaceBudget <= 0 {
 		o.RaceBudget = DefaultRaceBudget
+	}
+	if o.CancelGrace <= 0 {
+		o.CancelGrace = DefaultCancelGrace
+	}
+	if o.LargeConditionalSize <= 0 {
+		o.LargeConditionalSize = DefaultLargeConditionalSize
 	}
 	return o
 }
@@ -118,6 +159,24 @@ var probes = []Probe{
 		Name:  "ListAfterWriteOverwriteDelete",
 		Rule:  "As soon as a Put, an overwrite or a Delete returns, List sees it: the new key, the new size, the key gone.",
 		Check: probeListAfterWrite,
+	},
+	{
+		Name:  "VersionTokensInterchangeable",
+		Rule:  "The version token of one object state is the same string whether Put, PutIfAbsent, PutIfMatch, Get, Stat or List returned it (List may leave it empty), and PutIfMatch accepts it from each: a store that quotes an ETag in one answer and not in another, or hands out weak ETags, is normalised by its adapter.",
+		Needs: NeedsConditionalUpdate,
+		Check: probeTokens,
+	},
+	{
+		Name:  "LargeConditionalCreate",
+		Rule:  "A PutIfAbsent with a body above the multipart threshold (17 MiB by default) creates the object whole, and a second one loses with ErrPrecondition and leaves the first's bytes: the condition holds on multipart completion, or the adapter keeps conditional writes single-part.",
+		Needs: NeedsConditionalCreate,
+		Check: probeLargeCreate,
+	},
+	{
+		Name:  "LargeConditionalUpdate",
+		Rule:  "A PutIfMatch with a body above the multipart threshold replaces the object at the current version and loses with ErrPrecondition at a stale one, leaving the winner's bytes.",
+		Needs: NeedsConditionalUpdate,
+		Check: probeLargeUpdate,
 	},
 	{
 		Name:  "PutIfAbsentRace",

@@ -2,7 +2,9 @@
 # The test command (make test): vet, start the emulators the cloud-backend
 # tests need, run every test once, stop the emulators, and report. With CI
 # set, a test on scripts/must-not-skip.txt that skips or does not run fails
-# the run.
+# the run. The example out-of-tree backend (examples/backend-bolt, its own Go
+# module) is vetted and tested from its own directory; any failure or skip
+# there fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,4 +23,20 @@ echo "== go test"
 set +e
 go test -count=1 -json -timeout 30m ${GOTESTFLAGS:-} ./... > test-results/go-test.json
 set -e
-go run ./internal/tools/testreport -must-not-skip scripts/must-not-skip.txt < test-results/go-test.json
+
+echo "== examples/backend-bolt (its own module)"
+example=test-results/example-backend-bolt.json
+set +e
+(cd examples/backend-bolt && go vet ./... && go test -count=1 -json -timeout 10m ./...) > "$example"
+example_rc=$?
+set -e
+
+cat test-results/go-test.json "$example" | go run ./internal/tools/testreport -must-not-skip scripts/must-not-skip.txt
+if [ "$example_rc" -ne 0 ]; then
+  echo "examples/backend-bolt: vet or tests failed (exit $example_rc)"
+  exit 1
+fi
+if grep -E '"Action":"skip".*"Test":' "$example"; then
+  echo "examples/backend-bolt: a test or conformance rule skipped; the example must pass every rule"
+  exit 1
+fi

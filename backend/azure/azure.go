@@ -17,8 +17,13 @@
 //
 // Conditional writes: PutIfAbsent sends If-None-Match: * (Azurite answers
 // 409 BlobAlreadyExists, Azure may answer 412: both are Precondition);
-// PutIfMatch sends If-Match: <etag>. The SDK's retry policy is off
-// (MaxRetries -1): the adapter is the only retry layer.
+// PutIfMatch sends If-Match: <etag>. ETags are handed out in one form, the
+// strong quoted "<tag>" (List Blobs prints them bare, headers quote them),
+// so a listed version swaps like any other. Every write is one Put Blob request
+// (never staged blocks), so the condition is on the request that makes the
+// object visible; bodies above MaxPutBlobSize are refused as Permanent. The
+// SDK's retry policy is off (MaxRetries -1): the adapter is the only retry
+// layer.
 package azure
 
 import (
@@ -319,7 +324,8 @@ func describe(err error) string {
 func attrs(key string, size int64, etag *azcore.ETag, mod *time.Time) backend.Attrs {
 	a := backend.Attrs{Key: key, Size: size}
 	if etag != nil {
-		a.Version = string(*etag)
+		// Listings print the ETag bare, headers quote it: one form.
+		a.Version = cloud.CanonicalETag(string(*etag))
 	}
 	if mod != nil {
 		a.ModTime = *mod
@@ -399,9 +405,22 @@ func (s *Store) Stat(ctx context.Context, key string) (backend.Attrs, error) {
 	return a, err
 }
 
+// MaxPutBlobSize is the largest object one Put Blob request carries. The
+// adapter writes every object, conditional or not, in one such request, so
+// the condition always rides on the request that makes the object visible;
+// a larger body is refused before anything is sent.
+const MaxPutBlobSize = 5000 << 20
+
+// maxPut is MaxPutBlobSize; tests lower it.
+var maxPut int64 = MaxPutBlobSize
+
 func (s *Store) write(ctx context.Context, op, key string, data []byte, m mode, cond *blob.ModifiedAccessConditions) (backend.Attrs, error) {
 	if err := backend.ValidateKey(key); err != nil {
 		return backend.Attrs{}, err
+	}
+	if int64(len(data)) > maxPut {
+		return backend.Attrs{}, backend.NewError(op, key, backend.KindPermanent,
+			fmt.Errorf("the object is %d bytes; Azure Blob Storage takes at most %d bytes in one Put Blob request, and this adapter writes every object (and its condition) in one request", len(data), maxPut))
 	}
 	var a backend.Attrs
 	err := s.do(ctx, op, key, m, func(ctx context.Context) error {
@@ -445,7 +464,7 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) (backe
 // answers 412 for a missing blob too, so a 412 is followed by one Stat to
 // tell NotFound from a lost race.
 func (s *Store) PutIfMatch(ctx context.Context, key string, data []byte, version string) (backend.Attrs, error) {
-	if version == "" {
+	if cloud.CanonicalETag(version) == "" {
 		// An empty token matches nothing; it must never become an
 		// unconditional write.
 		if _, err := s.Stat(ctx, key); err != nil {
@@ -453,7 +472,7 @@ func (s *Store) PutIfMatch(ctx context.Context, key string, data []byte, version
 		}
 		return backend.Attrs{}, backend.NewError("put_if_match", key, backend.KindPrecondition, errors.New("empty version token"))
 	}
-	etag := azcore.ETag(version)
+	etag := azcore.ETag(cloud.CanonicalETag(version))
 	a, err := s.write(ctx, "put_if_match", key, data, conditional, &blob.ModifiedAccessConditions{IfMatch: &etag})
 	if backend.IsPrecondition(err) {
 		if _, serr := s.Stat(ctx, key); backend.IsNotFound(serr) {

@@ -2,6 +2,7 @@ package azure_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"strings"
@@ -18,7 +19,26 @@ func TestConformanceAzure(t *testing.T) {
 	testenv.AzureContainer(t)
 	conformance.Run(t, func(t *testing.T) backend.StorageAdapter {
 		return testenv.Open(t, testenv.Azure(t))
-	})
+	}, conformance.WithDeny(deniedAzure))
+}
+
+// deniedAzure is the test container opened with an account key Azurite
+// refuses (a valid base64 key that is not the account's).
+func deniedAzure(t *testing.T) backend.StorageAdapter {
+	cfg, err := azure.ConfigFromEnv(testenv.AzureContainer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ConnectionString != "" {
+		t.Fatal("deniedAzure needs the account and key form of the environment, not a connection string")
+	}
+	cfg.Key = base64.StdEncoding.EncodeToString([]byte("wrong-key-wrong-key-wrong-key-wrong-key-0123456789"))
+	cfg.SASToken = ""
+	st, err := azure.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return backend.WithPrefix(st, testenv.Prefix(t)+"/")
 }
 
 // TestLostAnswerInjectedAzure: see testenv.LostAnswerInjected.

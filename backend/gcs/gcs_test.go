@@ -18,7 +18,28 @@ func TestConformanceGCS(t *testing.T) {
 	testenv.GCSBucket(t)
 	conformance.Run(t, func(t *testing.T) backend.StorageAdapter {
 		return testenv.Open(t, testenv.GCS(t))
-	})
+	}, conformance.WithDeny(deniedGCS))
+}
+
+// deniedGCS is the test bucket behind a proxy that answers every request
+// 403, as GCS does for credentials without access: fake-gcs-server checks
+// no credentials itself.
+func deniedGCS(t *testing.T) backend.StorageAdapter {
+	bucket := testenv.GCSBucket(t)
+	target := os.Getenv("STORAGE_EMULATOR_HOST")
+	if !strings.Contains(target, "://") {
+		target = "http://" + target
+	}
+	p := testenv.NewProxy(t, target)
+	p.Arm(testenv.Rule{Times: 1 << 30, Status: http.StatusForbidden, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: `{"error":{"code":403,"message":"the caller does not have storage.objects access to the bucket"}}`})
+	t.Setenv("STORAGE_EMULATOR_HOST", p.HostPort)
+	st, err := gcs.New(t.Context(), gcs.Config{Bucket: bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return backend.WithPrefix(st, testenv.Prefix(t)+"/")
 }
 
 // TestLostAnswerInjectedGCS: see testenv.LostAnswerInjected.

@@ -30,7 +30,14 @@ func TestConformanceGocloudS3(t *testing.T) {
 	testenv.S3Bucket(t)
 	conformance.Run(t, func(t *testing.T) backend.StorageAdapter {
 		return testenv.Open(t, testenv.GocloudS3(t))
-	})
+	}, conformance.WithDeny(func(t *testing.T) backend.StorageAdapter {
+		// The bucket opened with credentials versitygw refuses.
+		url := testenv.GocloudS3(t)
+		t.Setenv("AWS_ACCESS_KEY_ID", "AKIDWRONGWRONGWRONG1")
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-wrong-secret-wrong-secret!!")
+		t.Setenv("AWS_SESSION_TOKEN", "")
+		return testenv.Open(t, url)
+	}))
 }
 
 // TestLostAnswerInjectedGocloudS3: see testenv.LostAnswerInjected.

@@ -3,6 +3,7 @@ package s3_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -81,13 +82,18 @@ func TestOpenRefusesRetriesAndUnknownParams(t *testing.T) {
 	if _, err := backend.Open(ctx, "s3:///p"); !errors.Is(err, backend.ErrConfiguration) {
 		t.Fatalf("missing bucket = %v", err)
 	}
-	s, err := backend.Open(ctx, "s3://bucket/p?key_child_coexist=true")
-	if err != nil || !s.Capabilities().KeyAndChildCoexist {
-		t.Fatalf("key_child_coexist=true: %v, caps %+v", err, s)
+	s, err := backend.Open(ctx, "s3://bucket/p?key_child_coexist=false")
+	if err != nil || s.Capabilities().KeyAndChildCoexist {
+		t.Fatalf("key_child_coexist=false: %v, caps %+v", err, s)
 	}
+	// By default k and k/child coexist, as on AWS S3 and S3-compatible
+	// object servers.
 	s, err = backend.Open(ctx, "s3://bucket/p")
-	if err != nil || s.Capabilities().KeyAndChildCoexist || !s.Capabilities().ConditionalCreate || !s.Capabilities().ConditionalUpdate {
+	if err != nil || !s.Capabilities().KeyAndChildCoexist || !s.Capabilities().ConditionalCreate || !s.Capabilities().ConditionalUpdate {
 		t.Fatalf("default caps: %v, %+v", err, s.Capabilities())
+	}
+	if s, err = backend.Open(ctx, "s3://bucket/p?key_child_coexist=true"); err != nil || !s.Capabilities().KeyAndChildCoexist {
+		t.Fatalf("key_child_coexist=true: %v, caps %+v", err, s)
 	}
 }
 
@@ -136,5 +142,73 @@ func TestRequestShape(t *testing.T) {
 	}
 	if r := reqs[1]; r.path != "/bkt/dir/key" || r.ifMatch != `"etag-1"` || r.ifNoneMatch != "" {
 		t.Fatalf("swap request %+v; want If-Match: \"etag-1\" verbatim", r)
+	}
+}
+
+// TestETagForms: whatever form the server gives an ETag in (quoted on the
+// write, bare in a listing, weak on HEAD), the adapter hands out one token,
+// and PutIfMatch sends it strong and quoted.
+func TestETagForms(t *testing.T) {
+	clearAWSEnv(t)
+	var (
+		mu      sync.Mutex
+		ifMatch []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPut:
+			mu.Lock()
+			ifMatch = append(ifMatch, r.Header.Get("If-Match"))
+			mu.Unlock()
+			w.Header().Set("ETag", `"abc123"`)
+		case r.Method == http.MethodHead:
+			w.Header().Set("ETag", `W/"abc123"`)
+			w.Header().Set("Content-Length", "1")
+		case r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "2":
+			w.Header().Set("Content-Type", "application/xml")
+			_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>bkt</Name><IsTruncated>false</IsTruncated>`+
+				`<Contents><Key>k</Key><Size>1</Size><ETag>abc123</ETag><LastModified>2026-01-01T00:00:00.000Z</LastModified></Contents></ListBucketResult>`)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
+	cfg, err := s3.ConfigFromEnv("bkt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s3.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	put, err := st.Put(ctx, "k", []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat, err := st.Stat(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := st.List(ctx, "", backend.ListOptions{})
+	if err != nil || len(page.Objects) != 1 {
+		t.Fatalf("List = %+v, %v", page, err)
+	}
+	const want = `"abc123"`
+	for what, got := range map[string]string{"Put": put.Version, "Stat (weak)": stat.Version, "List (bare)": page.Objects[0].Version} {
+		if got != want {
+			t.Fatalf("%s version = %q, want %q", what, got, want)
+		}
+	}
+	for _, tok := range []string{"abc123", `W/"abc123"`, `"abc123"`} {
+		if _, err := st.PutIfMatch(ctx, "k", []byte("y"), tok); err != nil {
+			t.Fatalf("PutIfMatch(%q): %v", tok, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(ifMatch, " "); got != ` "abc123" "abc123" "abc123"` {
+		t.Fatalf("If-Match headers sent: %q, want the plain Put's none and then \"abc123\" three times", got)
 	}
 }

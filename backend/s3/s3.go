@@ -13,7 +13,11 @@
 //
 // Conditional writes: PutIfAbsent sends If-None-Match: * (on
 // CompleteMultipartUpload for objects above the multipart threshold),
-// PutIfMatch sends If-Match with the ETag verbatim. 412 is Precondition.
+// PutIfMatch sends If-Match with the ETag. 412 is Precondition. Every ETag
+// the store hands out (on a write, HEAD, GET or in a listing) is normalised
+// to one form, the strong quoted "<tag>" (servers differ: some list ETags
+// bare, some answer weak W/"<tag>"), so a token from any call is accepted
+// by PutIfMatch.
 // 409 ConditionalRequestConflict (another conditional write on the key was in
 // flight) is Unknown: it says nothing about which writer won.
 package s3
@@ -63,9 +67,12 @@ type Config struct {
 	// MultipartThreshold: writes larger than this use multipart upload.
 	// Zero means DefaultMultipartThreshold.
 	MultipartThreshold int64
-	// KeyAndChildCoexist declares that "k" and "k/child" may both exist.
-	// True on AWS S3; false by default because file-backed S3-compatible
-	// stores (versitygw posix, MinIO) refuse it.
+	// KeyAndChildCoexist declares that "k" and "k/child" may both exist,
+	// as on AWS S3 and the S3-compatible object servers (ConfigFromEnv and
+	// s3:// URLs set it). A file-backed server (versitygw's posix backend,
+	// MinIO in filesystem mode) refuses the second of the two: open it with
+	// ?key_child_coexist=false, and `omnigraph storage check` reports the
+	// mismatch when the declaration is wrong.
 	KeyAndChildCoexist bool
 }
 
@@ -105,7 +112,7 @@ func ConfigFromEnv(bucket string) (Config, error) {
 	if err := cloud.CheckEnv(); err != nil {
 		return Config{}, err
 	}
-	cfg := Config{Bucket: bucket}
+	cfg := Config{Bucket: bucket, KeyAndChildCoexist: true}
 	cfg.Region = firstEnv("AWS_REGION", "AWS_DEFAULT_REGION")
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
@@ -363,7 +370,7 @@ func describe(err error) string {
 }
 
 func attrsOf(key string, size int64, etag *string, mod *time.Time) backend.Attrs {
-	a := backend.Attrs{Key: key, Size: size, Version: aws.ToString(etag)}
+	a := backend.Attrs{Key: key, Size: size, Version: cloud.CanonicalETag(aws.ToString(etag))}
 	if mod != nil {
 		a.ModTime = *mod
 	}
@@ -484,8 +491,8 @@ func (s *Store) write(ctx context.Context, op, key string, data []byte, c condit
 // one HEAD; if it is still missing, the write is reported as done but the
 // adapter cannot offer a version, which is Permanent.
 func (s *Store) written(ctx context.Context, op, key string, size int64, etag *string) (backend.Attrs, error) {
-	if aws.ToString(etag) != "" {
-		return backend.Attrs{Key: key, Size: size, Version: *etag, ModTime: time.Now()}, nil
+	if v := cloud.CanonicalETag(aws.ToString(etag)); v != "" {
+		return backend.Attrs{Key: key, Size: size, Version: v, ModTime: time.Now()}, nil
 	}
 	a, err := s.Stat(ctx, key)
 	if err != nil {
@@ -580,6 +587,7 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) (backe
 // AWS S3 answers 404 NoSuchKey when the key is missing, other servers 412:
 // both are a Precondition failure (backend.MatchMissing for the 404).
 func (s *Store) PutIfMatch(ctx context.Context, key string, data []byte, version string) (backend.Attrs, error) {
+	version = cloud.CanonicalETag(version)
 	if version == "" {
 		// An empty token matches nothing; it must never become an
 		// unconditional write.

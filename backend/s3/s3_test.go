@@ -18,7 +18,33 @@ func TestConformanceS3(t *testing.T) {
 	testenv.S3Bucket(t) // skip (or fail in CI) before any subtest when unconfigured
 	conformance.Run(t, func(t *testing.T) backend.StorageAdapter {
 		return testenv.Open(t, testenv.S3(t))
-	})
+	}, conformance.WithDeny(deniedS3))
+}
+
+// deniedS3 is the test bucket opened with credentials versitygw refuses.
+func deniedS3(t *testing.T) backend.StorageAdapter {
+	bucket := testenv.S3Bucket(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDWRONGWRONGWRONG1")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-wrong-secret-wrong-secret!!")
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	cfg, err := s3.ConfigFromEnv(bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s3.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return backend.WithPrefix(st, testenv.Prefix(t)+"/")
+}
+
+// TestLargeConditionalAboveThresholdS3: the conformance suite's large
+// conditional writes are above this adapter's multipart threshold, so on
+// S3 they test the condition on CompleteMultipartUpload.
+func TestLargeConditionalAboveThresholdS3(t *testing.T) {
+	if conformance.DefaultLargeConditionalSize <= s3.DefaultMultipartThreshold {
+		t.Fatalf("conformance.DefaultLargeConditionalSize %d is not above s3.DefaultMultipartThreshold %d", conformance.DefaultLargeConditionalSize, s3.DefaultMultipartThreshold)
+	}
 }
 
 // TestLostAnswerInjectedS3: under the fault injector, a PutIfAbsent whose

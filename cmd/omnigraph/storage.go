@@ -354,7 +354,10 @@ func checkKeyAndChild(ctx context.Context, s backend.StorageAdapter, caps backen
 		p.observed = "yes"
 	case k == backend.KindPermanent || k == backend.KindPrecondition:
 		p.observed = "no"
-		p.fatal = caps.KeyAndChildCoexist
+		if caps.KeyAndChildCoexist {
+			p.observed += " (the store refuses k beside k/child: declare it false, e.g. ?key_child_coexist=false)"
+			p.fatal = true
+		}
 	default:
 		p.observed, p.fatal = checkFailed(err), true
 	}

@@ -39,6 +39,8 @@ func allowed(pkg string) []string {
 		return []string{"backend", "backend/..."}
 	case pkg == "conformance", pkg == "clusterlock":
 		return []string{"backend"}
+	case pkg == "conformance/wire":
+		return []string{"backend"}
 	case pkg == "table":
 		return []string{"backend"}
 	case pkg == "graph/pg":
@@ -58,7 +60,7 @@ func allowed(pkg string) []string {
 	case pkg == "internal/testenv":
 		// The wire-level re-issue driver publishes through the manifest
 		// store and scans its logs.
-		return []string{"backend", "backend/...", "conformance", "graph/manifest", "internal/logtest"}
+		return []string{"backend", "backend/...", "conformance", "conformance/wire", "graph/manifest", "internal/logtest"}
 	case strings.HasPrefix(pkg, "internal/"):
 		return []string{"backend", "backend/...", "conformance"}
 	default: // cmd/..., server/...: the top, may import anything

@@ -4,7 +4,7 @@
 // Each helper returns a storage URL with a unique prefix, creating the bucket
 // or container on first use and deleting the prefix when the test ends:
 //
-//	url := testenv.S3(t)    // s3://omnigraph-test/t-TestX-1a2b3c4d
+//	url := testenv.S3(t)    // s3://omnigraph-test/t-TestX-1a2b3c4d?key_child_coexist=false
 //	store := testenv.Open(t, url)
 //
 // When the store is not configured, the test is skipped with the command
@@ -127,10 +127,12 @@ func S3Bucket(t testing.TB) string {
 }
 
 // S3 returns a fresh s3://bucket/prefix URL; the prefix is deleted when the
-// test ends.
+// test ends. The emulator (versitygw's posix backend) keeps objects as
+// files and cannot hold "k" beside "k/child", so the URL says so
+// (?key_child_coexist=false); the adapter's default is what AWS S3 does.
 func S3(t testing.TB) string {
 	t.Helper()
-	return cleaned(t, "s3://"+S3Bucket(t)+"/"+Prefix(t))
+	return cleaned(t, "s3://"+S3Bucket(t)+"/"+Prefix(t)+"?key_child_coexist=false")
 }
 
 // GocloudS3 is S3 through the gocloud.dev bridge: gocloud+s3://bucket/prefix.

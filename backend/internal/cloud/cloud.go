@@ -292,3 +292,18 @@ func Exists(ctx context.Context, s backend.StorageAdapter, key string) (bool, er
 	}
 	return len(page.Objects) > 0, nil
 }
+
+// CanonicalETag is the one form of an ETag used as a version token: the
+// tag in double quotes, strong (without a W/ prefix); empty stays empty.
+// Stores print ETags differently from answer to answer (quoted in headers,
+// bare in listings, weak behind some proxies), and PutIfMatch compares
+// tokens as strings, so adapters hand out and send only this form.
+func CanonicalETag(etag string) string {
+	t := strings.TrimSpace(etag)
+	t = strings.TrimPrefix(t, "W/")
+	t = strings.TrimSuffix(strings.TrimPrefix(t, `"`), `"`)
+	if t == "" {
+		return ""
+	}
+	return `"` + t + `"`
+}

@@ -129,3 +129,23 @@ func TestRequesterOneRetryLayer(t *testing.T) {
 		t.Fatal("an unmarked context reads as a reused key")
 	}
 }
+
+// TestCanonicalETag: every printed form of one ETag is one token.
+func TestCanonicalETag(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{name: "quoted", in: `"abc-2"`, want: `"abc-2"`},
+		{name: "bare", in: `abc-2`, want: `"abc-2"`},
+		{name: "weak", in: `W/"abc-2"`, want: `"abc-2"`},
+		{name: "weak bare", in: `W/abc-2`, want: `"abc-2"`},
+		{name: "spaces", in: ` "0x8D" `, want: `"0x8D"`},
+		{name: "empty", in: ``, want: ``},
+		{name: "empty quotes", in: `""`, want: ``},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := CanonicalETag(c.in); got != c.want {
+				t.Fatalf("CanonicalETag(%q) = %q, want %q", c.in, got, c.want)
+			}
+		})
+	}
+}

@@ -1,4 +1,4 @@
-package testenv
+package wire
 
 import (
 	"bytes"
@@ -17,7 +17,8 @@ import (
 // records every request and can misbehave on chosen ones: forward a request
 // and then lose the answer (drop the connection or answer an error status),
 // or refuse it without forwarding. Tests point an adapter's endpoint at
-// Proxy.URL and count what went over the wire.
+// Proxy.URL and count what went over the wire. Any HTTP-based store can be
+// put behind it: the proxy knows nothing of the store's protocol.
 //
 // The Host header is forwarded as received, so signed requests (SigV4)
 // still verify at the target.
@@ -62,10 +63,14 @@ type Rule struct {
 	// client gives up), so a client with a shorter request timeout sees its
 	// request time out after it took effect.
 	Delay time.Duration
+	// Rewrite, with Forward, passes the target's answer through after
+	// rewriting its headers (Status, Header and Body are then unused): a
+	// server that prints its ETags differently on some answers.
+	Rewrite func(h http.Header)
 }
 
-// NewProxy starts a proxy to target (a base URL) and stops it when the test
-// ends.
+// NewProxy starts a proxy to target (a base URL, e.g. http://127.0.0.1:9000)
+// and stops it when the test ends.
 func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
 	tu, err := url.Parse(target)
@@ -138,9 +143,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		defer resp.Body.Close()
 		respBody, _ := io.ReadAll(resp.Body)
-		if rule == nil {
+		if rule == nil || rule.Rewrite != nil {
 			for k, v := range resp.Header {
 				w.Header()[k] = v
+			}
+			if rule != nil {
+				rule.Rewrite(w.Header())
 			}
 			w.WriteHeader(resp.StatusCode)
 			_, _ = w.Write(respBody)
