@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,20 +23,39 @@ func TestConformanceS3(t *testing.T) {
 }
 
 // deniedS3 is the test bucket opened with credentials versitygw refuses.
+// versitygw looks a key up before it checks the caller on HEAD (a HEAD of
+// any key with wrong credentials answers 404), where AWS S3 answers 403
+// with no body: a proxy gives HEAD requests AWS's answer, and every other
+// request reaches versitygw with the wrong credentials.
 func deniedS3(t *testing.T) backend.StorageAdapter {
-	bucket := testenv.S3Bucket(t)
+	return deniedS3Store(t, func(t *testing.T) backend.StorageAdapter {
+		cfg, err := s3.ConfigFromEnv(testenv.S3Bucket(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := s3.New(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return backend.WithPrefix(st, testenv.Prefix(t)+"/")
+	})
+}
+
+// deniedS3Store sets wrong credentials and a proxy that answers HEAD 403,
+// then opens the store with open.
+func deniedS3Store(t *testing.T, open func(t *testing.T) backend.StorageAdapter) backend.StorageAdapter {
+	testenv.S3Bucket(t)
+	endpoint := os.Getenv("AWS_ENDPOINT_URL_S3")
+	if endpoint == "" {
+		endpoint = os.Getenv("AWS_ENDPOINT_URL")
+	}
+	p := testenv.NewProxy(t, endpoint)
+	p.Arm(testenv.Rule{Match: testenv.IsMethod(http.MethodHead), Times: 1 << 30, Status: http.StatusForbidden})
+	t.Setenv("AWS_ENDPOINT_URL_S3", p.URL)
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDWRONGWRONGWRONG1")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-wrong-secret-wrong-secret!!")
 	t.Setenv("AWS_SESSION_TOKEN", "")
-	cfg, err := s3.ConfigFromEnv(bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := s3.New(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return backend.WithPrefix(st, testenv.Prefix(t)+"/")
+	return open(t)
 }
 
 // TestLargeConditionalAboveThresholdS3: the conformance suite's large
