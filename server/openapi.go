@@ -24,6 +24,8 @@ var schemaTypes = map[string]reflect.Type{
 	"CommitOutput":        reflect.TypeFor[CommitOutput](),
 	"CommitList":          reflect.TypeFor[CommitList](),
 	"LoadOutput":          reflect.TypeFor[LoadOutput](),
+	"LoadRequest":         reflect.TypeFor[LoadRequest](),
+	"JSONRPC":             reflect.TypeFor[JSONRPCMessage](),
 	"SnapshotOutput":      reflect.TypeFor[SnapshotOutput](),
 	"SchemaOutput":        reflect.TypeFor[SchemaOutput](),
 	"BranchList":          reflect.TypeFor[BranchList](),
