@@ -234,9 +234,13 @@ func handleOpenAPI(r *request) (int, any, error) {
 	return 200, OpenAPI(r.s.cfg.Version, r.s.cfg.Tokens != nil), nil
 }
 
+// handleGraphs lists the graphs the actor may read (graph-wide).
 func handleGraphs(r *request) (int, any, error) {
 	out := GraphList{Graphs: []GraphItem{}}
 	for _, id := range r.s.ids {
+		if !r.s.allowed(r.actor, id, ActionRead) {
+			continue
+		}
 		out.Graphs = append(out.Graphs, GraphItem{GraphID: id})
 	}
 	return 200, out, nil

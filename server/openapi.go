@@ -115,7 +115,7 @@ func statusText(st int) string {
 	case 401:
 		return "unauthorized: missing or invalid bearer token"
 	case 403:
-		return "forbidden (a read-only replica refuses writes)"
+		return "forbidden: the policy denies the action, or a read-only replica refuses a write"
 	case 404:
 		return "not_found: no such graph, branch or commit"
 	case 409:

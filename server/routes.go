@@ -55,7 +55,7 @@ func (rt Route) bodyResource() string {
 }
 
 var (
-	readErrs  = []int{400, 401, 404, 500, 503}
+	readErrs  = []int{400, 401, 403, 404, 500, 503}
 	writeErrs = []int{400, 401, 403, 404, 409, 413, 415, 429, 500, 503}
 )
 

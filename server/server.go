@@ -33,6 +33,9 @@ type Config struct {
 	// Tokens verifies bearer secrets; nil is open mode (no auth; the
 	// caller binds loopback only).
 	Tokens *Tokens
+	// Policy decides what each actor may do (403 otherwise); nil is
+	// DefaultPolicy (everything an authenticated actor asks).
+	Policy *Policy
 	// ReadOnly: a replica; every write route answers 403.
 	ReadOnly bool
 	Limits   Limits
@@ -53,6 +56,7 @@ type Server struct {
 	adm    *admission
 	mux    *http.ServeMux
 	mcp    http.Handler
+	policy *Policy
 	log    *slog.Logger
 }
 
@@ -73,7 +77,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, graphs: map[string]*graph.Graph{}, adm: newAdmission(cfg.Limits), mux: http.NewServeMux(), log: cfg.Logger}
+	if cfg.Policy == nil {
+		cfg.Policy = DefaultPolicy()
+	}
+	s := &Server{cfg: cfg, graphs: map[string]*graph.Graph{}, adm: newAdmission(cfg.Limits), mux: http.NewServeMux(), policy: cfg.Policy, log: cfg.Logger}
 	for _, g := range cfg.Graphs {
 		if err := ValidGraphID(g.ID); err != nil {
 			return nil, err

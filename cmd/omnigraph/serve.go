@@ -35,6 +35,7 @@ type serveOptions struct {
 	listen       string
 	id           string
 	tokens       string
+	policy       string
 	readOnly     bool
 	drainTimeout time.Duration
 	limits       server.Limits
@@ -44,12 +45,14 @@ func init() {
 	register(func(a *app) *cobra.Command {
 		var o serveOptions
 		c := &cobra.Command{
-			Use:   "serve --store URL [--listen ADDR] [--id NAME] [--tokens FILE] [--read-only]",
+			Use:   "serve --store URL [--listen ADDR] [--id NAME] [--tokens FILE] [--policy FILE] [--read-only]",
 			Short: "Serve one graph over HTTP (the API of docs/server.md)",
 			Long: "Serve the graph at --store over HTTP under /graphs/ID/ (ID is --id, default\n" +
 				"\"default\"). With --tokens FILE every graph route needs a bearer token from\n" +
 				"the file ('omnigraph token add'); without it the server runs in open mode and\n" +
-				"refuses to listen on anything but a loopback address. A read-write server\n" +
+				"refuses to listen on anything but a loopback address. --policy FILE is a\n" +
+				"Cedar policy evaluated on every route and MCP tool call (403 when denied);\n" +
+				"without it every authenticated request is allowed. A read-write server\n" +
 				"holds the graph's writer lock for its whole life (leased with heartbeats on\n" +
 				"s3:// and gs://); --read-only takes no lock and serves reads of the latest\n" +
 				"head. Prints OMNIGRAPH_LISTEN_ADDR=host:port on stdout once it serves.\n" +
@@ -64,6 +67,7 @@ func init() {
 		c.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
 		c.Flags().StringVar(&o.id, "id", "default", "the graph's id in /graphs/ID/")
 		c.Flags().StringVar(&o.tokens, "tokens", "", "tokens file of hashed bearer secrets (see 'omnigraph token add'); none means open mode on loopback only")
+		c.Flags().StringVar(&o.policy, "policy", "", "Cedar policy file deciding each actor's actions (docs/server.md); none allows every authenticated request")
 		c.Flags().BoolVar(&o.readOnly, "read-only", false, "a read replica: no lock, reads only, every write is refused with 403")
 		c.Flags().DurationVar(&o.drainTimeout, "drain-timeout", 25*time.Second, "on SIGTERM, how long in-flight requests may finish")
 		c.Flags().IntVar(&o.limits.WritesPerActor, "max-writes-per-actor", server.DefaultWritesPerActor, "in-flight writes one actor may have (more get 429)")
@@ -119,6 +123,12 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		}
 		log.Warn("OPEN MODE: no --tokens file, so every request is served without authentication; listening on loopback only", "listen", o.listen)
 	}
+
+	policy, err := loadPolicy(o.policy)
+	if err != nil {
+		return err
+	}
+	log.Info("policy", "source", policy.Name())
 
 	if o.t.store == "" {
 		return usagef("no graph location: pass --store URL")
@@ -199,6 +209,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	srv, err := server.New(server.Config{
 		Graphs:   []server.Graph{{ID: o.id, G: g}},
 		Tokens:   tokens,
+		Policy:   policy,
 		ReadOnly: o.readOnly,
 		Limits:   o.limits,
 		Logger:   log,
@@ -246,6 +257,22 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
 	}
+}
+
+// loadPolicy reads a Cedar policy file; "" is the default policy.
+func loadPolicy(path string) (*server.Policy, error) {
+	if path == "" {
+		return server.DefaultPolicy(), nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the policy file: %w", err)
+	}
+	p, err := server.ParsePolicy(path, b)
+	if err != nil {
+		return nil, usageError{msg: err.Error()}
+	}
+	return p, nil
 }
 
 // releaseWith runs a lock release on a fresh, bounded context, so a

@@ -169,3 +169,52 @@ func TestServeOpenModeLoopbackOnly(t *testing.T) {
 		t.Fatalf("a refused serve must not take the lock: %+v", st)
 	}
 }
+
+// TestServePolicyProcess: serve --policy evaluates the Cedar file on
+// every route: a denied write is 403 and writes nothing, an allowed one
+// lands; a policy that does not parse refuses the start (usage) before
+// the lock is taken.
+func TestServePolicyProcess(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "graph")
+	mustCLI(t, "init", "--schema", writeSchema(t), dir)
+	tokens := filepath.Join(t.TempDir(), "tokens.json")
+	alice := strings.TrimSpace(mustCLI(t, "token", "add", "alice", "--tokens", tokens))
+	rita := strings.TrimSpace(mustCLI(t, "token", "add", "rita", "--tokens", tokens))
+	policy := filepath.Join(t.TempDir(), "policy.cedar")
+	if err := os.WriteFile(policy, []byte(`
+permit (principal, action == Omnigraph::Action::"read", resource);
+permit (principal == Omnigraph::Actor::"alice", action, resource);
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.cedar")
+	if err := os.WriteFile(bad, []byte(`permit (principal, action, resource`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := cli(t, "serve", "--store", dir, "--listen", "127.0.0.1:0", "--tokens", tokens, "--policy", bad); code != exitUsage || !strings.Contains(errs, "bad.cedar") {
+		t.Fatalf("a bad policy: exit %d, %s", code, errs)
+	}
+	if st := lockStatus(t, dir); st.Held {
+		t.Fatalf("a refused serve must not take the lock: %+v", st)
+	}
+	base, cmd, wait := startServe(t, "--store", dir, "--tokens", tokens, "--policy", policy)
+	mut := `{"query":"mutation m() { insert Person { name: \"ada\" } }"}`
+	if st, m := httpJSON(t, "POST", base+"/graphs/default/mutate", rita, mut); st != 403 || m["code"] != "forbidden" {
+		t.Fatalf("rita mutate: %d %v", st, m)
+	}
+	if st, m := httpJSON(t, "GET", base+"/graphs/default/branches", rita, ""); st != 200 {
+		t.Fatalf("rita branches: %d %v", st, m)
+	}
+	if st, m := httpJSON(t, "POST", base+"/graphs/default/mutate", alice, mut); st != 200 || m["actor_id"] != "alice" {
+		t.Fatalf("alice mutate: %d %v", st, m)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := wait(); code != 0 {
+		t.Fatalf("SIGTERM: exit %d", code)
+	}
+	if got := personNames(t, dir); got["ada"] != 1 || len(got) != 1 {
+		t.Fatalf("rows: %v", got)
+	}
+}
