@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/export"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/graph/query"
 )
@@ -307,6 +308,97 @@ func handleLoadNDJSON(r *request) (int, any, error) {
 	qv := r.URL.Query()
 	out, err := r.opLoad(r.Body, qv.Get("branch"), qv.Get("from"), qv.Get("mode"))
 	return 200, out, err
+}
+
+func handleLoadJSON(r *request) (int, any, error) {
+	var in LoadRequest
+	if err := r.decode(&in); err != nil {
+		return 0, nil, err
+	}
+	out, err := r.opLoadJSON(in)
+	return 200, out, err
+}
+
+// Headers of an export answer.
+const (
+	// HeaderGraphCommit is the commit an export read.
+	HeaderGraphCommit = "Omnigraph-Graph-Commit"
+	// TrailerExportEntities is set after the last line of a complete
+	// export: the number of lines. A body without it was cut short.
+	TrailerExportEntities = "Omnigraph-Export-Entities"
+)
+
+// handleExport streams one snapshot as graph-batch NDJSON. Every check
+// (policy, branch, types) happens before the first byte, so those
+// failures are ordinary error answers; a failure after the first byte
+// cuts the connection (no trailer), and the client discards the body.
+func handleExport(r *request) (int, any, error) {
+	qv := r.URL.Query()
+	branch, snapID := qv.Get("branch"), qv.Get("snapshot")
+	if branch != "" && snapID != "" {
+		return 0, nil, badRequest("export either a branch or a snapshot, not both")
+	}
+	var types []string
+	for _, v := range qv["type"] {
+		for _, t := range strings.Split(v, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				types = append(types, t)
+			}
+		}
+	}
+	var snap *graph.Snapshot
+	var err error
+	if snapID != "" {
+		if err := r.authorize(ActionExport, "", ""); err != nil {
+			return 0, nil, err
+		}
+		snap, err = r.g.SnapshotAt(r.Context(), snapID)
+	} else {
+		if err := r.authorize(ActionExport, orMain(branch), ""); err != nil {
+			return 0, nil, err
+		}
+		snap, err = r.g.Snapshot(r.Context(), branch)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	ew := &exportWriter{w: r.w, commit: snap.CommitID()}
+	res, err := export.Run(r.Context(), snap, ew, export.Options{Types: types})
+	if err != nil {
+		if !ew.started {
+			return 0, nil, err
+		}
+		f := MapError(err, r.graphID)
+		r.s.log.Warn("export cut after its first bytes", "graph", r.graphID, "status", f.Status, "failure_class", f.Body.Class)
+		panic(http.ErrAbortHandler)
+	}
+	ew.start()
+	r.w.Header().Set(TrailerExportEntities, strconv.Itoa(res.Nodes+res.Edges))
+	return 0, nil, nil
+}
+
+// exportWriter sends the export's headers with its first bytes.
+type exportWriter struct {
+	w       http.ResponseWriter
+	commit  string
+	started bool
+}
+
+func (e *exportWriter) start() {
+	if e.started {
+		return
+	}
+	e.started = true
+	h := e.w.Header()
+	h.Set("Content-Type", "application/x-ndjson")
+	h.Set(HeaderGraphCommit, e.commit)
+	h.Set("Trailer", TrailerExportEntities)
+	e.w.WriteHeader(http.StatusOK)
+}
+
+func (e *exportWriter) Write(p []byte) (int, error) {
+	e.start()
+	return e.w.Write(p)
 }
 
 func (r *request) branchParam() string { return orMain(r.URL.Query().Get("branch")) }

@@ -76,11 +76,15 @@ func OpenAPI(version string, auth bool) map[string]any {
 		default:
 			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref(rt.Request)}}}
 		}
-		respSchema := map[string]any{"type": "object"}
-		if rt.Response != "OpenAPI" {
+		respType, respSchema := "application/json", map[string]any{"type": "object"}
+		switch rt.Response {
+		case "OpenAPI":
+		case "NDJSON":
+			respType, respSchema = "application/x-ndjson", map[string]any{"type": "string"}
+		default:
 			respSchema = ref(rt.Response)
 		}
-		responses := map[string]any{"200": map[string]any{"description": "OK", "content": map[string]any{"application/json": map[string]any{"schema": respSchema}}}}
+		responses := map[string]any{"200": map[string]any{"description": "OK", "content": map[string]any{respType: map[string]any{"schema": respSchema}}}}
 		for _, st := range rt.Statuses {
 			responses[fmt.Sprint(st)] = map[string]any{"description": statusText(st), "content": map[string]any{"application/json": map[string]any{"schema": ref("ErrorOutput")}}}
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -121,6 +122,14 @@ func (r *request) opLoad(body io.Reader, branch, from, modeS string) (LoadOutput
 	}
 	res, err := load.Run(r.Context(), r.g, body, load.Options{Branch: branch, Mode: mode, Actor: r.actorID()})
 	if err != nil {
+		if out.BranchCreated && MapError(err, r.graphID).Status < 500 {
+			// A refused batch (4xx: nothing written) leaves no branch
+			// behind either. After a 5xx the load may have landed on it,
+			// so it stays.
+			if derr := r.g.DeleteBranch(context.WithoutCancel(r.Context()), branch); derr != nil {
+				r.s.log.Warn("could not delete the branch a refused load created", "graph", r.graphID, "failure_class", MapError(derr, r.graphID).Body.Class)
+			}
+		}
 		return LoadOutput{}, err
 	}
 	out.Nodes, out.Edges, out.Types, out.TotalEntities = res.Nodes, res.Edges, res.Types, res.Nodes+res.Edges

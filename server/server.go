@@ -160,12 +160,13 @@ func (s *Server) wrap(rt Route) http.Handler {
 		w := &statusWriter{ResponseWriter: rw}
 		req := &request{Request: hr, w: w, s: s}
 		defer func() {
-			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
-					// A streamed answer cut short on purpose (an export
-					// that failed after its first bytes): not a crash.
-					panic(p)
-				}
+			p := recover()
+			if p == http.ErrAbortHandler {
+				// A streamed answer cut short on purpose (an export that
+				// failed after its first bytes): not a crash. Logged
+				// below, then net/http drops the connection.
+				defer panic(p)
+			} else if p != nil {
 				f := s.panicked(rt.OperationID, req.graphID)
 				if w.status == 0 {
 					w.class = f.Body.Class
