@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -216,5 +217,97 @@ permit (principal == Omnigraph::Actor::"alice", action, resource);
 	}
 	if got := personNames(t, dir); got["ada"] != 1 || len(got) != 1 {
 		t.Fatalf("rows: %v", got)
+	}
+}
+
+// TestServeConfigProcess: serve --config serves several graphs from one
+// process: each under its id, each with its own writer lock, writes
+// landing only in their graph; tokens, policy and groups come from the
+// file (paths relative to it), a flag beside it wins; SIGTERM releases
+// every lock. A config the server cannot use refuses the start.
+func TestServeConfigProcess(t *testing.T) {
+	root := t.TempDir()
+	dirA, dirB := filepath.Join(root, "a"), filepath.Join(root, "b")
+	schema := writeSchema(t)
+	mustCLI(t, "init", "--schema", schema, dirA)
+	mustCLI(t, "init", "--schema", schema, dirB)
+	tokens := filepath.Join(root, "tokens.json")
+	alice := strings.TrimSpace(mustCLI(t, "token", "add", "alice", "--tokens", tokens))
+	rita := strings.TrimSpace(mustCLI(t, "token", "add", "rita", "--tokens", tokens))
+	if err := os.WriteFile(filepath.Join(root, "policy.cedar"), []byte(`
+permit (principal, action == Omnigraph::Action::"read", resource);
+permit (principal in Omnigraph::Group::"writers", action, resource);
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(root, "serve.json")
+	if err := os.WriteFile(cfg, []byte(`{
+  "version": 1,
+  "listen": "127.0.0.1:1",
+  "tokens": "tokens.json",
+  "policy": "policy.cedar",
+  "groups": {"writers": ["alice"]},
+  "drain_timeout": "5s",
+  "limits": {"max_writes_per_actor": 4},
+  "graphs": {"people-a": "a", "people-b": "`+dirB+`"}
+}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// --listen (startServe's 127.0.0.1:0) wins over the file's.
+	base, cmd, wait := startServe(t, "--config", cfg)
+	for _, dir := range []string{dirA, dirB} {
+		if st := lockStatus(t, dir); !st.Held || st.Operation != "serve" {
+			t.Fatalf("%s: the server holds its lock: %+v", dir, st)
+		}
+	}
+	if st, m := httpJSON(t, "GET", base+"/graphs", alice, ""); st != 200 || fmt.Sprint(m["graphs"]) != "[map[graph_id:people-a] map[graph_id:people-b]]" {
+		t.Fatalf("graphs: %d %v", st, m)
+	}
+	mut := func(name string) string {
+		return `{"query":"mutation m() { insert Person { name: \"` + name + `\" } }"}`
+	}
+	if st, m := httpJSON(t, "POST", base+"/graphs/people-a/mutate", alice, mut("ada")); st != 200 || m["actor_id"] != "alice" {
+		t.Fatalf("mutate a: %d %v", st, m)
+	}
+	if st, m := httpJSON(t, "POST", base+"/graphs/people-b/mutate", alice, mut("bo")); st != 200 {
+		t.Fatalf("mutate b: %d %v", st, m)
+	}
+	if st, m := httpJSON(t, "POST", base+"/graphs/people-b/mutate", rita, mut("cy")); st != 403 {
+		t.Fatalf("rita mutate b: %d %v", st, m)
+	}
+	if st, m := httpJSON(t, "GET", base+"/graphs/default/branches", alice, ""); st != 404 {
+		t.Fatalf("no default graph: %d %v", st, m)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := wait(); code != 0 {
+		t.Fatalf("SIGTERM: exit %d", code)
+	}
+	for _, dir := range []string{dirA, dirB} {
+		if st := lockStatus(t, dir); st.Held {
+			t.Fatalf("%s: the lock must be released: %+v", dir, st)
+		}
+	}
+	if a, b := personNames(t, dirA), personNames(t, dirB); fmt.Sprint(a) != "map[ada:1]" || fmt.Sprint(b) != "map[bo:1]" {
+		t.Fatalf("rows: a %v, b %v", a, b)
+	}
+
+	for _, tc := range []struct{ name, body, want string }{
+		{"unknown field", `{"version":1,"graphs":{"a":"a"},"bogus":1}`, "bogus"},
+		{"no graphs", `{"version":1,"graphs":{}}`, "no graphs"},
+		{"bad id", `{"version":1,"graphs":{"bad_id":"a"}}`, "bad_id"},
+		{"version", `{"version":2,"graphs":{"a":"a"}}`, "version 2"},
+	} {
+		p := filepath.Join(root, "bad.json")
+		if err := os.WriteFile(p, []byte(tc.body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errs := cli(t, "serve", "--config", p); code != exitUsage || !strings.Contains(errs, tc.want) {
+			t.Errorf("%s: exit %d, %s", tc.name, code, errs)
+		}
+	}
+	if code, _, errs := cli(t, "serve", "--config", cfg, "--store", dirA); code != exitUsage || !strings.Contains(errs, "--config") {
+		t.Errorf("--config with --store: exit %d, %s", code, errs)
 	}
 }
