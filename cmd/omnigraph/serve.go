@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/logging"
@@ -37,7 +36,7 @@ type serveOptions struct {
 	listen       string
 	id           string
 	config       string
-	set          map[string]bool // flags given on the command line
+	set          func(flag string) bool // the flag was given on the command line
 	tokens       string
 	policy       string
 	readOnly     bool
@@ -66,8 +65,7 @@ func init() {
 				"and exits 0; a lost lease or a handler panic exits 2.",
 			Args: cobra.NoArgs,
 			RunE: func(c *cobra.Command, args []string) error {
-				o.set = map[string]bool{}
-				c.Flags().Visit(func(f *pflag.Flag) { o.set[f.Name] = true })
+				o.set = c.Flags().Changed
 				return runServe(c.Context(), a, o)
 			},
 		}
@@ -112,7 +110,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	graphs := []servedGraph{{id: o.id, url: o.t.store}}
 	var groups map[string][]string
 	if o.config != "" {
-		if o.t.store != "" || o.set["id"] {
+		if o.t.store != "" || o.set("id") {
 			return usagef("--config names the graphs: drop --store and --id")
 		}
 		cfg, err := readServeConfig(o.config)

@@ -79,31 +79,31 @@ func (c *serveConfig) rel(p string) string {
 // apply puts the file's settings into o where the command line did not
 // give them, and returns the graphs (in id order) and the groups.
 func (c *serveConfig) apply(o *serveOptions) ([]servedGraph, map[string][]string) {
-	if c.Listen != "" && !o.set["listen"] {
+	if c.Listen != "" && !o.set("listen") {
 		o.listen = c.Listen
 	}
-	if c.Tokens != "" && !o.set["tokens"] {
+	if c.Tokens != "" && !o.set("tokens") {
 		o.tokens = c.rel(c.Tokens)
 	}
-	if c.Policy != "" && !o.set["policy"] {
+	if c.Policy != "" && !o.set("policy") {
 		o.policy = c.rel(c.Policy)
 	}
-	if c.ReadOnly && !o.set["read-only"] {
+	if c.ReadOnly && !o.set("read-only") {
 		o.readOnly = true
 	}
-	if c.drainTimeout > 0 && !o.set["drain-timeout"] {
+	if c.drainTimeout > 0 && !o.set("drain-timeout") {
 		o.drainTimeout = c.drainTimeout
 	}
-	if c.Limits.WritesPerActor > 0 && !o.set["max-writes-per-actor"] {
+	if c.Limits.WritesPerActor > 0 && !o.set("max-writes-per-actor") {
 		o.limits.WritesPerActor = c.Limits.WritesPerActor
 	}
-	if c.Limits.WritesPerGraph > 0 && !o.set["max-writes-per-graph"] {
+	if c.Limits.WritesPerGraph > 0 && !o.set("max-writes-per-graph") {
 		o.limits.WritesPerGraph = c.Limits.WritesPerGraph
 	}
-	if c.Limits.BodyBytes > 0 && !o.set["max-body-bytes"] {
+	if c.Limits.BodyBytes > 0 && !o.set("max-body-bytes") {
 		o.limits.BodyBytes = c.Limits.BodyBytes
 	}
-	if c.Limits.LoadBytes > 0 && !o.set["max-load-bytes"] {
+	if c.Limits.LoadBytes > 0 && !o.set("max-load-bytes") {
 		o.limits.LoadBytes = c.Limits.LoadBytes
 	}
 	ids := make([]string, 0, len(c.Graphs))
