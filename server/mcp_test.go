@@ -249,3 +249,25 @@ func TestMCPReadOnly(t *testing.T) {
 	st, m := (&client{t: t, base: base}).json("GET", "/graphs/default/mcp", "")
 	mustStatus(t, "GET mcp", st, 405, m)
 }
+
+// TestMCPToolPanic: a panic inside a tool's operation is contained as on
+// a route: the failure is status 500 outcome_unknown (class panic),
+// admission closes and OnFatal is told, so the process stops (exit 2)
+// instead of dying in the SDK's goroutine.
+func TestMCPToolPanic(t *testing.T) {
+	g := testGraph(t)
+	var reasons []string
+	s, base := newTestServer(t, g, Config{OnFatal: func(r string) { reasons = append(reasons, r) }})
+	out, f := s.runTool(&request{s: s, graphID: "default"}, "graph_mutate", func() (any, error) { panic("boom") })
+	if out != nil || f == nil || f.Status != 500 || f.Body.Class != "panic" || f.Body.OutcomeUnknown == nil {
+		t.Fatalf("panicking tool: %v %+v", out, f)
+	}
+	if te := structured(t, toolErrorResult(f)); te["status"] != 500.0 || te["code"] != "internal" {
+		t.Fatalf("its result: %v", te)
+	}
+	if !s.adm.isClosed() || fmt.Sprint(reasons) != "[panic]" {
+		t.Fatalf("after a tool panic: closed %v, fatal %v", s.adm.isClosed(), reasons)
+	}
+	st, m := (&client{t: t, base: base}).json("GET", "/graphs/default/branches", "")
+	mustStatus(t, "after the panic", st, 503, m)
+}
