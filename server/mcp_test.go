@@ -271,3 +271,22 @@ func TestMCPToolPanic(t *testing.T) {
 	st, m := (&client{t: t, base: base}).json("GET", "/graphs/default/branches", "")
 	mustStatus(t, "after the panic", st, 503, m)
 }
+
+// TestMCPRawJSONRPC: the endpoint answers a bare JSON-RPC tools/call
+// (no initialize, no session: stateless) with one JSON body, as the
+// curl example of docs/server.md sends it.
+func TestMCPRawJSONRPC(t *testing.T) {
+	g := testGraph(t)
+	tokens, secrets := tokensFor(t, "alice")
+	_, base := newTestServer(t, g, Config{Tokens: tokens})
+	c := &client{t: t, base: base, token: secrets["alice"]}
+	st, m, h := c.do("POST", "/graphs/default/mcp", "application/json",
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"branch_list","arguments":{}}}`,
+		"Accept", "application/json, text/event-stream")
+	mustStatus(t, "raw tools/call", st, 200, m)
+	res, _ := m["result"].(map[string]any)
+	if h.Get("Content-Type") != "application/json" || h.Get("Mcp-Session-Id") != "" || res == nil ||
+		fmt.Sprint(res["structuredContent"]) != "map[branches:[main]]" || res["isError"] == true {
+		t.Fatalf("raw tools/call: %v %v", h, m)
+	}
+}

@@ -209,6 +209,11 @@ permit (principal == Omnigraph::Actor::"alice", action, resource);
 	if st, m := httpJSON(t, "POST", base+"/graphs/default/mutate", alice, mut); st != 200 || m["actor_id"] != "alice" {
 		t.Fatalf("alice mutate: %d %v", st, m)
 	}
+	// The MCP endpoint of the real binary meets the same policy.
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"graph_mutate","arguments":{"query":"mutation m() { insert Person { name: \"bo\" } }"}}}`
+	if res := mcpCall(t, base+"/graphs/default/mcp", rita, call); res["isError"] != true || res["structuredContent"].(map[string]any)["status"] != 403.0 {
+		t.Fatalf("rita graph_mutate over MCP: %v", res)
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -310,4 +315,26 @@ permit (principal in Omnigraph::Group::"writers", action, resource);
 	if code, _, errs := cli(t, "serve", "--config", cfg, "--store", dirA); code != exitUsage || !strings.Contains(errs, "--config") {
 		t.Errorf("--config with --store: exit %d, %s", code, errs)
 	}
+}
+
+// mcpCall posts one JSON-RPC message to an MCP endpoint and returns its
+// result.
+func mcpCall(t *testing.T, url, token, body string) map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m struct {
+		Result map[string]any `json:"result"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("MCP %s: %d %v", url, resp.StatusCode, err)
+	}
+	return m.Result
 }
