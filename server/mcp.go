@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/omnigraph-go/omnigraph/graph/merge"
 )
 
 // MCP is served at POST /graphs/{graph_id}/mcp: the Streamable HTTP
@@ -42,6 +44,13 @@ type (
 	// CommitInput names one commit.
 	CommitInput struct {
 		CommitID string `json:"commit_id" jsonschema:"the graph commit id"`
+	}
+	// ChangesInput asks for a commit's changes.
+	ChangesInput struct {
+		CommitID string `json:"commit_id" jsonschema:"the graph commit id"`
+		Type     string `json:"type,omitempty" jsonschema:"only changes of this node or edge type"`
+		Op       string `json:"op,omitempty" jsonschema:"only insert, update or delete"`
+		Limit    int    `json:"limit,omitempty" jsonschema:"at most this many changes (0: all)"`
 	}
 	// MutateInput is MutateRequest plus the optional head precondition of
 	// mutate/if-graph-commit.
@@ -120,6 +129,13 @@ func mcpTools() []mcpTool {
 			func(r *request, in CommitsInput) (any, error) { return r.opCommits(in.Branch, in.Limit) }),
 		tool("commit_get", "One commit", readOnly(),
 			func(r *request, in CommitInput) (any, error) { return r.opCommit(in.CommitID) }),
+		tool("commit_changes", "The entity changes of a commit against its first parent (inserted, updated, deleted rows with before and after)", readOnly(),
+			func(r *request, in ChangesInput) (any, error) {
+				if in.Limit < 0 {
+					return nil, badRequest("limit must be 0 (all) or a positive whole number")
+				}
+				return r.opChanges(in.CommitID, merge.Filter{Type: in.Type, Op: merge.Op(in.Op), Limit: in.Limit})
+			}),
 	}
 }
 

@@ -109,7 +109,7 @@ func TestMCPEndToEnd(t *testing.T) {
 			json.Unmarshal(b, &querySchema)
 		}
 	}
-	if !slices.Equal(names, MCPTools()) || len(names) != 11 {
+	if !slices.Equal(names, MCPTools()) || len(names) != 12 {
 		t.Fatalf("tools/list: %v, want %v", names, MCPTools())
 	}
 	props, _ := querySchema["properties"].(map[string]any)
@@ -193,6 +193,10 @@ func TestMCPEndToEnd(t *testing.T) {
 	last := cl["commits"].([]any)[0].(map[string]any)["graph_commit_id"].(string)
 	if cg := structured(t, callTool(t, cs, "commit_get", map[string]any{"commit_id": last})); cg["graph_commit_id"] != last {
 		t.Fatalf("commit_get: %v", cg)
+	}
+	ch := structured(t, callTool(t, cs, "commit_changes", map[string]any{"commit_id": head}))
+	if chs, _ := ch["changes"].([]any); len(chs) != 1 || chs[0].(map[string]any)["id"] != "bo" || chs[0].(map[string]any)["op"] != "insert" {
+		t.Fatalf("commit_changes: %v", ch)
 	}
 	sn := structured(t, callTool(t, cs, "graph_snapshot", nil))
 	if sn["graph_commit_id"] != last || sn["datasets"].([]any)[0].(map[string]any)["entity_count"] != 3.0 {
