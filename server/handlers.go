@@ -370,6 +370,9 @@ func handleExport(r *request) (int, any, error) {
 		}
 		f := MapError(err, r.graphID)
 		r.s.log.Warn("export cut after its first bytes", "graph", r.graphID, "status", f.Status, "failure_class", f.Body.Class)
+		if sw, ok := r.w.(*statusWriter); ok {
+			sw.class = "export_cut"
+		}
 		panic(http.ErrAbortHandler)
 	}
 	ew.start()
