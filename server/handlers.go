@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -12,10 +11,8 @@ import (
 	"strings"
 
 	"github.com/omnigraph-go/omnigraph/graph"
-	"github.com/omnigraph-go/omnigraph/graph/load"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/graph/export"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
-	"github.com/omnigraph-go/omnigraph/graph/mutate"
 	"github.com/omnigraph-go/omnigraph/graph/query"
 )
 
@@ -38,11 +35,11 @@ type (
 	}
 	// QueryRequest is POST query.
 	QueryRequest struct {
-		Query    string         `json:"query"`
-		Name     string         `json:"name,omitempty"`
-		Params   map[string]any `json:"params,omitempty"`
-		Branch   string         `json:"branch,omitempty"`
-		Snapshot string         `json:"snapshot,omitempty"`
+		Query    string         `json:"query" jsonschema:"the .gq source of one or more read queries"`
+		Name     string         `json:"name,omitempty" jsonschema:"which declared query to run, when the source declares several"`
+		Params   map[string]any `json:"params,omitempty" jsonschema:"the query's parameters by name"`
+		Branch   string         `json:"branch,omitempty" jsonschema:"the branch to read (default main)"`
+		Snapshot string         `json:"snapshot,omitempty" jsonschema:"a graph commit id to read instead of a branch head"`
 	}
 	// ReadOutput is a query's answer.
 	ReadOutput struct {
@@ -60,10 +57,10 @@ type (
 	}
 	// MutateRequest is POST mutate.
 	MutateRequest struct {
-		Query  string         `json:"query"`
-		Name   string         `json:"name,omitempty"`
-		Params map[string]any `json:"params,omitempty"`
-		Branch string         `json:"branch,omitempty"`
+		Query  string         `json:"query" jsonschema:"the .gq source of one or more mutations"`
+		Name   string         `json:"name,omitempty" jsonschema:"which declared mutation to run, when the source declares several"`
+		Params map[string]any `json:"params,omitempty" jsonschema:"the mutation's parameters by name"`
+		Branch string         `json:"branch,omitempty" jsonschema:"the branch to write (default main)"`
 	}
 	// ChangeOutput is a mutation's answer; Commit is null when nothing
 	// changed.
@@ -89,6 +86,15 @@ type (
 	// CommitList is GET commits.
 	CommitList struct {
 		Commits []CommitOutput `json:"commits"`
+	}
+	// LoadRequest is POST load: a graph batch inline, as NDJSON text in
+	// Data or as the same line objects in Records (exactly one of them).
+	LoadRequest struct {
+		Data    string           `json:"data,omitempty" jsonschema:"the graph batch as NDJSON text: one {\"type\":T,\"data\":{...}} or {\"edge\":E,\"from\":src,\"to\":dst,\"data\":{...}} per line"`
+		Records []map[string]any `json:"records,omitempty" jsonschema:"the graph batch as an array of line objects (instead of data)"`
+		Branch  string           `json:"branch,omitempty" jsonschema:"the branch to load into (default main); it must exist unless from is given"`
+		From    string           `json:"from,omitempty" jsonschema:"create the branch from this one first when it does not exist"`
+		Mode    string           `json:"mode,omitempty" jsonschema:"merge (upsert, default), append (strict insert) or overwrite (replace each type in the batch)"`
 	}
 	// LoadOutput is a load's answer.
 	LoadOutput struct {
@@ -133,8 +139,8 @@ type (
 	}
 	// BranchCreateRequest is POST branches.
 	BranchCreateRequest struct {
-		Name string `json:"name"`
-		From string `json:"from,omitempty"`
+		Name string `json:"name" jsonschema:"the new branch"`
+		From string `json:"from,omitempty" jsonschema:"the branch whose head it starts from (default main)"`
 	}
 	// BranchCreateOutput answers a branch create.
 	BranchCreateOutput struct {
@@ -150,9 +156,9 @@ type (
 	}
 	// MergeRequest is POST branches/merge.
 	MergeRequest struct {
-		Source       string `json:"source"`
-		Target       string `json:"target,omitempty"`
-		DeleteBranch bool   `json:"delete_branch,omitempty"`
+		Source       string `json:"source" jsonschema:"the branch to merge"`
+		Target       string `json:"target,omitempty" jsonschema:"the branch to merge into (default main)"`
+		DeleteBranch bool   `json:"delete_branch,omitempty" jsonschema:"delete the source branch after the merge lands"`
 	}
 	// MergeOutput answers a merge. A failed delete of the source is
 	// reported here, never as an error: the merge landed.
@@ -229,9 +235,13 @@ func handleOpenAPI(r *request) (int, any, error) {
 	return 200, OpenAPI(r.s.cfg.Version, r.s.cfg.Tokens != nil), nil
 }
 
+// handleGraphs lists the graphs the actor may read (graph-wide).
 func handleGraphs(r *request) (int, any, error) {
 	out := GraphList{Graphs: []GraphItem{}}
 	for _, id := range r.s.ids {
+		if !r.s.allowed(r.actor, id, ActionRead) {
+			continue
+		}
 		out.Graphs = append(out.Graphs, GraphItem{GraphID: id})
 	}
 	return 200, out, nil
@@ -242,27 +252,8 @@ func handleQuery(r *request) (int, any, error) {
 	if err := r.decode(&q); err != nil {
 		return 0, nil, err
 	}
-	if strings.TrimSpace(q.Query) == "" {
-		return 0, nil, badRequest("query is required: the .gq source of a read query")
-	}
-	if q.Branch != "" && q.Snapshot != "" {
-		return 0, nil, badRequest("read either a branch or a snapshot, not both")
-	}
-	var snap *graph.Snapshot
-	var err error
-	if q.Snapshot != "" {
-		snap, err = r.g.SnapshotAt(r.Context(), q.Snapshot)
-	} else {
-		snap, err = r.g.Snapshot(r.Context(), q.Branch)
-	}
-	if err != nil {
-		return 0, nil, err
-	}
-	res, err := query.Run(r.Context(), snap, q.Query, q.Name, q.Params)
-	if err != nil {
-		return 0, nil, err
-	}
-	return 200, readOutput(res, q), nil
+	out, err := r.opQuery(q)
+	return 200, out, err
 }
 
 func readOutput(res *query.Result, q QueryRequest) ReadOutput {
@@ -305,125 +296,129 @@ func mutateWith(r *request, ifCommit string) (int, any, error) {
 	if err := r.decode(&m); err != nil {
 		return 0, nil, err
 	}
-	if strings.TrimSpace(m.Query) == "" {
-		return 0, nil, badRequest("query is required: the .gq source of a mutation")
-	}
-	release, err := r.admitWrite()
-	if err != nil {
-		return 0, nil, err
-	}
-	defer release()
-	res, err := mutate.Query(r.Context(), r.g, m.Query, m.Name, mutate.Options{Branch: m.Branch, Params: m.Params, IfCommit: ifCommit, Actor: r.actorID()})
-	if err != nil {
-		return 0, nil, err
-	}
-	branch := m.Branch
-	if branch == "" {
-		branch = manifest.MainBranch
-	}
-	out := ChangeOutput{Branch: branch, QueryName: m.Name, AffectedNodes: res.AffectedNodes, AffectedEdges: res.AffectedEdges, ActorID: r.actor, Commit: commitOutput(res.Commit), Warnings: res.Warnings}
-	if res.Commit != nil {
-		out.ActorID = res.Commit.Actor
-	}
-	return 200, out, nil
+	out, err := r.opMutate(m, ifCommit)
+	return 200, out, err
 }
 
-func handleLoad(r *request) (int, any, error) {
+func handleLoadNDJSON(r *request) (int, any, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/x-ndjson" {
 		return 0, nil, &Failure{Status: http.StatusUnsupportedMediaType, Body: ErrorOutput{Error: "the body must be a graph batch: send Content-Type: application/x-ndjson", Code: CodeBadRequest}}
 	}
 	qv := r.URL.Query()
-	branch, from, modeS := qv.Get("branch"), qv.Get("from"), qv.Get("mode")
-	if branch == "" {
-		branch = manifest.MainBranch
-	}
-	if modeS == "" {
-		modeS = string(load.Merge)
-	}
-	mode, err := load.ParseMode(modeS)
-	if err != nil {
-		return 0, nil, badRequest("%s", err.Error())
-	}
-	release, err := r.admitWrite()
-	if err != nil {
+	out, err := r.opLoad(r.Body, qv.Get("branch"), qv.Get("from"), qv.Get("mode"))
+	return 200, out, err
+}
+
+func handleLoadJSON(r *request) (int, any, error) {
+	var in LoadRequest
+	if err := r.decode(&in); err != nil {
 		return 0, nil, err
 	}
-	defer release()
-	out := LoadOutput{Branch: branch, Mode: string(mode), ActorID: r.actor}
-	if from != "" {
-		if _, err := r.g.Snapshot(r.Context(), branch); errors.Is(err, manifest.ErrBranchNotFound) {
-			if _, err := r.g.CreateBranch(r.Context(), branch, from); err != nil {
-				return 0, nil, err
+	out, err := r.opLoadJSON(in)
+	return 200, out, err
+}
+
+// Headers of an export answer.
+const (
+	// HeaderGraphCommit is the commit an export read.
+	HeaderGraphCommit = "Omnigraph-Graph-Commit"
+	// TrailerExportEntities is set after the last line of a complete
+	// export: the number of lines. A body without it was cut short.
+	TrailerExportEntities = "Omnigraph-Export-Entities"
+)
+
+// handleExport streams one snapshot as graph-batch NDJSON. Every check
+// (policy, branch, types) happens before the first byte, so those
+// failures are ordinary error answers; a failure after the first byte
+// cuts the connection (no trailer), and the client discards the body.
+func handleExport(r *request) (int, any, error) {
+	qv := r.URL.Query()
+	branch, snapID := qv.Get("branch"), qv.Get("snapshot")
+	if branch != "" && snapID != "" {
+		return 0, nil, badRequest("export either a branch or a snapshot, not both")
+	}
+	var types []string
+	for _, v := range qv["type"] {
+		for _, t := range strings.Split(v, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				types = append(types, t)
 			}
-			out.BranchCreated, out.BaseBranch = true, from
-		} else if err != nil {
+		}
+	}
+	var snap *graph.Snapshot
+	var err error
+	if snapID != "" {
+		if err := r.authorize(ActionExport, "", ""); err != nil {
 			return 0, nil, err
 		}
+		snap, err = r.g.SnapshotAt(r.Context(), snapID)
+	} else {
+		if err := r.authorize(ActionExport, orMain(branch), ""); err != nil {
+			return 0, nil, err
+		}
+		snap, err = r.g.Snapshot(r.Context(), branch)
 	}
-	res, err := load.Run(r.Context(), r.g, r.Body, load.Options{Branch: branch, Mode: mode, Actor: r.actorID()})
 	if err != nil {
 		return 0, nil, err
 	}
-	out.Nodes, out.Edges, out.Types, out.TotalEntities = res.Nodes, res.Edges, res.Types, res.Nodes+res.Edges
-	out.Commit, out.Warnings = commitOutput(res.Commit), res.Warnings
-	if out.Types == nil {
-		out.Types = map[string]int{}
+	ew := &exportWriter{w: r.w, commit: snap.CommitID()}
+	res, err := export.Run(r.Context(), snap, ew, export.Options{Types: types})
+	if err != nil {
+		if !ew.started {
+			return 0, nil, err
+		}
+		f := MapError(err, r.graphID)
+		r.s.log.Warn("export cut after its first bytes", "graph", r.graphID, "status", f.Status, "failure_class", f.Body.Class)
+		if sw, ok := r.w.(*statusWriter); ok {
+			sw.class = "export_cut"
+		}
+		panic(http.ErrAbortHandler)
 	}
-	return 200, out, nil
+	ew.start()
+	r.w.Header().Set(TrailerExportEntities, strconv.Itoa(res.Nodes+res.Edges))
+	return 0, nil, nil
 }
 
-func (r *request) branchParam() string {
-	b := r.URL.Query().Get("branch")
-	if b == "" {
-		return manifest.MainBranch
-	}
-	return b
+// exportWriter sends the export's headers with its first bytes.
+type exportWriter struct {
+	w       http.ResponseWriter
+	commit  string
+	started bool
 }
+
+func (e *exportWriter) start() {
+	if e.started {
+		return
+	}
+	e.started = true
+	h := e.w.Header()
+	h.Set("Content-Type", "application/x-ndjson")
+	h.Set(HeaderGraphCommit, e.commit)
+	h.Set("Trailer", TrailerExportEntities)
+	e.w.WriteHeader(http.StatusOK)
+}
+
+func (e *exportWriter) Write(p []byte) (int, error) {
+	e.start()
+	return e.w.Write(p)
+}
+
+func (r *request) branchParam() string { return orMain(r.URL.Query().Get("branch")) }
 
 func handleSnapshot(r *request) (int, any, error) {
-	snap, err := r.g.Snapshot(r.Context(), r.branchParam())
-	if err != nil {
-		return 0, nil, err
-	}
-	stats, err := snap.TableStats(r.Context())
-	if err != nil {
-		return 0, nil, err
-	}
-	out := SnapshotOutput{GraphBranch: snap.Branch(), GraphManifestVersion: snap.Version(), GraphCommitID: snap.CommitID(),
-		InternalSchemaVersion: snap.Stamp(), SchemaIdentity: snap.SchemaIdentity(), Datasets: []DatasetOutput{}}
-	for _, st := range stats {
-		kind, name := "node", st.Key
-		if k, n, ok := strings.Cut(st.Key, ":"); ok {
-			kind, name = k, n
-		}
-		out.Datasets = append(out.Datasets, DatasetOutput{TypeName: name, EntityKind: kind, PublishedDatasetVersion: st.Version, EntityCount: st.Rows, NativeDatasetBranch: st.Branch})
-	}
-	return 200, out, nil
+	out, err := r.opSnapshot(r.branchParam())
+	return 200, out, err
 }
 
 func handleSchema(r *request) (int, any, error) {
-	snap, err := r.g.Snapshot(r.Context(), r.branchParam())
-	if err != nil {
-		return 0, nil, err
-	}
-	cat, err := snap.Catalog(r.Context())
-	if err != nil {
-		return 0, nil, err
-	}
-	return 200, SchemaOutput{SchemaSource: cat.Source, SchemaIdentity: cat.Identity, Branch: snap.Branch()}, nil
+	out, err := r.opSchema(r.branchParam())
+	return 200, out, err
 }
 
 func handleBranches(r *request) (int, any, error) {
-	bs, err := r.g.Branches(r.Context())
-	if err != nil {
-		return 0, nil, err
-	}
-	out := BranchList{Branches: []string{}}
-	for _, b := range bs {
-		out.Branches = append(out.Branches, b.Name)
-	}
-	return 200, out, nil
+	out, err := r.opBranches()
+	return 200, out, err
 }
 
 func handleBranchCreate(r *request) (int, any, error) {
@@ -431,35 +426,13 @@ func handleBranchCreate(r *request) (int, any, error) {
 	if err := r.decode(&b); err != nil {
 		return 0, nil, err
 	}
-	if b.Name == "" {
-		return 0, nil, badRequest("name is required")
-	}
-	if b.From == "" {
-		b.From = manifest.MainBranch
-	}
-	release, err := r.admitWrite()
-	if err != nil {
-		return 0, nil, err
-	}
-	defer release()
-	snap, err := r.g.CreateBranch(r.Context(), b.Name, b.From)
-	if err != nil {
-		return 0, nil, err
-	}
-	return 200, BranchCreateOutput{Name: b.Name, From: b.From, GraphCommitID: snap.CommitID(), ActorID: r.actor}, nil
+	out, err := r.opBranchCreate(b)
+	return 200, out, err
 }
 
 func handleBranchDelete(r *request) (int, any, error) {
-	name := r.PathValue("branch")
-	release, err := r.admitWrite()
-	if err != nil {
-		return 0, nil, err
-	}
-	defer release()
-	if err := r.g.DeleteBranch(r.Context(), name); err != nil {
-		return 0, nil, err
-	}
-	return 200, BranchDeleteOutput{Name: name, ActorID: r.actor}, nil
+	out, err := r.opBranchDelete(r.PathValue("branch"))
+	return 200, out, err
 }
 
 func handleMerge(r *request) (int, any, error) {
@@ -467,90 +440,43 @@ func handleMerge(r *request) (int, any, error) {
 	if err := r.decode(&m); err != nil {
 		return 0, nil, err
 	}
-	if m.Source == "" {
-		return 0, nil, badRequest("source is required: the branch to merge")
+	out, err := r.opMerge(m)
+	return 200, out, err
+}
+
+// limitParam parses the limit query parameter: 0 (all) or more.
+func (r *request) limitParam() (int, error) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return 0, nil
 	}
-	if m.Target == "" {
-		m.Target = manifest.MainBranch
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, badRequest("limit must be 0 (all) or a positive whole number")
 	}
-	release, err := r.admitWrite()
-	if err != nil {
-		return 0, nil, err
-	}
-	defer release()
-	res, err := merge.Run(r.Context(), r.g, m.Source, m.Target, merge.Options{Actor: r.actorID()})
-	if err != nil {
-		return 0, nil, err
-	}
-	out := MergeOutput{Source: res.Source, Target: res.Target, Outcome: string(res.Outcome), ActorID: r.actor, Commit: commitOutput(res.Commit),
-		Inserted: res.Inserted, Updated: res.Updated, Deleted: res.Deleted}
-	if m.DeleteBranch {
-		ok := true
-		if derr := r.g.DeleteBranch(r.Context(), m.Source); derr != nil {
-			ok = false
-			out.BranchDeleteError = MapError(derr, r.graphID).Body.Error
-		}
-		out.BranchDeleted = &ok
-	}
-	return 200, out, nil
+	return n, nil
 }
 
 func handleCommits(r *request) (int, any, error) {
-	limit := 0
-	if s := r.URL.Query().Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			return 0, nil, badRequest("limit must be 0 (all) or a positive whole number")
-		}
-		limit = n
-	}
-	cs, err := r.g.Commits(r.Context(), r.branchParam(), limit)
+	limit, err := r.limitParam()
 	if err != nil {
 		return 0, nil, err
 	}
-	out := CommitList{Commits: []CommitOutput{}}
-	for i := range cs {
-		out.Commits = append(out.Commits, *commitOutput(&cs[i]))
-	}
-	return 200, out, nil
+	out, err := r.opCommits(r.branchParam(), limit)
+	return 200, out, err
 }
 
 func handleCommit(r *request) (int, any, error) {
-	c, err := r.g.Commit(r.Context(), r.PathValue("commit_id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	return 200, commitOutput(&c), nil
+	out, err := r.opCommit(r.PathValue("commit_id"))
+	return 200, out, err
 }
 
 func handleChanges(r *request) (int, any, error) {
 	qv := r.URL.Query()
-	f := merge.Filter{Type: qv.Get("type"), Op: merge.Op(qv.Get("op"))}
-	switch f.Op {
-	case "", merge.OpInsert, merge.OpUpdate, merge.OpDelete:
-	default:
-		return 0, nil, badRequest("op must be insert, update or delete, not %q", f.Op)
-	}
-	if s := qv.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			return 0, nil, badRequest("limit must be 0 (all) or a positive whole number")
-		}
-		f.Limit = n
-	}
-	id := r.PathValue("commit_id")
-	c, err := r.g.Commit(r.Context(), id)
+	limit, err := r.limitParam()
 	if err != nil {
 		return 0, nil, err
 	}
-	cs, err := merge.CommitChanges(r.Context(), r.g, id, f)
-	if err != nil {
-		return 0, nil, err
-	}
-	if cs == nil {
-		cs = []merge.Change{}
-	}
-	return 200, ChangesOutput{Cause: *commitOutput(&c), Changes: cs}, nil
+	out, err := r.opChanges(r.PathValue("commit_id"), merge.Filter{Type: qv.Get("type"), Op: merge.Op(qv.Get("op")), Limit: limit})
+	return 200, out, err
 }
-
-var _ = fmt.Sprint

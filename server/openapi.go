@@ -24,6 +24,8 @@ var schemaTypes = map[string]reflect.Type{
 	"CommitOutput":        reflect.TypeFor[CommitOutput](),
 	"CommitList":          reflect.TypeFor[CommitList](),
 	"LoadOutput":          reflect.TypeFor[LoadOutput](),
+	"LoadRequest":         reflect.TypeFor[LoadRequest](),
+	"JSONRPC":             reflect.TypeFor[JSONRPCMessage](),
 	"SnapshotOutput":      reflect.TypeFor[SnapshotOutput](),
 	"SchemaOutput":        reflect.TypeFor[SchemaOutput](),
 	"BranchList":          reflect.TypeFor[BranchList](),
@@ -74,11 +76,15 @@ func OpenAPI(version string, auth bool) map[string]any {
 		default:
 			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref(rt.Request)}}}
 		}
-		respSchema := map[string]any{"type": "object"}
-		if rt.Response != "OpenAPI" {
+		respType, respSchema := "application/json", map[string]any{"type": "object"}
+		switch rt.Response {
+		case "OpenAPI":
+		case "NDJSON":
+			respType, respSchema = "application/x-ndjson", map[string]any{"type": "string"}
+		default:
 			respSchema = ref(rt.Response)
 		}
-		responses := map[string]any{"200": map[string]any{"description": "OK", "content": map[string]any{"application/json": map[string]any{"schema": respSchema}}}}
+		responses := map[string]any{"200": map[string]any{"description": "OK", "content": map[string]any{respType: map[string]any{"schema": respSchema}}}}
 		for _, st := range rt.Statuses {
 			responses[fmt.Sprint(st)] = map[string]any{"description": statusText(st), "content": map[string]any{"application/json": map[string]any{"schema": ref("ErrorOutput")}}}
 		}
@@ -113,7 +119,7 @@ func statusText(st int) string {
 	case 401:
 		return "unauthorized: missing or invalid bearer token"
 	case 403:
-		return "forbidden (a read-only replica refuses writes)"
+		return "forbidden: the policy denies the action, or a read-only replica refuses a write"
 	case 404:
 		return "not_found: no such graph, branch or commit"
 	case 409:

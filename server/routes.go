@@ -55,7 +55,7 @@ func (rt Route) bodyResource() string {
 }
 
 var (
-	readErrs  = []int{400, 401, 404, 500, 503}
+	readErrs  = []int{400, 401, 403, 404, 500, 503}
 	writeErrs = []int{400, 401, 403, 404, 409, 413, 415, 429, 500, 503}
 )
 
@@ -69,7 +69,10 @@ func Routes() []Route {
 		{Method: "POST", Path: g + "/query", OperationID: "query", Summary: "Run a read query on one snapshot", Auth: true, Graph: true, Request: "QueryRequest", Response: "ReadOutput", Statuses: readErrs, handle: handleQuery},
 		{Method: "POST", Path: g + "/mutate", OperationID: "mutate", Summary: "Run a mutation as one commit", Auth: true, Graph: true, Write: true, Request: "MutateRequest", Response: "ChangeOutput", Statuses: writeErrs, handle: handleMutate},
 		{Method: "POST", Path: g + "/mutate/if-graph-commit", OperationID: "mutateIfGraphCommit", Summary: "Run a mutation only while the branch head is the given commit", Auth: true, Graph: true, Write: true, Header: HeaderIfGraphCommit, Request: "MutateRequest", Response: "ChangeOutput", Statuses: append([]int{412}, writeErrs...), handle: handleMutateIf},
-		{Method: "POST", Path: g + "/load/ndjson", OperationID: "loadNdjson", Summary: "Load a graph batch (application/x-ndjson) as one commit", Auth: true, Graph: true, Write: true, Stream: true, Query: []string{"branch", "from", "mode"}, Request: "NDJSON", Response: "LoadOutput", Statuses: writeErrs, handle: handleLoad},
+		{Method: "POST", Path: g + "/load", OperationID: "load", Summary: "Load a graph batch sent inline in JSON (NDJSON text in data, or line objects in records) as one commit", Auth: true, Graph: true, Write: true, Stream: true, Request: "LoadRequest", Response: "LoadOutput", Statuses: writeErrs, handle: handleLoadJSON},
+		{Method: "GET", Path: g + "/export", OperationID: "export", Summary: "Stream a branch head (or a snapshot) as graph-batch NDJSON, the input of load", Auth: true, Graph: true, Query: []string{"branch", "snapshot", "type"}, Response: "NDJSON", Statuses: readErrs, handle: handleExport},
+		{Method: "POST", Path: g + "/load/ndjson", OperationID: "loadNdjson", Summary: "Load a graph batch (application/x-ndjson) as one commit", Auth: true, Graph: true, Write: true, Stream: true, Query: []string{"branch", "from", "mode"}, Request: "NDJSON", Response: "LoadOutput", Statuses: writeErrs, handle: handleLoadNDJSON},
+		{Method: "POST", Path: g + "/mcp", OperationID: "mcp", Summary: "MCP (Streamable HTTP, stateless, JSON responses): tools mirroring these routes", Auth: true, Graph: true, Stream: true, Request: "JSONRPC", Response: "JSONRPC", Statuses: []int{400, 401, 404, 405, 413}, handle: handleMCP},
 		{Method: "GET", Path: g + "/snapshot", OperationID: "getSnapshot", Summary: "A branch head: manifest version and per-table versions and counts", Auth: true, Graph: true, Query: []string{"branch"}, Response: "SnapshotOutput", Statuses: readErrs, handle: handleSnapshot},
 		{Method: "GET", Path: g + "/schema", OperationID: "getSchema", Summary: "The accepted .pg schema of a branch", Auth: true, Graph: true, Query: []string{"branch"}, Response: "SchemaOutput", Statuses: readErrs, handle: handleSchema},
 		{Method: "GET", Path: g + "/branches", OperationID: "listBranches", Summary: "List the live branches", Auth: true, Graph: true, Response: "BranchList", Statuses: readErrs, handle: handleBranches},

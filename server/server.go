@@ -33,6 +33,9 @@ type Config struct {
 	// Tokens verifies bearer secrets; nil is open mode (no auth; the
 	// caller binds loopback only).
 	Tokens *Tokens
+	// Policy decides what each actor may do (403 otherwise); nil is
+	// DefaultPolicy (everything an authenticated actor asks).
+	Policy *Policy
 	// ReadOnly: a replica; every write route answers 403.
 	ReadOnly bool
 	Limits   Limits
@@ -52,6 +55,8 @@ type Server struct {
 	ids    []string
 	adm    *admission
 	mux    *http.ServeMux
+	mcp    http.Handler
+	policy *Policy
 	log    *slog.Logger
 }
 
@@ -72,7 +77,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, graphs: map[string]*graph.Graph{}, adm: newAdmission(cfg.Limits), mux: http.NewServeMux(), log: cfg.Logger}
+	if cfg.Policy == nil {
+		cfg.Policy = DefaultPolicy()
+	}
+	s := &Server{cfg: cfg, graphs: map[string]*graph.Graph{}, adm: newAdmission(cfg.Limits), mux: http.NewServeMux(), policy: cfg.Policy, log: cfg.Logger}
 	for _, g := range cfg.Graphs {
 		if err := ValidGraphID(g.ID); err != nil {
 			return nil, err
@@ -84,8 +92,17 @@ func New(cfg Config) (*Server, error) {
 		s.ids = append(s.ids, g.ID)
 	}
 	sort.Strings(s.ids)
+	s.mcp = s.newMCP()
 	for _, rt := range Routes() {
 		s.mux.Handle(rt.Pattern(), s.wrap(rt))
+	}
+	// The MCP endpoint is POST only (stateless: no SSE stream to GET, no
+	// session to DELETE).
+	for _, m := range []string{"GET", "DELETE"} {
+		s.mux.HandleFunc(m+" /graphs/{graph_id}/mcp", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", "POST")
+			writeFailure(w, fail(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "the MCP endpoint is stateless: POST JSON-RPC messages to it"))
+		})
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, fail(http.StatusNotFound, CodeNotFound, "no such route: %s %s (see GET /openapi.json)", r.Method, r.URL.Path))
@@ -143,19 +160,17 @@ func (s *Server) wrap(rt Route) http.Handler {
 		w := &statusWriter{ResponseWriter: rw}
 		req := &request{Request: hr, w: w, s: s}
 		defer func() {
-			if p := recover(); p != nil {
-				s.adm.close()
-				s.log.Error("handler panicked; admission closed, the server stops", "route", rt.OperationID, "stack", string(debug.Stack()))
+			p := recover()
+			if p == http.ErrAbortHandler {
+				// A streamed answer cut short on purpose (an export that
+				// failed after its first bytes): not a crash. Logged
+				// below, then net/http drops the connection.
+				defer panic(p)
+			} else if p != nil {
+				f := s.panicked(rt.OperationID, req.graphID)
 				if w.status == 0 {
-					f := &Failure{Status: http.StatusInternalServerError, Body: ErrorOutput{
-						Error: "the request failed inside the server and its outcome is unknown; if it was a write, check GET /graphs/" + req.graphID + "/commits before sending it again",
-						Code:  CodeInternal, OutcomeUnknown: &OutcomeUnknown{Check: "GET /graphs/" + req.graphID + "/commits"}, Class: "panic",
-					}}
 					w.class = f.Body.Class
 					writeFailure(w, f)
-				}
-				if s.cfg.OnFatal != nil {
-					s.cfg.OnFatal("panic")
 				}
 			}
 			actor := req.actor
@@ -238,13 +253,28 @@ func (s *Server) prepare(rt Route, req *request) *Failure {
 	return nil
 }
 
-// admitWrite takes the actor's and the graph's write slot.
-func (r *request) admitWrite() (func(), error) {
-	actor := r.actor
-	if actor == "" {
-		actor = "anonymous"
+// panicked handles a panic of a route or tool: admission closes, the
+// server is told to stop, and the answer is outcome unknown.
+func (s *Server) panicked(what, graphID string) *Failure {
+	s.adm.close()
+	s.log.Error("handler panicked; admission closed, the server stops", "route", what, "stack", string(debug.Stack()))
+	if s.cfg.OnFatal != nil {
+		s.cfg.OnFatal("panic")
 	}
-	release, f := r.s.adm.admit(actor, r.graphID)
+	return &Failure{Status: http.StatusInternalServerError, Body: ErrorOutput{
+		Error: "the request failed inside the server and its outcome is unknown; if it was a write, check GET /graphs/" + graphID + "/commits before sending it again",
+		Code:  CodeInternal, OutcomeUnknown: &OutcomeUnknown{Check: "GET /graphs/" + graphID + "/commits"}, Class: "panic",
+	}}
+}
+
+// admitWrite takes the actor's and the graph's write slot; a read-only
+// replica refuses every write (the HTTP write routes are refused earlier,
+// in prepare; MCP tools meet it here).
+func (r *request) admitWrite() (func(), error) {
+	if r.s.cfg.ReadOnly {
+		return nil, fail(http.StatusForbidden, CodeForbidden, "this server is a read-only replica; send writes to the primary")
+	}
+	release, f := r.s.adm.admit(actorOrAnon(r.actor), r.graphID)
 	if f != nil {
 		return nil, f
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,7 +35,10 @@ type serveOptions struct {
 	t            graphTarget
 	listen       string
 	id           string
+	config       string
+	set          func(flag string) bool // the flag was given on the command line
 	tokens       string
+	policy       string
 	readOnly     bool
 	drainTimeout time.Duration
 	limits       server.Limits
@@ -44,12 +48,16 @@ func init() {
 	register(func(a *app) *cobra.Command {
 		var o serveOptions
 		c := &cobra.Command{
-			Use:   "serve --store URL [--listen ADDR] [--id NAME] [--tokens FILE] [--read-only]",
-			Short: "Serve one graph over HTTP (the API of docs/server.md)",
+			Use:   "serve (--store URL [--id NAME] | --config FILE) [--listen ADDR] [--tokens FILE] [--policy FILE] [--read-only]",
+			Short: "Serve graphs over HTTP (the API of docs/server.md)",
 			Long: "Serve the graph at --store over HTTP under /graphs/ID/ (ID is --id, default\n" +
-				"\"default\"). With --tokens FILE every graph route needs a bearer token from\n" +
-				"the file ('omnigraph token add'); without it the server runs in open mode and\n" +
-				"refuses to listen on anything but a loopback address. A read-write server\n" +
+				"\"default\"), or the graphs of --config FILE (a JSON file: graph ids to storage\n" +
+				"URLs, listen address, tokens, policy, groups, limits; flags given beside it win).\n" +
+				"With --tokens FILE every graph route needs a bearer token from the file\n" +
+				"('omnigraph token add'); without it the server runs in open mode and\n" +
+				"refuses to listen on anything but a loopback address. --policy FILE is a\n" +
+				"Cedar policy evaluated on every route and MCP tool call (403 when denied);\n" +
+				"without it every authenticated request is allowed. A read-write server\n" +
 				"holds the graph's writer lock for its whole life (leased with heartbeats on\n" +
 				"s3:// and gs://); --read-only takes no lock and serves reads of the latest\n" +
 				"head. Prints OMNIGRAPH_LISTEN_ADDR=host:port on stdout once it serves.\n" +
@@ -57,13 +65,16 @@ func init() {
 				"and exits 0; a lost lease or a handler panic exits 2.",
 			Args: cobra.NoArgs,
 			RunE: func(c *cobra.Command, args []string) error {
+				o.set = c.Flags().Changed
 				return runServe(c.Context(), a, o)
 			},
 		}
 		o.t.addStore(c)
+		c.Flags().StringVar(&o.config, "config", "", "a JSON file naming several graphs (id to storage URL) and the listen address, tokens, policy, groups and limits (docs/server.md); flags given beside it win")
 		c.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
 		c.Flags().StringVar(&o.id, "id", "default", "the graph's id in /graphs/ID/")
 		c.Flags().StringVar(&o.tokens, "tokens", "", "tokens file of hashed bearer secrets (see 'omnigraph token add'); none means open mode on loopback only")
+		c.Flags().StringVar(&o.policy, "policy", "", "Cedar policy file deciding each actor's actions (docs/server.md); none allows every authenticated request")
 		c.Flags().BoolVar(&o.readOnly, "read-only", false, "a read replica: no lock, reads only, every write is refused with 403")
 		c.Flags().DurationVar(&o.drainTimeout, "drain-timeout", 25*time.Second, "on SIGTERM, how long in-flight requests may finish")
 		c.Flags().IntVar(&o.limits.WritesPerActor, "max-writes-per-actor", server.DefaultWritesPerActor, "in-flight writes one actor may have (more get 429)")
@@ -96,8 +107,22 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	if err != nil {
 		return usageError{msg: err.Error()}
 	}
-	if err := server.ValidGraphID(o.id); err != nil {
-		return usageError{msg: err.Error()}
+	graphs := []servedGraph{{id: o.id, url: o.t.store}}
+	var groups map[string][]string
+	if o.config != "" {
+		if o.t.store != "" || o.set("id") {
+			return usagef("--config names the graphs: drop --store and --id")
+		}
+		cfg, err := readServeConfig(o.config)
+		if err != nil {
+			return err
+		}
+		graphs, groups = cfg.apply(&o)
+	}
+	for _, sg := range graphs {
+		if err := server.ValidGraphID(sg.id); err != nil {
+			return usageError{msg: err.Error()}
+		}
 	}
 	var tokens *server.Tokens
 	if o.tokens != "" {
@@ -119,91 +144,66 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		}
 		log.Warn("OPEN MODE: no --tokens file, so every request is served without authentication; listening on loopback only", "listen", o.listen)
 	}
-
-	if o.t.store == "" {
-		return usagef("no graph location: pass --store URL")
-	}
-	if isProcessLocal(o.t.store) && !processLocalStores {
-		return errProcessLocalStore
-	}
-	raw, err := backend.Open(ctx, o.t.store)
+	policy, err := loadPolicy(o.policy)
 	if err != nil {
 		return err
 	}
-	store := logging.Wrap(poison.Wrap(raw), log)
-	defer store.Close()
+	if len(groups) > 0 {
+		policy = policy.WithGroups(groups)
+	}
+	log.Info("policy", "source", policy.Name())
 
-	fatal := make(chan string, 2)
-	release := func() error { return nil }
-	writeStore := store
-	mode := "read-only"
-	if !o.readOnly {
-		mode = "read-write"
-		exists, err := manifest.New(store).Exists(ctx)
-		if err != nil {
-			return fmt.Errorf("check for a graph: %w", err)
+	for _, sg := range graphs {
+		if sg.url == "" {
+			return usagef("no graph location: pass --store URL")
 		}
-		if !exists {
-			return graph.ErrNoGraph
+		if isProcessLocal(sg.url) && !processLocalStores {
+			return errProcessLocalStore
 		}
-		lo := o.t.lockOptions(withLogger(ctx, log), "serve")
-		lo.Wait = 0
-		u, err := backend.ParseURL(o.t.store)
+	}
+	// fatal gets the reason the server must stop; a send never blocks
+	// (the first reason is enough).
+	fatalc := make(chan string, 1)
+	fatal := func(reason string) {
+		select {
+		case fatalc <- reason:
+		default:
+		}
+	}
+	mode := "read-write"
+	if o.readOnly {
+		mode = "read-only"
+	}
+	var closers []func() error
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			if cerr := closers[i](); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+	}()
+	var served []server.Graph
+	for _, sg := range graphs {
+		g, closeFn, err := openServed(ctx, log, o, sg, fatal)
 		if err != nil {
+			if len(graphs) > 1 {
+				return fmt.Errorf("graph %q: %w", sg.id, err)
+			}
 			return err
 		}
-		if clusterlock.LeasedScheme(u.Scheme) {
-			lease, err := clusterlock.LeaseFromEnv(os.Getenv)
-			if err != nil {
-				return usageError{msg: err.Error()}
-			}
-			lo.Lease = lease
-			lo.OnLost = func(err error) {
-				log.Error("the writer lock's lease was lost; admission is closed and the server exits 2", "reason", lostReason(err))
-				fatal <- "lease_lost"
-			}
-			// AcquireLeased returns once the first heartbeat is answered,
-			// and refuses to start otherwise.
-			l, err := clusterlock.AcquireLeased(ctx, store, lo)
-			if err != nil {
-				return lockRefusal(err)
-			}
-			writeStore = l.Guard(store)
-			release = func() error { return releaseWith(ctx, l.Release) }
-			log.Info("holding the leased writer lock", "lock_id", l.ID(), "lease_seconds", int(lease/time.Second))
-		} else {
-			l, err := clusterlock.Acquire(ctx, store, lo)
-			if err != nil {
-				return lockRefusal(err)
-			}
-			release = func() error { return releaseWith(ctx, l.Release) }
-			log.Info("holding the writer lock", "lock_id", l.ID())
-		}
-		defer func() {
-			if rerr := release(); rerr != nil && err == nil {
-				err = releaseErr(rerr)
-			}
-		}()
-		if _, err := graph.ProbeFencing(ctx, writeStore); err != nil {
-			return fmt.Errorf("fencing probe: %w", err)
-		}
+		closers = append(closers, closeFn)
+		served = append(served, server.Graph{ID: sg.id, G: g})
 	}
-	// A read-write server holds the writer lock for its life (leased
-	// behind Guard, or unleased): its handle is the only writer.
-	g, err := graph.Open(ctx, writeStore, graph.OpenOptions{ReadOnly: o.readOnly, ExclusiveWriter: !o.readOnly})
-	if err != nil {
-		return err
-	}
-	defer g.Close()
 
 	srv, err := server.New(server.Config{
-		Graphs:   []server.Graph{{ID: o.id, G: g}},
+		Graphs:   served,
 		Tokens:   tokens,
+		Policy:   policy,
 		ReadOnly: o.readOnly,
 		Limits:   o.limits,
 		Logger:   log,
 		Version:  cliVersion(),
-		OnFatal:  func(reason string) { fatal <- reason },
+		OnFatal:  fatal,
 	})
 	if err != nil {
 		return err
@@ -218,9 +218,13 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	log.Info("serving", "listen", ln.Addr().String(), "graph", o.id, "mode", mode, "auth", tokens != nil)
+	served2 := make(chan error, 1)
+	go func() { served2 <- hs.Serve(ln) }()
+	ids := make([]string, len(graphs))
+	for i, sg := range graphs {
+		ids[i] = sg.id
+	}
+	log.Info("serving", "listen", ln.Addr().String(), "graphs", strings.Join(ids, ","), "mode", mode, "auth", tokens != nil)
 	fmt.Fprintf(a.stdout, "OMNIGRAPH_LISTEN_ADDR=%s\n", ln.Addr())
 
 	select {
@@ -235,7 +239,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		}
 		log.Info("stopped")
 		return nil
-	case reason := <-fatal:
+	case reason := <-fatalc:
 		srv.CloseAdmission()
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
@@ -243,9 +247,107 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 			hs.Close()
 		}
 		return exitCodeError{code: exitServerStopped, err: fmt.Errorf("the server stopped (%s): see the log; restart it", reason)}
-	case err := <-served:
+	case err := <-served2:
 		return fmt.Errorf("serve: %w", err)
 	}
+}
+
+// servedGraph is one graph of the server: its id and storage URL.
+type servedGraph struct{ id, url string }
+
+// openServed opens one served graph: the store, the writer lock of a
+// read-write server (leased on s3:// and gs://, whose loss calls fatal),
+// the fencing probe and the graph. The returned close releases them in
+// reverse order; it is nil when err is not.
+func openServed(ctx context.Context, log *slog.Logger, o serveOptions, sg servedGraph, fatal func(string)) (_ *graph.Graph, closeFn func() error, err error) {
+	raw, err := backend.Open(ctx, sg.url)
+	if err != nil {
+		return nil, nil, err
+	}
+	store := logging.Wrap(poison.Wrap(raw), log)
+	release := func() error { return nil }
+	defer func() {
+		if err != nil {
+			release()
+			store.Close()
+		}
+	}()
+	writeStore := store
+	if !o.readOnly {
+		exists, err := manifest.New(store).Exists(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("check for a graph: %w", err)
+		}
+		if !exists {
+			return nil, nil, graph.ErrNoGraph
+		}
+		t := o.t
+		t.store = sg.url
+		lo := t.lockOptions(withLogger(ctx, log), "serve")
+		lo.Wait = 0
+		u, err := backend.ParseURL(sg.url)
+		if err != nil {
+			return nil, nil, err
+		}
+		if clusterlock.LeasedScheme(u.Scheme) {
+			lease, err := clusterlock.LeaseFromEnv(os.Getenv)
+			if err != nil {
+				return nil, nil, usageError{msg: err.Error()}
+			}
+			lo.Lease = lease
+			lo.OnLost = func(err error) {
+				log.Error("the writer lock's lease was lost; admission is closed and the server exits 2", "graph", sg.id, "reason", lostReason(err))
+				fatal("lease_lost")
+			}
+			// AcquireLeased returns once the first heartbeat is answered,
+			// and refuses to start otherwise.
+			l, err := clusterlock.AcquireLeased(ctx, store, lo)
+			if err != nil {
+				return nil, nil, lockRefusal(err)
+			}
+			writeStore = l.Guard(store)
+			release = func() error { return releaseWith(ctx, l.Release) }
+			log.Info("holding the leased writer lock", "graph", sg.id, "lock_id", l.ID(), "lease_seconds", int(lease/time.Second))
+		} else {
+			l, err := clusterlock.Acquire(ctx, store, lo)
+			if err != nil {
+				return nil, nil, lockRefusal(err)
+			}
+			release = func() error { return releaseWith(ctx, l.Release) }
+			log.Info("holding the writer lock", "graph", sg.id, "lock_id", l.ID())
+		}
+		if _, err := graph.ProbeFencing(ctx, writeStore); err != nil {
+			return nil, nil, fmt.Errorf("fencing probe: %w", err)
+		}
+	}
+	// A read-write server holds the writer lock for its life (leased
+	// behind Guard, or unleased): its handle is the only writer.
+	g, err := graph.Open(ctx, writeStore, graph.OpenOptions{ReadOnly: o.readOnly, ExclusiveWriter: !o.readOnly})
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, func() error {
+		g.Close()
+		rerr := release()
+		store.Close()
+		return releaseErr(rerr)
+	}, nil
+}
+
+// loadPolicy reads a Cedar policy file; "" is the default policy.
+func loadPolicy(path string) (*server.Policy, error) {
+	if path == "" {
+		return server.DefaultPolicy(), nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the policy file: %w", err)
+	}
+	p, err := server.ParsePolicy(path, b)
+	if err != nil {
+		return nil, usageError{msg: err.Error()}
+	}
+	return p, nil
 }
 
 // releaseWith runs a lock release on a fresh, bounded context, so a

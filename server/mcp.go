@@ -1,0 +1,242 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/omnigraph-go/omnigraph/graph/merge"
+)
+
+// MCP is served at POST /graphs/{graph_id}/mcp: the Streamable HTTP
+// transport of the official SDK, stateless (no session id, every POST
+// stands alone) with JSON responses (no SSE). The route runs behind the
+// same wrap as every other route (401 before MCP, graph resolution, body
+// limit, request log); each tool runs the same operation as its HTTP
+// route, so the policy (403), admission (429) and MapError apply
+// unchanged, and an error result carries the HTTP envelope plus its
+// status.
+
+// Inputs of the tools that have no HTTP body.
+type (
+	// BranchInput names a branch (default main).
+	BranchInput struct {
+		Branch string `json:"branch,omitempty" jsonschema:"the branch (default main)"`
+	}
+	// NoInput is a tool without arguments.
+	NoInput struct{}
+	// BranchNameInput names one branch.
+	BranchNameInput struct {
+		Name string `json:"name" jsonschema:"the branch"`
+	}
+	// CommitsInput lists commits.
+	CommitsInput struct {
+		Branch string `json:"branch,omitempty" jsonschema:"the branch (default main)"`
+		Limit  int    `json:"limit,omitempty" jsonschema:"at most this many commits, newest first (0: all)"`
+	}
+	// CommitInput names one commit.
+	CommitInput struct {
+		CommitID string `json:"commit_id" jsonschema:"the graph commit id"`
+	}
+	// ChangesInput asks for a commit's changes.
+	ChangesInput struct {
+		CommitID string `json:"commit_id" jsonschema:"the graph commit id"`
+		Type     string `json:"type,omitempty" jsonschema:"only changes of this node or edge type"`
+		Op       string `json:"op,omitempty" jsonschema:"only insert, update or delete"`
+		Limit    int    `json:"limit,omitempty" jsonschema:"at most this many changes (0: all)"`
+	}
+	// MutateInput is MutateRequest plus the optional head precondition of
+	// mutate/if-graph-commit.
+	MutateInput struct {
+		MutateRequest
+		IfGraphCommit string `json:"if_graph_commit,omitempty" jsonschema:"write only while the branch head is this commit id (as the Omnigraph-If-Graph-Commit header); a stale head fails with status 412"`
+	}
+)
+
+// ToolError is the structured content of an error result: the HTTP
+// status the same failure gets on its route and the error envelope.
+type ToolError struct {
+	Status int `json:"status"`
+	ErrorOutput
+	RetryAfter int `json:"retry_after_seconds,omitempty"`
+}
+
+// JSONRPCMessage is the body of the MCP endpoint in the OpenAPI
+// document: one JSON-RPC 2.0 message (the MCP specification has the rest).
+type JSONRPCMessage struct {
+	JSONRPC string `json:"jsonrpc"`
+	ID      any    `json:"id,omitempty"`
+	Method  string `json:"method,omitempty"`
+	Params  any    `json:"params,omitempty"`
+	Result  any    `json:"result,omitempty"`
+	Error   any    `json:"error,omitempty"`
+}
+
+type requestKey struct{}
+
+// MCPTools lists the tools' names in name order, as tools/list shows
+// them.
+func MCPTools() []string {
+	var names []string
+	for _, t := range mcpTools() {
+		names = append(names, t.tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+type mcpTool struct {
+	tool *mcp.Tool
+	add  func(*Server, *mcp.Server, *mcp.Tool)
+}
+
+func readOnly() *mcp.ToolAnnotations { return &mcp.ToolAnnotations{ReadOnlyHint: true} }
+
+func destructive(d bool) *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{DestructiveHint: &d}
+}
+
+func mcpTools() []mcpTool {
+	return []mcpTool{
+		tool("graph_query", "Run a read query (.gq source) on one snapshot of a branch or on a commit (snapshot); rows come back as JSON objects, with graph_commit_id (the head read)", readOnly(),
+			func(r *request, in QueryRequest) (any, error) { return r.opQuery(in) }),
+		tool("graph_mutate", "Run a mutation (.gq source) as one commit on a branch; with if_graph_commit it writes only while the branch head is that commit", destructive(true),
+			func(r *request, in MutateInput) (any, error) {
+				return r.opMutate(in.MutateRequest, strings.TrimSpace(in.IfGraphCommit))
+			}),
+		tool("graph_load", "Load a graph batch as one commit: NDJSON text in data (lines {\"type\":T,\"data\":{...}} or {\"edge\":E,\"from\":src,\"to\":dst,\"data\":{...}}) or the same objects in records; mode merge (upsert, default), append (strict insert) or overwrite", destructive(true),
+			func(r *request, in LoadRequest) (any, error) { return r.opLoadJSON(in) }),
+		tool("graph_snapshot", "A branch head: manifest version, commit and per-type table versions and row counts", readOnly(),
+			func(r *request, in BranchInput) (any, error) { return r.opSnapshot(in.Branch) }),
+		tool("schema_get", "The accepted .pg schema source of a branch", readOnly(),
+			func(r *request, in BranchInput) (any, error) { return r.opSchema(in.Branch) }),
+		tool("branch_list", "List the live branches", readOnly(),
+			func(r *request, _ NoInput) (any, error) { return r.opBranches() }),
+		tool("branch_create", "Create a branch from the head of another (default main)", destructive(false),
+			func(r *request, in BranchCreateRequest) (any, error) { return r.opBranchCreate(in) }),
+		tool("branch_delete", "Delete a branch", destructive(true),
+			func(r *request, in BranchNameInput) (any, error) { return r.opBranchDelete(in.Name) }),
+		tool("branch_merge", "Merge a branch into another (default main); conflicts fail with status 409 and merge_conflicts", destructive(true),
+			func(r *request, in MergeRequest) (any, error) { return r.opMerge(in) }),
+		tool("commit_list", "The commits reachable from a branch head, newest first", readOnly(),
+			func(r *request, in CommitsInput) (any, error) { return r.opCommits(in.Branch, in.Limit) }),
+		tool("commit_get", "One commit", readOnly(),
+			func(r *request, in CommitInput) (any, error) { return r.opCommit(in.CommitID) }),
+		tool("commit_changes", "The entity changes of a commit against its first parent (inserted, updated, deleted rows with before and after)", readOnly(),
+			func(r *request, in ChangesInput) (any, error) {
+				if in.Limit < 0 {
+					return nil, badRequest("limit must be 0 (all) or a positive whole number")
+				}
+				return r.opChanges(in.CommitID, merge.Filter{Type: in.Type, Op: merge.Op(in.Op), Limit: in.Limit})
+			}),
+	}
+}
+
+// tool binds an operation to a tool with the input schema inferred from
+// In. The SDK validates the arguments against it; they are then decoded
+// again with json.Number, as the HTTP routes decode bodies, so integer
+// parameters keep their precision.
+func tool[In any](name, desc string, ann *mcp.ToolAnnotations, op func(*request, In) (any, error)) mcpTool {
+	t := &mcp.Tool{Name: name, Description: desc, Annotations: ann}
+	return mcpTool{tool: t, add: func(s *Server, ms *mcp.Server, t *mcp.Tool) {
+		mcp.AddTool(ms, t, func(ctx context.Context, req *mcp.CallToolRequest, _ In) (*mcp.CallToolResult, any, error) {
+			hr, _ := ctx.Value(requestKey{}).(*request)
+			if hr == nil {
+				return nil, nil, errors.New("the tool call reached the server outside an HTTP request")
+			}
+			r := *hr
+			r.Request = hr.Request.WithContext(ctx)
+			start := time.Now()
+			out, f := s.runTool(&r, name, func() (any, error) {
+				var in In
+				if len(req.Params.Arguments) > 0 {
+					dec := json.NewDecoder(bytes.NewReader(req.Params.Arguments))
+					dec.UseNumber()
+					if err := dec.Decode(&in); err != nil {
+						return nil, badRequest("the arguments of %s: %v", name, err)
+					}
+				}
+				return op(&r, in)
+			})
+			status := http.StatusOK
+			if f != nil {
+				status = f.Status
+			}
+			attrs := []any{"tool", name, "graph", r.graphID, "status", status, "actor", actorOrAnon(r.actor),
+				"duration_ms", float64(time.Since(start).Microseconds()) / 1000}
+			if f != nil && f.Body.Class != "" {
+				attrs = append(attrs, "failure_class", f.Body.Class)
+			}
+			s.log.Info("mcp tool call", attrs...)
+			if f != nil {
+				return toolErrorResult(f), nil, nil
+			}
+			return nil, out, nil
+		})
+	}}
+}
+
+// runTool runs one tool's operation with the same panic containment as
+// an HTTP route: a panic closes admission, stops the server and answers
+// outcome unknown.
+func (s *Server) runTool(r *request, name string, run func() (any, error)) (out any, f *Failure) {
+	defer func() {
+		if p := recover(); p != nil {
+			f = s.panicked(name, r.graphID)
+		}
+	}()
+	out, err := run()
+	if err != nil {
+		return nil, MapError(err, r.graphID)
+	}
+	return out, nil
+}
+
+func toolErrorResult(f *Failure) *mcp.CallToolResult {
+	te := ToolError{Status: f.Status, ErrorOutput: f.Body, RetryAfter: f.RetryAfter}
+	b, _ := json.Marshal(te)
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}
+}
+
+// newMCP builds the MCP handler: one SDK server for every graph (a tool
+// finds its graph and actor in the request it runs under).
+func (s *Server) newMCP() http.Handler {
+	ms := mcp.NewServer(&mcp.Implementation{Name: "omnigraph", Version: s.cfg.Version}, &mcp.ServerOptions{
+		Instructions: "Tools over one OmniGraph graph: graph_query reads, graph_mutate and graph_load write one commit each. An error result's structured content is the HTTP error envelope with its status; status 500 with outcome_unknown means a write may have landed: check commit_list before sending it again.",
+	})
+	for _, t := range mcpTools() {
+		t.add(s, ms, t.tool)
+	}
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, &mcp.StreamableHTTPOptions{
+		Stateless:    true,
+		JSONResponse: true,
+		Logger:       s.log,
+		// The SDK's DNS-rebinding guard refuses a loopback connection
+		// whose Host is not loopback. It protects open mode (no token,
+		// loopback only); with tokens a rebound browser has no secret,
+		// and the guard would refuse a reverse proxy on the same host.
+		DisableLocalhostProtection: s.cfg.Tokens != nil,
+		// wrap already bounds the body.
+		MaxRequestBodyBytes: -1,
+	})
+}
+
+func handleMCP(r *request) (int, any, error) {
+	ctx := context.WithValue(r.Context(), requestKey{}, r)
+	r.s.mcp.ServeHTTP(r.w, r.Request.WithContext(ctx))
+	return 0, nil, nil
+}
+
+func actorOrAnon(a string) string {
+	if a == "" {
+		return "anonymous"
+	}
+	return a
+}

@@ -1,0 +1,346 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/load"
+	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/graph/merge"
+	"github.com/omnigraph-go/omnigraph/graph/mutate"
+	"github.com/omnigraph-go/omnigraph/graph/query"
+)
+
+// The operations of the API, shared by the HTTP routes and the MCP tools:
+// each takes its decoded input, checks the policy (403) and, for a
+// write, takes an admission slot (429) before any engine work, then runs
+// the engine. Errors go through MapError at the caller.
+
+func orMain(b string) string {
+	if b == "" {
+		return manifest.MainBranch
+	}
+	return b
+}
+
+func (r *request) opQuery(q QueryRequest) (ReadOutput, error) {
+	if strings.TrimSpace(q.Query) == "" {
+		return ReadOutput{}, badRequest("query is required: the .gq source of a read query")
+	}
+	if q.Branch != "" && q.Snapshot != "" {
+		return ReadOutput{}, badRequest("read either a branch or a snapshot, not both")
+	}
+	var snap *graph.Snapshot
+	var err error
+	if q.Snapshot != "" {
+		// A snapshot may be of any branch: reading one needs read on
+		// the whole graph.
+		if err := r.authorize(ActionRead, "", ""); err != nil {
+			return ReadOutput{}, err
+		}
+		snap, err = r.g.SnapshotAt(r.Context(), q.Snapshot)
+	} else {
+		if err := r.authorize(ActionRead, orMain(q.Branch), ""); err != nil {
+			return ReadOutput{}, err
+		}
+		snap, err = r.g.Snapshot(r.Context(), q.Branch)
+	}
+	if err != nil {
+		return ReadOutput{}, err
+	}
+	res, err := query.Run(r.Context(), snap, q.Query, q.Name, q.Params)
+	if err != nil {
+		return ReadOutput{}, err
+	}
+	return readOutput(res, q), nil
+}
+
+func (r *request) opMutate(m MutateRequest, ifCommit string) (ChangeOutput, error) {
+	if strings.TrimSpace(m.Query) == "" {
+		return ChangeOutput{}, badRequest("query is required: the .gq source of a mutation")
+	}
+	branch := orMain(m.Branch)
+	if err := r.authorize(ActionChange, branch, ""); err != nil {
+		return ChangeOutput{}, err
+	}
+	release, err := r.admitWrite()
+	if err != nil {
+		return ChangeOutput{}, err
+	}
+	defer release()
+	res, err := mutate.Query(r.Context(), r.g, m.Query, m.Name, mutate.Options{Branch: m.Branch, Params: m.Params, IfCommit: ifCommit, Actor: r.actorID()})
+	if err != nil {
+		return ChangeOutput{}, err
+	}
+	out := ChangeOutput{Branch: branch, QueryName: m.Name, AffectedNodes: res.AffectedNodes, AffectedEdges: res.AffectedEdges, ActorID: r.actor, Commit: commitOutput(res.Commit), Warnings: res.Warnings}
+	if res.Commit != nil {
+		out.ActorID = res.Commit.Actor
+	}
+	return out, nil
+}
+
+// opLoad loads a graph batch read from body. The policy is checked before
+// the body is read: load on the branch, and branch_create too when from
+// names a base (the branch is created from it if missing).
+func (r *request) opLoad(body io.Reader, branch, from, modeS string) (LoadOutput, error) {
+	branch = orMain(branch)
+	if modeS == "" {
+		modeS = string(load.Merge)
+	}
+	mode, err := load.ParseMode(modeS)
+	if err != nil {
+		return LoadOutput{}, badRequest("%s", err.Error())
+	}
+	if err := r.authorize(ActionLoad, branch, ""); err != nil {
+		return LoadOutput{}, err
+	}
+	if from != "" {
+		if err := r.authorize(ActionBranchCreate, from, branch); err != nil {
+			return LoadOutput{}, err
+		}
+	}
+	release, err := r.admitWrite()
+	if err != nil {
+		return LoadOutput{}, err
+	}
+	defer release()
+	out := LoadOutput{Branch: branch, Mode: string(mode), ActorID: r.actor}
+	if from != "" {
+		if _, err := r.g.Snapshot(r.Context(), branch); errors.Is(err, manifest.ErrBranchNotFound) {
+			if _, err := r.g.CreateBranch(r.Context(), branch, from); err != nil {
+				return LoadOutput{}, err
+			}
+			out.BranchCreated, out.BaseBranch = true, from
+		} else if err != nil {
+			return LoadOutput{}, err
+		}
+	}
+	res, err := load.Run(r.Context(), r.g, body, load.Options{Branch: branch, Mode: mode, Actor: r.actorID()})
+	if err != nil {
+		if out.BranchCreated && MapError(err, r.graphID).Status < 500 {
+			// A refused batch (4xx: nothing written) leaves no branch
+			// behind either. After a 5xx the load may have landed on it,
+			// so it stays.
+			if derr := r.g.DeleteBranch(context.WithoutCancel(r.Context()), branch); derr != nil {
+				r.s.log.Warn("could not delete the branch a refused load created", "graph", r.graphID, "failure_class", MapError(derr, r.graphID).Body.Class)
+			}
+		}
+		return LoadOutput{}, err
+	}
+	out.Nodes, out.Edges, out.Types, out.TotalEntities = res.Nodes, res.Edges, res.Types, res.Nodes+res.Edges
+	out.Commit, out.Warnings = commitOutput(res.Commit), res.Warnings
+	if out.Types == nil {
+		out.Types = map[string]int{}
+	}
+	return out, nil
+}
+
+// opLoadJSON loads a batch sent inline (POST load, the graph_load tool).
+func (r *request) opLoadJSON(in LoadRequest) (LoadOutput, error) {
+	if (in.Data == "") == (len(in.Records) == 0) {
+		return LoadOutput{}, badRequest("send the batch in exactly one of data (NDJSON text) or records (an array of line objects)")
+	}
+	if in.Data != "" {
+		return r.opLoad(strings.NewReader(in.Data), in.Branch, in.From, in.Mode)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for i, rec := range in.Records {
+		if err := enc.Encode(rec); err != nil {
+			return LoadOutput{}, badRequest("records[%d]: %v", i, err)
+		}
+	}
+	return r.opLoad(&buf, in.Branch, in.From, in.Mode)
+}
+
+func (r *request) opSnapshot(branch string) (SnapshotOutput, error) {
+	branch = orMain(branch)
+	if err := r.authorize(ActionRead, branch, ""); err != nil {
+		return SnapshotOutput{}, err
+	}
+	snap, err := r.g.Snapshot(r.Context(), branch)
+	if err != nil {
+		return SnapshotOutput{}, err
+	}
+	stats, err := snap.TableStats(r.Context())
+	if err != nil {
+		return SnapshotOutput{}, err
+	}
+	out := SnapshotOutput{GraphBranch: snap.Branch(), GraphManifestVersion: snap.Version(), GraphCommitID: snap.CommitID(),
+		InternalSchemaVersion: snap.Stamp(), SchemaIdentity: snap.SchemaIdentity(), Datasets: []DatasetOutput{}}
+	for _, st := range stats {
+		kind, name := "node", st.Key
+		if k, n, ok := strings.Cut(st.Key, ":"); ok {
+			kind, name = k, n
+		}
+		out.Datasets = append(out.Datasets, DatasetOutput{TypeName: name, EntityKind: kind, PublishedDatasetVersion: st.Version, EntityCount: st.Rows, NativeDatasetBranch: st.Branch})
+	}
+	return out, nil
+}
+
+func (r *request) opSchema(branch string) (SchemaOutput, error) {
+	branch = orMain(branch)
+	if err := r.authorize(ActionRead, branch, ""); err != nil {
+		return SchemaOutput{}, err
+	}
+	snap, err := r.g.Snapshot(r.Context(), branch)
+	if err != nil {
+		return SchemaOutput{}, err
+	}
+	cat, err := snap.Catalog(r.Context())
+	if err != nil {
+		return SchemaOutput{}, err
+	}
+	return SchemaOutput{SchemaSource: cat.Source, SchemaIdentity: cat.Identity, Branch: snap.Branch()}, nil
+}
+
+func (r *request) opBranches() (BranchList, error) {
+	if err := r.authorize(ActionRead, "", ""); err != nil {
+		return BranchList{}, err
+	}
+	bs, err := r.g.Branches(r.Context())
+	if err != nil {
+		return BranchList{}, err
+	}
+	out := BranchList{Branches: []string{}}
+	for _, b := range bs {
+		out.Branches = append(out.Branches, b.Name)
+	}
+	return out, nil
+}
+
+func (r *request) opBranchCreate(b BranchCreateRequest) (BranchCreateOutput, error) {
+	if b.Name == "" {
+		return BranchCreateOutput{}, badRequest("name is required")
+	}
+	b.From = orMain(b.From)
+	if err := r.authorize(ActionBranchCreate, b.From, b.Name); err != nil {
+		return BranchCreateOutput{}, err
+	}
+	release, err := r.admitWrite()
+	if err != nil {
+		return BranchCreateOutput{}, err
+	}
+	defer release()
+	snap, err := r.g.CreateBranch(r.Context(), b.Name, b.From)
+	if err != nil {
+		return BranchCreateOutput{}, err
+	}
+	return BranchCreateOutput{Name: b.Name, From: b.From, GraphCommitID: snap.CommitID(), ActorID: r.actor}, nil
+}
+
+func (r *request) opBranchDelete(name string) (BranchDeleteOutput, error) {
+	if name == "" {
+		return BranchDeleteOutput{}, badRequest("name is required")
+	}
+	if err := r.authorize(ActionBranchDelete, "", name); err != nil {
+		return BranchDeleteOutput{}, err
+	}
+	release, err := r.admitWrite()
+	if err != nil {
+		return BranchDeleteOutput{}, err
+	}
+	defer release()
+	if err := r.g.DeleteBranch(r.Context(), name); err != nil {
+		return BranchDeleteOutput{}, err
+	}
+	return BranchDeleteOutput{Name: name, ActorID: r.actor}, nil
+}
+
+func (r *request) opMerge(m MergeRequest) (MergeOutput, error) {
+	if m.Source == "" {
+		return MergeOutput{}, badRequest("source is required: the branch to merge")
+	}
+	m.Target = orMain(m.Target)
+	if err := r.authorize(ActionBranchMerge, m.Source, m.Target); err != nil {
+		return MergeOutput{}, err
+	}
+	if m.DeleteBranch {
+		// Checked before the merge, so a denied delete changes nothing.
+		if err := r.authorize(ActionBranchDelete, "", m.Source); err != nil {
+			return MergeOutput{}, err
+		}
+	}
+	release, err := r.admitWrite()
+	if err != nil {
+		return MergeOutput{}, err
+	}
+	defer release()
+	res, err := merge.Run(r.Context(), r.g, m.Source, m.Target, merge.Options{Actor: r.actorID()})
+	if err != nil {
+		return MergeOutput{}, err
+	}
+	out := MergeOutput{Source: res.Source, Target: res.Target, Outcome: string(res.Outcome), ActorID: r.actor, Commit: commitOutput(res.Commit),
+		Inserted: res.Inserted, Updated: res.Updated, Deleted: res.Deleted}
+	if m.DeleteBranch {
+		ok := true
+		if derr := r.g.DeleteBranch(r.Context(), m.Source); derr != nil {
+			ok = false
+			out.BranchDeleteError = MapError(derr, r.graphID).Body.Error
+		}
+		out.BranchDeleted = &ok
+	}
+	return out, nil
+}
+
+func (r *request) opCommits(branch string, limit int) (CommitList, error) {
+	branch = orMain(branch)
+	if limit < 0 {
+		return CommitList{}, badRequest("limit must be 0 (all) or a positive whole number")
+	}
+	if err := r.authorize(ActionRead, branch, ""); err != nil {
+		return CommitList{}, err
+	}
+	cs, err := r.g.Commits(r.Context(), branch, limit)
+	if err != nil {
+		return CommitList{}, err
+	}
+	out := CommitList{Commits: []CommitOutput{}}
+	for i := range cs {
+		out.Commits = append(out.Commits, *commitOutput(&cs[i]))
+	}
+	return out, nil
+}
+
+func (r *request) opCommit(id string) (CommitOutput, error) {
+	if id == "" {
+		return CommitOutput{}, badRequest("commit_id is required")
+	}
+	if err := r.authorize(ActionRead, "", ""); err != nil {
+		return CommitOutput{}, err
+	}
+	c, err := r.g.Commit(r.Context(), id)
+	if err != nil {
+		return CommitOutput{}, err
+	}
+	return *commitOutput(&c), nil
+}
+
+func (r *request) opChanges(id string, f merge.Filter) (ChangesOutput, error) {
+	switch f.Op {
+	case "", merge.OpInsert, merge.OpUpdate, merge.OpDelete:
+	default:
+		return ChangesOutput{}, badRequest("op must be insert, update or delete, not %q", f.Op)
+	}
+	if err := r.authorize(ActionRead, "", ""); err != nil {
+		return ChangesOutput{}, err
+	}
+	c, err := r.g.Commit(r.Context(), id)
+	if err != nil {
+		return ChangesOutput{}, err
+	}
+	cs, err := merge.CommitChanges(r.Context(), r.g, id, f)
+	if err != nil {
+		return ChangesOutput{}, err
+	}
+	if cs == nil {
+		cs = []merge.Change{}
+	}
+	return ChangesOutput{Cause: *commitOutput(&c), Changes: cs}, nil
+}
