@@ -113,6 +113,15 @@ func Run(ctx context.Context, g *graph.Graph, r io.Reader, opts Options) (*Resul
 	if err != nil {
 		return nil, err
 	}
+	if columnar(cat, opts) {
+		return runColumnar(ctx, g, snap, cat, r, opts)
+	}
+	return runRows(ctx, g, cat, r, opts)
+}
+
+// runRows is Run on the row path: every line is parsed into a row, the
+// rows are validated by package change, then staged.
+func runRows(ctx context.Context, g *graph.Graph, cat *pg.Catalog, r io.Reader, opts Options) (*Result, error) {
 	lines, err := parseLoad(r, cat, opts.Progress)
 	if err != nil {
 		return nil, err
