@@ -124,7 +124,7 @@ type bulkTable struct {
 	cur   *table.FragmentWriter
 	// pending endpoints of an edge table, in line order, per side.
 	pendSrc, pendDst []pendingEnd
-	newFrag func() (*table.FragmentWriter, error)
+	newFrag          func() (*table.FragmentWriter, error)
 	// scratch for one line
 	slots []slot
 	seen  []bool
@@ -151,6 +151,7 @@ type bulkLoad struct {
 	ts       uint64
 	entropy  *ulid.MonotonicEntropy
 	lines    int
+	slow     int // lines the strict parser read
 }
 
 func newBulkLoad(ctx context.Context, snap *graph.Snapshot, cat *pg.Catalog) *bulkLoad {
@@ -288,6 +289,7 @@ func (bl *bulkLoad) line(b []byte, n int) error {
 	if err != errSlow {
 		return err
 	}
+	bl.slow++
 	ln, err := parseLoadLine(b, bl.cat)
 	if err != nil {
 		return &graph.InputError{Where: lineWhere(n), Msg: err.Error()}
