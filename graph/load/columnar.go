@@ -148,8 +148,7 @@ type bulkLoad struct {
 	tables   []*bulkTable
 	res      *Result
 	dupErr   error
-	ts       uint64
-	entropy  *ulid.MonotonicEntropy
+	ids      minter
 	lines    int
 	slow     int // lines the strict parser read
 }
@@ -161,19 +160,30 @@ func newBulkLoad(ctx context.Context, snap *graph.Snapshot, cat *pg.Catalog) *bu
 		nodeName: map[string]*bulkTable{},
 		edgeName: map[string]*bulkTable{},
 		res:      &Result{Types: map[string]int{}},
-		// Ids minted by one load share its start time and count up, so
-		// they sort in load order and compress well.
-		ts:      ulid.Timestamp(time.Now()),
-		entropy: ulid.Monotonic(crand.Reader, 1),
+		ids:      newMinter(),
 	}
 }
 
-func (bl *bulkLoad) mint() string {
-	id, err := ulid.New(bl.ts, bl.entropy)
-	if err != nil { // overflow of 80 random bits: a new start time
-		bl.ts++
-		bl.entropy = ulid.Monotonic(crand.Reader, 1)
-		id = ulid.MustNew(bl.ts, bl.entropy)
+func (bl *bulkLoad) mint() string { return bl.ids.mint() }
+
+// minter mints the new ids of one load: ULIDs that share the load's start
+// time and whose random part counts up by one, so they sort in load order
+// and compress well.
+type minter struct {
+	ts      uint64
+	entropy *ulid.MonotonicEntropy
+}
+
+func newMinter() minter {
+	return minter{ts: ulid.Timestamp(time.Now()), entropy: ulid.Monotonic(crand.Reader, 1)}
+}
+
+func (m *minter) mint() string {
+	id, err := ulid.New(m.ts, m.entropy)
+	if err != nil { // 80 random bits overflowed: the next millisecond
+		m.ts++
+		m.entropy = ulid.Monotonic(crand.Reader, 1)
+		id = ulid.MustNew(m.ts, m.entropy)
 	}
 	return id.String()
 }

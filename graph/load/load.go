@@ -208,6 +208,7 @@ func attempt(ctx context.Context, g *graph.Graph, cat *pg.Catalog, lines []loadL
 	for et, c := range perEdge {
 		st.EdgeTable(et).Reserve(c)
 	}
+	ids := newMinter()
 	var pairIDs map[int]string
 	if opts.Mode == Merge {
 		if pairIDs, err = mergeEdgeIDs(ctx, st, lines); err != nil {
@@ -237,7 +238,7 @@ func attempt(ctx context.Context, g *graph.Graph, cat *pg.Catalog, lines []loadL
 			res.Types[ln.edge.Name]++
 		}
 		if id == "" {
-			id, fresh = pg.NewID(), true
+			id, fresh = ids.mint(), true
 			p.Mint(id)
 		}
 		if opts.Mode == Overwrite {
