@@ -403,3 +403,51 @@ func TestColumnarRequestsMatchRowPath(t *testing.T) {
 		t.Fatalf("columnar %s, rows %s", got[0], got[1])
 	}
 }
+
+// A columnar append that loses a race re-validates against the new head:
+// an unrelated racer leaves it to commit every row once; a racer that
+// inserts one of its ids makes it a key conflict naming the line.
+func TestColumnarLosesRace(t *testing.T) {
+	ctx := context.Background()
+	data := `{"type":"Person","data":{"handle":"p1","name":"P1"}}
+{"type":"Person","data":{"handle":"p2","name":"P2"}}
+{"edge":"Knows","from":"p1","to":"p2"}
+`
+	for _, tc := range []struct{ name, racer, wantErr string }{
+		{"unrelated", `{"type":"Person","data":{"handle":"r","name":"R"}}`, ""},
+		{"same id", `{"type":"Person","data":{"handle":"p2","name":"Racer"}}`, `line 2: key_conflict: node Person "p2" already exists`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newColRig(t)
+			raced := 0
+			opts := Options{Mode: Append, Progress: func(phase string, _ int64) {
+				if phase != "write" || raced > 0 {
+					return
+				}
+				raced++
+				if _, err := Run(ctx, r.g, strings.NewReader(tc.racer), Options{Mode: Merge}); err != nil {
+					t.Fatal(err)
+				}
+			}}
+			res, err := Run(ctx, r.g, strings.NewReader(data), opts)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, graph.ErrKeyConflict) {
+					t.Fatalf("got %v, want %s", err, tc.wantErr)
+				}
+				if d := r.dump(t); strings.Contains(d, `"p1"`) || !strings.Contains(d, `name="Racer"`) {
+					t.Fatalf("the refused load changed rows:\n%s", d)
+				}
+				return
+			}
+			if err != nil || res.Commit == nil || res.Nodes != 2 || res.Edges != 1 {
+				t.Fatalf("after a race: %+v %v", res, err)
+			}
+			d := r.dump(t)
+			for _, want := range []string{"node:Person (4)", "edge:Knows (1)", `dst="p2" id="<new>" src="p1"`} {
+				if !strings.Contains(d, want) {
+					t.Fatalf("rows lack %s:\n%s", want, d)
+				}
+			}
+		})
+	}
+}
