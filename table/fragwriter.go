@@ -125,23 +125,58 @@ func (fw *FragmentWriter) fragment(id, rel string) Fragment {
 // one version (one Put each), like StageAppend. Writers with no rows are
 // skipped; none with rows is an Empty stage.
 func (ds *Dataset) StageAppendFragments(ctx context.Context, fws ...*FragmentWriter) (*Staged, error) {
-	var n int64
-	for _, fw := range fws {
-		if !fw.closed {
-			return nil, errorf(ErrInvalid, "stage a fragment writer: it is not closed")
-		}
-		if !sameSchema(ds.schema, fw.schema) {
-			return nil, errorf(ErrInvalid, "fragment has schema %s, the dataset has %s", fw.schema, ds.schema)
-		}
-		if fw.key != ds.m.KeyColumn {
-			return nil, errorf(ErrInvalid, "fragment key column %q, the dataset's is %q", fw.key, ds.m.KeyColumn)
-		}
-		n += fw.rows
+	n, err := ds.checkWriters(fws)
+	if err != nil {
+		return nil, err
 	}
 	if n == 0 {
 		return emptyStage(ds, OpAppend), nil
 	}
 	st, m := ds.newStage()
+	if err := ds.putFragments(ctx, st, m, fws); err != nil {
+		return nil, err
+	}
+	st.finish(m, ds.m.Version, OpAppend)
+	return st, nil
+}
+
+// StageOverwriteFragments stages a version holding exactly the closed
+// writers' rows (none: an empty, zero-fragment version), like
+// StageOverwrite. Indexes are dropped.
+func (ds *Dataset) StageOverwriteFragments(ctx context.Context, fws ...*FragmentWriter) (*Staged, error) {
+	if _, err := ds.checkWriters(fws); err != nil {
+		return nil, err
+	}
+	st, m := ds.newStage()
+	m.Fragments = []Fragment{}
+	m.Indexes = nil
+	if err := ds.putFragments(ctx, st, m, fws); err != nil {
+		return nil, err
+	}
+	st.finish(m, ds.m.Version, OpOverwrite)
+	return st, nil
+}
+
+// checkWriters checks the writers fit the dataset and counts their rows.
+func (ds *Dataset) checkWriters(fws []*FragmentWriter) (int64, error) {
+	var n int64
+	for _, fw := range fws {
+		if !fw.closed {
+			return 0, errorf(ErrInvalid, "stage a fragment writer: it is not closed")
+		}
+		if !sameSchema(ds.schema, fw.schema) {
+			return 0, errorf(ErrInvalid, "fragment has schema %s, the dataset has %s", fw.schema, ds.schema)
+		}
+		if fw.key != ds.m.KeyColumn {
+			return 0, errorf(ErrInvalid, "fragment key column %q, the dataset's is %q", fw.key, ds.m.KeyColumn)
+		}
+		n += fw.rows
+	}
+	return n, nil
+}
+
+// putFragments stores each writer with rows as a new fragment of m.
+func (ds *Dataset) putFragments(ctx context.Context, st *Staged, m *Manifest, fws []*FragmentWriter) error {
 	root := strings.TrimPrefix(ds.root(), ds.path+"/")
 	for _, fw := range fws {
 		if fw.rows == 0 {
@@ -151,11 +186,10 @@ func (ds *Dataset) StageAppendFragments(ctx context.Context, fws ...*FragmentWri
 		rel := root + "data/" + id + ".parquet"
 		key := ds.path + "/" + rel
 		if _, err := ds.store.Put(ctx, key, fw.buf.Bytes()); err != nil {
-			return nil, fmt.Errorf("write fragment: %w", err)
+			return fmt.Errorf("write fragment: %w", err)
 		}
 		m.Fragments = append(m.Fragments, fw.fragment(id, rel))
 		st.Files = append(st.Files, key)
 	}
-	st.finish(m, ds.m.Version, OpAppend)
-	return st, nil
+	return nil
 }

@@ -47,10 +47,14 @@ var (
 )
 
 // columnar reports whether a load takes the columnar path: an append
-// (strict insert) where no type has a @unique group other than its key or
-// a @card bound (those checks need the rows; the row path keeps them).
+// (strict insert) or an overwrite where no type has a @unique group other
+// than its key or a @card bound (those checks need the rows; the row path
+// keeps them, and merge, which replaces rows by id).
 func columnar(cat *pg.Catalog, opts Options) bool {
-	if opts.Mode != Append || len(opts.Replace) > 0 {
+	switch {
+	case opts.Mode == Overwrite:
+	case opts.Mode == Append && len(opts.Replace) == 0:
+	default:
 		return false
 	}
 	for _, n := range cat.Nodes {
@@ -405,7 +409,8 @@ func (t *bulkTable) flush(last bool) error {
 
 // attempt validates the parsed file against w's snapshot and commits it.
 func (bl *bulkLoad) attempt(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
-	w, err := g.BeginWrite(ctx, opts.Branch, graph.WriteOptions{Kind: graph.KindLoad, Actor: opts.Actor})
+	overwrite := opts.Mode == Overwrite
+	w, err := g.BeginWrite(ctx, opts.Branch, graph.WriteOptions{Kind: graph.KindLoad, Strict: overwrite, Actor: opts.Actor})
 	if err != nil {
 		return nil, err
 	}
@@ -421,12 +426,21 @@ func (bl *bulkLoad) attempt(ctx context.Context, g *graph.Graph, opts Options) (
 	}
 	tables := append([]*bulkTable(nil), bl.tables...)
 	sort.Slice(tables, func(i, j int) bool { return tables[i].key < tables[j].key })
-	if err := bl.checkAppendKeys(ctx, snap, tables); err != nil {
-		return nil, err
+	if !overwrite {
+		if err := bl.checkAppendKeys(ctx, snap, tables); err != nil {
+			return nil, err
+		}
 	}
 	for _, t := range tables {
-		if t.edge != nil {
-			if err := bl.checkEndpoints(ctx, snap, t); err != nil {
+		if t.edge != nil && t.rows > 0 {
+			if err := bl.checkEndpoints(ctx, snap, t, overwrite); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if overwrite {
+		for _, e := range bl.cat.Edges {
+			if err := bl.checkStranded(ctx, snap, e); err != nil {
 				return nil, err
 			}
 		}
@@ -435,11 +449,14 @@ func (bl *bulkLoad) attempt(ctx context.Context, g *graph.Graph, opts Options) (
 		opts.Progress("write", int64(bl.lines))
 	}
 	for _, t := range tables {
-		if t.rows == 0 {
+		if t.rows == 0 && !overwrite {
 			continue
 		}
 		frags := t.frags
 		if err := w.Stage(ctx, t.key, func(ctx context.Context, base *table.Dataset) (*table.Staged, error) {
+			if overwrite {
+				return base.StageOverwriteFragments(ctx, frags...)
+			}
 			return base.StageAppendFragments(ctx, frags...)
 		}); err != nil {
 			return nil, fmt.Errorf("stage %s: %w", t.key, err)
@@ -505,9 +522,9 @@ func (bl *bulkLoad) checkAppendKeys(ctx context.Context, snap *graph.Snapshot, t
 }
 
 // checkEndpoints checks that every endpoint not among the file's nodes
-// exists on the branch, naming the first line (source side first) whose
-// endpoint does not.
-func (bl *bulkLoad) checkEndpoints(ctx context.Context, snap *graph.Snapshot, t *bulkTable) error {
+// exists on the branch (an overwritten node type has only the file's),
+// naming the first line (source side first) whose endpoint does not.
+func (bl *bulkLoad) checkEndpoints(ctx context.Context, snap *graph.Snapshot, t *bulkTable, overwrite bool) error {
 	e := t.edge
 	for _, side := range []struct {
 		col, node, word string
@@ -528,13 +545,15 @@ func (bl *bulkLoad) checkEndpoints(ctx context.Context, snap *graph.Snapshot, t 
 		if len(ids) == 0 {
 			continue
 		}
-		ds, err := snap.OpenTable(ctx, graph.NodeTableKey(n.Name))
-		if err != nil {
-			return fmt.Errorf("check %s endpoints: %w", e.Name, err)
-		}
-		found, err := change.HasIDs(ctx, ds, ids)
-		if err != nil {
-			return fmt.Errorf("check %s endpoints: %w", e.Name, err)
+		found := map[string]bool{}
+		if !overwrite || bl.byType[n] == nil {
+			ds, err := snap.OpenTable(ctx, graph.NodeTableKey(n.Name))
+			if err != nil {
+				return fmt.Errorf("check %s endpoints: %w", e.Name, err)
+			}
+			if found, err = change.HasIDs(ctx, ds, ids); err != nil {
+				return fmt.Errorf("check %s endpoints: %w", e.Name, err)
+			}
 		}
 		for _, pe := range side.pend {
 			if dedup[pe.node] && !found[pe.node] {
@@ -548,6 +567,74 @@ func (bl *bulkLoad) checkEndpoints(ctx context.Context, snap *graph.Snapshot, t 
 		}
 	}
 	return nil
+}
+
+// checkStranded refuses an overwrite that replaces the image of a node
+// type while committed edges of e it keeps (e is not overwritten too) point
+// at nodes the new image drops (package change's check of the row path).
+func (bl *bulkLoad) checkStranded(ctx context.Context, snap *graph.Snapshot, e *pg.EdgeType) error {
+	if bl.byType[e] != nil {
+		return nil // overwritten: its new rows were checked as endpoints
+	}
+	nodeOf := func(name string) *bulkTable {
+		if n, ok := bl.cat.Node(name); ok {
+			return bl.byType[n]
+		}
+		return nil
+	}
+	from, to := nodeOf(e.From), nodeOf(e.To)
+	if from == nil && to == nil {
+		return nil
+	}
+	gone := func(t *bulkTable, id string) bool {
+		if t == nil {
+			return false
+		}
+		_, ok := t.ids[id]
+		return !ok
+	}
+	ds, err := snap.OpenTable(ctx, graph.EdgeTableKey(e.Name))
+	if err != nil {
+		return fmt.Errorf("check the edges of %s: %w", e.Name, err)
+	}
+	if ds.RowCount() == 0 {
+		return nil
+	}
+	recs, err := ds.Scan(ctx, table.ScanOptions{Columns: []string{pg.ColID, pg.ColSrc, pg.ColDst}})
+	if err != nil {
+		return fmt.Errorf("check the edges of %s: %w", e.Name, err)
+	}
+	var n int
+	var exID, exSrc, exDst, exCol, exNode, exEnd string
+	for _, rec := range recs {
+		ids, srcs, dsts := stringsOf(rec.Column(0)), stringsOf(rec.Column(1)), stringsOf(rec.Column(2))
+		for i := 0; ids != nil && srcs != nil && dsts != nil && i < ids.Len(); i++ {
+			cid, src, dst := ids.Value(i), srcs.Value(i), dsts.Value(i)
+			col, node, end := "", "", ""
+			switch {
+			case gone(from, src):
+				col, node, end = pg.ColSrc, e.From, src
+			case gone(to, dst):
+				col, node, end = pg.ColDst, e.To, dst
+			default:
+				continue
+			}
+			n++
+			if exID == "" || cid < exID {
+				exID, exSrc, exDst, exCol, exNode, exEnd = cid, src, dst, col, node, end
+			}
+		}
+		rec.Release()
+	}
+	if n == 0 {
+		return nil
+	}
+	return change.StrandedError(e, n, exID, exSrc, exDst, exCol, exNode, exEnd)
+}
+
+func stringsOf(a arrow.Array) *array.String {
+	s, _ := a.(*array.String)
+	return s
 }
 
 // release frees the builders.
@@ -564,9 +651,25 @@ func runColumnar(ctx context.Context, g *graph.Graph, snap *graph.Snapshot, cat 
 	if err := bl.read(r, opts.Progress); err != nil {
 		return nil, err
 	}
+	for _, name := range opts.Replace {
+		var err error
+		if nt, ok := cat.Node(name); ok {
+			_, err = bl.table(nt, nil)
+		} else if et, ok := cat.Edge(name); ok {
+			_, err = bl.table(nil, et)
+		} else {
+			return nil, fmt.Errorf("%w: cannot replace unknown type %q; the schema has %s", graph.ErrInvalidInput, name, typeList(cat))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 	n := opts.Retries
 	if n <= 0 {
 		n = graph.DefaultWriteRetries
+	}
+	if opts.Mode == Overwrite {
+		n = 1
 	}
 	var out *Result
 	_, err := graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {
