@@ -94,6 +94,7 @@ const (
 	roleID
 	roleSrc
 	roleDst
+	roleNull // a column that is not a property: NULL
 )
 
 type bulkColumn struct {
@@ -231,7 +232,8 @@ func (bl *bulkLoad) table(n *pg.NodeType, e *pg.EdgeType) (*bulkTable, error) {
 		default:
 			j, ok := t.propIx[f.Name]
 			if !ok {
-				return nil, fmt.Errorf("table %s has column %s that is not a property of %s", t.key, f.Name, t.typeName())
+				t.cols[i] = bulkColumn{role: roleNull} // as the row path: a column no row mentions is NULL
+				continue
 			}
 			t.cols[i] = bulkColumn{role: roleProp, prop: j}
 		}
@@ -353,6 +355,8 @@ func (bl *bulkLoad) add(fl fastLine, n int) error {
 			fb.(*array.StringBuilder).BinaryBuilder.Append(fl.from)
 		case roleDst:
 			fb.(*array.StringBuilder).BinaryBuilder.Append(fl.to)
+		case roleNull:
+			fb.AppendNull()
 		default:
 			if err := t.slots[c.prop].appendTo(fb); err != nil {
 				return fmt.Errorf("column %s: %w", t.props[c.prop].Name, err)
