@@ -24,15 +24,27 @@ import (
 // of the columns it needs rather than the whole file.
 const rowGroupRows = 16 * 1024
 
-// encodeParquet writes recs (all of schema s) as one zstd Parquet file.
-func encodeParquet(s *arrow.Schema, recs []arrow.Record) ([]byte, error) {
-	var buf bytes.Buffer
-	props := parquet.NewWriterProperties(
+// writerProps are the Parquet properties of every fragment: zstd, row groups
+// of rowGroupRows, and no dictionary for plain (the key column and any other
+// column of unique values: a dictionary of distinct values only costs time
+// and space).
+func writerProps(plain []string) *parquet.WriterProperties {
+	opts := []parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithMaxRowGroupLength(rowGroupRows),
 		parquet.WithAllocator(memory.DefaultAllocator),
-	)
-	w, err := pqarrow.NewFileWriter(s, &buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	}
+	for _, c := range plain {
+		opts = append(opts, parquet.WithDictionaryFor(c, false))
+	}
+	return parquet.NewWriterProperties(opts...)
+}
+
+// encodeParquet writes recs (all of schema s) as one zstd Parquet file;
+// keyColumn is written without a dictionary.
+func encodeParquet(s *arrow.Schema, keyColumn string, recs []arrow.Record) ([]byte, error) {
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(s, &buf, writerProps([]string{keyColumn}), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return nil, fmt.Errorf("parquet writer: %w", err)
 	}
@@ -62,7 +74,7 @@ func encodeParquet(s *arrow.Schema, recs []arrow.Record) ([]byte, error) {
 func writeFragment(ctx context.Context, store backend.StorageAdapter, path, root string, s *arrow.Schema, keyColumn string, recs []arrow.Record) (Fragment, string, error) {
 	id := newUUID()
 	rel := strings.TrimPrefix(root, path+"/") + "data/" + id + ".parquet"
-	data, err := encodeParquet(s, recs)
+	data, err := encodeParquet(s, keyColumn, recs)
 	if err != nil {
 		return Fragment{}, "", err
 	}

@@ -18,8 +18,9 @@ func init() {
 		var auto autoOptimizeFlag
 		var data, mode, branch string
 		var replace []string
+		var quiet bool
 		c := &cobra.Command{
-			Use:   "load --data FILE.jsonl --mode append|merge|overwrite [--branch B] [--wait D] URL",
+			Use:   "load --data FILE.jsonl --mode append|merge|overwrite [--branch B] [--quiet] [--json] [--wait D] URL",
 			Short: "Load strict NDJSON (one node or edge per line) as one commit",
 			Long: "Load a file of graph-batch NDJSON into a branch as ONE commit. Each line is\n" +
 				"  {\"type\":\"Person\",\"data\":{...}}                       a node\n" +
@@ -57,15 +58,16 @@ func init() {
 					defer f.Close()
 					in = f
 				}
+				cr := &countingReader{r: in, size: inputSize(in)}
 				g, done, err := t.openWrite(ctx, "load")
 				if err != nil {
 					return err
 				}
 				defer done(&err)
 				opts := load.Options{Branch: branch, Mode: m, Replace: replace}
-				bar := newProgress(a.stderr)
+				bar := newProgress(a.stderr, cr, quiet)
 				opts.Progress = bar.update
-				res, err := load.Run(ctx, g, in, opts)
+				res, err := load.Run(ctx, g, cr, opts)
 				bar.finish()
 				if err != nil {
 					return err
@@ -75,8 +77,13 @@ func init() {
 				for _, w := range res.Warnings {
 					fmt.Fprintln(a.stderr, "warning:", w)
 				}
+				elapsed := time.Since(bar.start).Seconds()
 				if t.json {
-					return writeJSON(a.stdout, res)
+					return writeJSON(a.stdout, loadSummary{Result: res, Bytes: cr.n, Seconds: elapsed,
+						RowsPerSecond: float64(res.Nodes+res.Edges) / max(elapsed, 1e-9)})
+				}
+				if quiet {
+					return nil
 				}
 				if res.Commit == nil {
 					fmt.Fprintln(a.stdout, "nothing to load; no commit")
@@ -96,6 +103,7 @@ func init() {
 		c.Flags().StringVar(&mode, "mode", "", "append | merge | overwrite (required)")
 		c.Flags().StringVar(&branch, "branch", "", "branch to load into (default main)")
 		c.Flags().StringArrayVar(&replace, "type", nil, "with --mode overwrite: also replace this type (repeatable)")
+		c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress line and no summary (errors and warnings still go to stderr; --json still prints)")
 		return c
 	})
 }
@@ -124,19 +132,58 @@ func sortedKeys(m map[string]int) []string {
 	return keys
 }
 
+// loadSummary is load's --json output: the load.Result, the input bytes
+// read, the wall time and the rate.
+type loadSummary struct {
+	*load.Result
+	Bytes         int64   `json:"bytes"`
+	Seconds       float64 `json:"seconds"`
+	RowsPerSecond float64 `json:"rows_per_second"`
+}
+
+// countingReader counts the bytes read (for progress and the summary).
+type countingReader struct {
+	r    io.Reader
+	n    int64
+	size int64 // the input size when known, else 0
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// inputSize is the size of a regular file (a file or a redirected stdin),
+// 0 when unknown (a pipe).
+func inputSize(r io.Reader) int64 {
+	f, ok := r.(*os.File)
+	if !ok {
+		return 0
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return 0
+	}
+	return st.Size()
+}
+
 // loadProgress draws a one-line progress indicator on stderr, only when
-// stderr is a terminal (never in pipes, files or tests).
+// stderr is a terminal (never in pipes, files or tests) and not --quiet:
+// the phase, lines read, rows/s and, when the input size is known, the
+// share read and the time left.
 type loadProgress struct {
 	w     io.Writer
+	in    *countingReader
 	on    bool
 	start time.Time
 	last  time.Time
 	drawn bool
 }
 
-func newProgress(w io.Writer) *loadProgress {
-	p := &loadProgress{w: w, start: time.Now()}
-	if f, ok := w.(*os.File); ok {
+func newProgress(w io.Writer, in *countingReader, quiet bool) *loadProgress {
+	p := &loadProgress{w: w, in: in, start: time.Now()}
+	if f, ok := w.(*os.File); ok && !quiet {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			p.on = true
 		}
@@ -153,9 +200,20 @@ func (p *loadProgress) update(phase string, done int64) {
 		return
 	}
 	p.last = now
-	rate := float64(done) / max(now.Sub(p.start).Seconds(), 1e-3)
-	fmt.Fprintf(p.w, "\r\033[K%-8s %d lines  %.0f lines/s", phase, done, rate)
+	fmt.Fprintf(p.w, "\r\033[K%s", progressLine(phase, done, p.in.n, p.in.size, now.Sub(p.start)))
 	p.drawn = true
+}
+
+// progressLine renders one progress state: lines done after elapsed, with
+// read of size bytes consumed (size 0: unknown, no ETA).
+func progressLine(phase string, done, read, size int64, elapsed time.Duration) string {
+	sec := max(elapsed.Seconds(), 1e-3)
+	line := fmt.Sprintf("%-8s %d lines  %.0f lines/s", phase, done, float64(done)/sec)
+	if size > 0 && phase == "parse" && read > 0 {
+		left := time.Duration(float64(size-read) / (float64(read) / sec) * float64(time.Second))
+		line += fmt.Sprintf("  %3.0f%%  ETA %s", 100*float64(read)/float64(size), left.Round(time.Second))
+	}
+	return line
 }
 
 func (p *loadProgress) finish() {

@@ -178,3 +178,78 @@ mutation drop($h: String) {
 		t.Errorf("bad params: exit %d %s", code, errs)
 	}
 }
+
+// --quiet prints nothing on success; --json is the summary: the result,
+// the bytes read, the time and the rate.
+func TestCLILoadQuietAndJSONSummary(t *testing.T) {
+	url := filepath.Join(t.TempDir(), "g")
+	if code, _, errs := runIn(t, "", "init", "--schema", "../../examples/social.pg", url); code != exitOK {
+		t.Fatalf("init: %s", errs)
+	}
+	data, err := os.ReadFile("../../examples/social.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	file := filepath.Join(t.TempDir(), "people.jsonl")
+	var people []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, `{"type":"Person"`) {
+			people = append(people, l)
+		}
+	}
+	if err := os.WriteFile(file, []byte(strings.Join(people[:10], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runIn(t, "", "load", "--quiet", "--data", file, "--mode", "append", url)
+	if code != exitOK || out != "" || errs != "" {
+		t.Fatalf("--quiet: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if n := rowCount(t, url, "main", "node:Person"); n != 10 {
+		t.Fatalf("--quiet loaded %d people, want 10", n)
+	}
+	if err := os.WriteFile(file, []byte(strings.Join(people[10:15], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runIn(t, "", "load", "-q", "--json", "--data", file, "--mode", "append", url)
+	var sum struct {
+		Nodes         int            `json:"nodes"`
+		Types         map[string]int `json:"types"`
+		Commit        *graph.CommitInfo
+		Bytes         int64   `json:"bytes"`
+		Seconds       float64 `json:"seconds"`
+		RowsPerSecond float64 `json:"rows_per_second"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &sum) != nil {
+		t.Fatalf("--json: exit %d %q %q", code, out, errs)
+	}
+	want := int64(len(strings.Join(people[10:15], "")))
+	if sum.Nodes != 5 || sum.Types["Person"] != 5 || sum.Commit == nil || sum.Bytes != want || sum.Seconds <= 0 || sum.RowsPerSecond <= 0 {
+		t.Fatalf("summary %+v, want 5 Person nodes, a commit, %d bytes and a rate", sum, want)
+	}
+	// A bad file: --quiet still reports the error.
+	if err := os.WriteFile(file, []byte(`{"type":"Person","data":{}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runIn(t, "", "load", "--quiet", "--data", file, "--mode", "append", url)
+	if code != exitError || out != "" || !strings.Contains(errs, "line 1") {
+		t.Fatalf("bad file with --quiet: exit %d %q %q", code, out, errs)
+	}
+}
+
+func TestLoadProgressLine(t *testing.T) {
+	for _, tc := range []struct {
+		phase            string
+		done, read, size int64
+		elapsed          time.Duration
+		want             string
+	}{
+		{"parse", 1000, 250, 1000, 2 * time.Second, "parse    1000 lines  500 lines/s   25%  ETA 6s"},
+		{"parse", 1000, 250, 0, 2 * time.Second, "parse    1000 lines  500 lines/s"},
+		{"write", 4000, 1000, 1000, 4 * time.Second, "write    4000 lines  1000 lines/s"},
+	} {
+		if got := progressLine(tc.phase, tc.done, tc.read, tc.size, tc.elapsed); got != tc.want {
+			t.Errorf("progressLine(%s, %d, %d/%d, %v) = %q, want %q", tc.phase, tc.done, tc.read, tc.size, tc.elapsed, got, tc.want)
+		}
+	}
+}

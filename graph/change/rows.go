@@ -205,3 +205,7 @@ func canonicalAt(a arrow.Array, i int) any {
 // RecordRows converts a record into rows of canonical values (the diff and
 // the merge read committed rows with it).
 func RecordRows(rec arrow.Record) []Row { return recordEntityRows(rec) }
+
+// AppendValue appends one canonical value (nil is NULL) to a column builder
+// of the write path's Arrow types (bulk load builds records with it).
+func AppendValue(b array.Builder, v any) error { return appendCanonical(b, v) }

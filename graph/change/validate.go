@@ -334,6 +334,14 @@ func (s *Set) checkStranded(ctx context.Context, e *pg.EdgeType) error {
 	if n == 0 {
 		return nil
 	}
+	return StrandedError(e, n, exID, exSrc, exDst, exCol, exNode, exEnd)
+}
+
+// StrandedError is the referential-integrity error of an overwrite that
+// would strand n committed edges of e; the example is edge id (src -> dst),
+// whose col endpoint end is not in the new image of node type node. It is
+// an *InputError matching ErrReferentialIntegrity and ErrInvalidInput.
+func StrandedError(e *pg.EdgeType, n int, id, src, dst, col, node, end string) error {
 	more := ""
 	if n > 1 {
 		more = fmt.Sprintf(" (and %d more %s edges)", n-1, e.Name)
@@ -341,7 +349,7 @@ func (s *Set) checkStranded(ctx context.Context, e *pg.EdgeType) error {
 	return &strandedError{graph.InputError{Msg: fmt.Sprintf(
 		"referential integrity: overwriting %s would leave edge %s %q (src %q -> dst %q) with %s %q not found in %s%s; "+
 			"put that %s in the file, or replace %s in the same load (give its edges in the file, or --type %s to empty it)",
-		exNode, e.Name, exID, exSrc, exDst, exCol, exEnd, exNode, more, exNode, e.Name, e.Name)}}
+		node, e.Name, id, src, dst, col, end, node, more, node, e.Name, e.Name)}}
 }
 
 // checkCard enforces @card(min..max) of e on every source the write

@@ -113,6 +113,15 @@ func Run(ctx context.Context, g *graph.Graph, r io.Reader, opts Options) (*Resul
 	if err != nil {
 		return nil, err
 	}
+	if columnar(cat, opts) {
+		return runColumnar(ctx, g, snap, cat, r, opts)
+	}
+	return runRows(ctx, g, cat, r, opts)
+}
+
+// runRows is Run on the row path: every line is parsed into a row, the
+// rows are validated by package change, then staged.
+func runRows(ctx context.Context, g *graph.Graph, cat *pg.Catalog, r io.Reader, opts Options) (*Result, error) {
 	lines, err := parseLoad(r, cat, opts.Progress)
 	if err != nil {
 		return nil, err
@@ -199,6 +208,7 @@ func attempt(ctx context.Context, g *graph.Graph, cat *pg.Catalog, lines []loadL
 	for et, c := range perEdge {
 		st.EdgeTable(et).Reserve(c)
 	}
+	ids := newMinter()
 	var pairIDs map[int]string
 	if opts.Mode == Merge {
 		if pairIDs, err = mergeEdgeIDs(ctx, st, lines); err != nil {
@@ -228,7 +238,7 @@ func attempt(ctx context.Context, g *graph.Graph, cat *pg.Catalog, lines []loadL
 			res.Types[ln.edge.Name]++
 		}
 		if id == "" {
-			id, fresh = pg.NewID(), true
+			id, fresh = ids.mint(), true
 			p.Mint(id)
 		}
 		if opts.Mode == Overwrite {

@@ -1,0 +1,315 @@
+// Package load benchmarks `omnigraph load` against the plainest way to turn
+// the same NDJSON into Parquet: encoding/json into typed structs, Arrow
+// builders, pqarrow with zstd. Both run as child processes on the same
+// generated file in the same run, so the bench reports each one's rows/s
+// and peak RSS (the child's max RSS from the kernel), their ratio, and RSS
+// as a multiple of the input size.
+//
+//	cd bench/load && go test -run '^$' -bench . -benchtime 1x
+//
+// OMNIGRAPH_BENCH_LOAD_ROWS sets the row count (default 3,000,000: a third
+// nodes, two thirds edges); OMNIGRAPH_BENCH_LOAD_LONG=1 makes it 30,000,000
+// (about 2 GB of NDJSON); OMNIGRAPH_BENCH_BIN runs another omnigraph build
+// instead of building this tree's. The data is generated into a temporary directory
+// and removed afterwards.
+package load
+
+import (
+	"bufio"
+	"bytes"
+	crand "crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/oklog/ulid/v2"
+)
+
+const schema = `
+node Item {
+  key: String @key
+  n: I64
+  label: String
+}
+edge Link: Item -> Item {
+  w: F64
+}
+`
+
+// envBaseline makes the test binary the baseline child: it converts the
+// NDJSON file named by the variable into Parquet files in the directory
+// named by envOut, then exits.
+const (
+	envBaseline = "OMNIGRAPH_BENCH_BASELINE_IN"
+	envOut      = "OMNIGRAPH_BENCH_BASELINE_OUT"
+)
+
+func TestMain(m *testing.M) {
+	if in := os.Getenv(envBaseline); in != "" {
+		if err := baseline(in, os.Getenv(envOut)); err != nil {
+			fmt.Fprintln(os.Stderr, "baseline:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func rowCount() int {
+	if os.Getenv("OMNIGRAPH_BENCH_LOAD_LONG") == "1" {
+		return 30_000_000
+	}
+	if s := os.Getenv("OMNIGRAPH_BENCH_LOAD_ROWS"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n >= 3 {
+			return n
+		}
+	}
+	return 3_000_000
+}
+
+// generate writes n rows: n/3 Item nodes, then the rest as Link edges
+// between them.
+func generate(path string, n int) (int64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	nodes := n / 3
+	for i := 0; i < nodes; i++ {
+		fmt.Fprintf(w, `{"type":"Item","data":{"key":"item-%d","n":%d,"label":"label %d"}}`+"\n", i, i, i%97)
+	}
+	for i := 0; i < n-nodes; i++ {
+		fmt.Fprintf(w, `{"edge":"Link","from":"item-%d","to":"item-%d","data":{"w":%d.5}}`+"\n", i%nodes, (i*7+1)%nodes, i%10)
+	}
+	if err := w.Flush(); err != nil {
+		return 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), f.Close()
+}
+
+// child runs a command and returns its wall time and peak RSS in bytes.
+func child(cmd *exec.Cmd) (time.Duration, int64, error) {
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: %w: %s", cmd.Args[0], err, stderr.String())
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return wall, 0, nil
+	}
+	return wall, ru.Maxrss * 1024, nil // Linux reports KiB
+}
+
+func BenchmarkLoadVsParquet(b *testing.B) {
+	n := rowCount()
+	dir := b.TempDir()
+	bin := os.Getenv("OMNIGRAPH_BENCH_BIN") // another build to compare, else this tree's
+	if bin == "" {
+		bin = filepath.Join(dir, "omnigraph")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/omnigraph")
+		build.Dir = filepath.Join("..", "..") // the repository root
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("build omnigraph: %v\n%s", err, out)
+		}
+	}
+	data := filepath.Join(dir, "data.jsonl")
+	size, err := generate(data, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	schemaFile := filepath.Join(dir, "schema.pg")
+	if err := os.WriteFile(schemaFile, []byte(schema), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	mb := func(x int64) float64 { return float64(x) / (1 << 20) }
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		g := filepath.Join(dir, fmt.Sprintf("graph-%d", it))
+		if out, err := exec.Command(bin, "init", "--schema", schemaFile, g).CombinedOutput(); err != nil {
+			b.Fatalf("init: %v\n%s", err, out)
+		}
+		loadWall, loadRSS, err := child(exec.Command(bin, "load", "--data", data, "--mode", "append", g))
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := filepath.Join(dir, fmt.Sprintf("parquet-%d", it))
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		self, err := os.Executable()
+		if err != nil {
+			b.Fatal(err)
+		}
+		bc := exec.Command(self)
+		bc.Env = append(os.Environ(), envBaseline+"="+data, envOut+"="+out)
+		baseWall, baseRSS, err := child(bc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		loadRate := float64(n) / loadWall.Seconds()
+		baseRate := float64(n) / baseWall.Seconds()
+		b.ReportMetric(loadRate, "load_rows/s")
+		b.ReportMetric(baseRate, "parquet_rows/s")
+		b.ReportMetric(loadRate/baseRate, "ratio")
+		b.ReportMetric(mb(loadRSS), "load_rss_MiB")
+		b.ReportMetric(mb(baseRSS), "parquet_rss_MiB")
+		b.ReportMetric(float64(loadRSS)/float64(size), "load_rss/input")
+		b.Logf("%d rows (%.0f MiB NDJSON): omnigraph load %.2fs %.0f rows/s peak RSS %.0f MiB (%.2fx input); "+
+			"encoding/json+pqarrow %.2fs %.0f rows/s peak RSS %.0f MiB (%.2fx input); rows/s ratio %.2f",
+			n, mb(size), loadWall.Seconds(), loadRate, mb(loadRSS), float64(loadRSS)/float64(size),
+			baseWall.Seconds(), baseRate, mb(baseRSS), float64(baseRSS)/float64(size), loadRate/baseRate)
+	}
+}
+
+// The baseline's typed lines.
+type envelope struct {
+	Type string          `json:"type"`
+	Edge string          `json:"edge"`
+	From string          `json:"from"`
+	To   string          `json:"to"`
+	Data json.RawMessage `json:"data"`
+}
+
+type itemData struct {
+	Key   string `json:"key"`
+	N     int64  `json:"n"`
+	Label string `json:"label"`
+}
+
+type linkData struct {
+	W float64 `json:"w"`
+}
+
+// sink streams one type's rows to a zstd Parquet file.
+type sink struct {
+	rb *array.RecordBuilder
+	w  *pqarrow.FileWriter
+}
+
+func newSink(path string, s *arrow.Schema) (*sink, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd))
+	w, err := pqarrow.NewFileWriter(s, f, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		return nil, err
+	}
+	return &sink{rb: array.NewRecordBuilder(memory.DefaultAllocator, s), w: w}, nil
+}
+
+func (s *sink) flush(force bool) error {
+	if s.rb.Field(0).Len() == 0 || !force && s.rb.Field(0).Len() < 64*1024 {
+		return nil
+	}
+	rec := s.rb.NewRecordBatch()
+	defer rec.Release()
+	return s.w.Write(rec)
+}
+
+func (s *sink) close() error {
+	if err := s.flush(true); err != nil {
+		return err
+	}
+	return s.w.Close() // closes the file too
+}
+
+// baseline converts the NDJSON at in to Item and Link Parquet files in out.
+func baseline(in, out string) error {
+	f, err := os.Open(in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	items, err := newSink(filepath.Join(out, "item.parquet"), arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String},
+		{Name: "key", Type: arrow.BinaryTypes.String},
+		{Name: "n", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "label", Type: arrow.BinaryTypes.String},
+	}, nil))
+	if err != nil {
+		return err
+	}
+	links, err := newSink(filepath.Join(out, "link.parquet"), arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String},
+		{Name: "src", Type: arrow.BinaryTypes.String},
+		{Name: "dst", Type: arrow.BinaryTypes.String},
+		{Name: "w", Type: arrow.PrimitiveTypes.Float64},
+	}, nil))
+	if err != nil {
+		return err
+	}
+	ts := ulid.Timestamp(time.Now())
+	entropy := ulid.Monotonic(crand.Reader, 1)
+	r := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			var env envelope
+			if err := json.Unmarshal(line, &env); err != nil {
+				return err
+			}
+			switch {
+			case env.Type == "Item":
+				var d itemData
+				if err := json.Unmarshal(env.Data, &d); err != nil {
+					return err
+				}
+				items.rb.Field(0).(*array.StringBuilder).Append(d.Key)
+				items.rb.Field(1).(*array.StringBuilder).Append(d.Key)
+				items.rb.Field(2).(*array.Int64Builder).Append(d.N)
+				items.rb.Field(3).(*array.StringBuilder).Append(d.Label)
+				if err := items.flush(false); err != nil {
+					return err
+				}
+			case env.Edge == "Link":
+				var d linkData
+				if err := json.Unmarshal(env.Data, &d); err != nil {
+					return err
+				}
+				links.rb.Field(0).(*array.StringBuilder).Append(ulid.MustNew(ts, entropy).String())
+				links.rb.Field(1).(*array.StringBuilder).Append(env.From)
+				links.rb.Field(2).(*array.StringBuilder).Append(env.To)
+				links.rb.Field(3).(*array.Float64Builder).Append(d.W)
+				if err := links.flush(false); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("unexpected line %s", line)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := items.close(); err != nil {
+		return err
+	}
+	return links.close()
+}

@@ -1,0 +1,195 @@
+package table
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// FragmentWriter encodes the rows of one future fragment as they arrive,
+// so a bulk writer holds compressed Parquet, not rows: every Write becomes
+// row groups of at most rowGroupRows rows at once. Nothing is stored until
+// the writer is staged (StageAppendFragments), and a writer can be staged
+// again by a later attempt (each staging Puts its bytes under a new name).
+type FragmentWriter struct {
+	schema    *arrow.Schema
+	key       string
+	buf       bytes.Buffer
+	w         *pqarrow.FileWriter
+	rows      int64
+	stats     []ColumnStats
+	unordered []bool
+	keys      []string
+	closed    bool
+}
+
+// NewFragmentWriter starts a fragment of schema s whose key column is
+// keyColumn. The key column and the plain columns (columns of unique
+// values) are written without a dictionary.
+func NewFragmentWriter(s *arrow.Schema, keyColumn string, plain ...string) (*FragmentWriter, error) {
+	if err := checkKeyColumn(s, keyColumn); err != nil {
+		return nil, err
+	}
+	fw := &FragmentWriter{schema: s, key: keyColumn, unordered: make([]bool, s.NumFields())}
+	w, err := pqarrow.NewFileWriter(s, &fw.buf, writerProps(append([]string{keyColumn}, plain...)), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		return nil, fmt.Errorf("parquet writer: %w", err)
+	}
+	fw.w = w
+	return fw, nil
+}
+
+// Write encodes rec (of the writer's schema, every key non-null).
+func (fw *FragmentWriter) Write(rec arrow.Record) error {
+	if fw.closed {
+		return errorf(ErrInvalid, "fragment writer is closed")
+	}
+	if err := validateRecords(fw.schema, fw.key, []arrow.Record{rec}); err != nil {
+		return err
+	}
+	n := rec.NumRows()
+	if n == 0 {
+		return nil
+	}
+	if err := fw.w.Write(rec); err != nil {
+		return fmt.Errorf("parquet write: %w", err)
+	}
+	st := computeStats(fw.schema, []arrow.Record{rec})
+	for i := range st {
+		// A column with values but no min/max in this record holds NaN
+		// or infinities: it has no statistics in the whole fragment.
+		if st[i].Min == nil && st[i].NullCount < n && scalarKindOf(fw.schema.Field(i).Type) != "" {
+			fw.unordered[i] = true
+		}
+	}
+	if fw.stats == nil {
+		fw.stats = st
+	} else {
+		for i := range st {
+			fw.stats[i].NullCount += st[i].NullCount
+			if st[i].Min != nil {
+				mergeStat(&fw.stats[i], *st[i].Min, *st[i].Max)
+			}
+		}
+	}
+	if fw.rows+n <= inlineKeyRows {
+		fw.keys = append(fw.keys, sortedKeys([]arrow.Record{rec}, fw.schema.FieldIndices(fw.key)[0])...)
+	} else {
+		fw.keys = nil
+	}
+	fw.rows += n
+	return nil
+}
+
+// Rows is how many rows were written.
+func (fw *FragmentWriter) Rows() int64 { return fw.rows }
+
+// Size is the encoded size so far (the file's size once closed).
+func (fw *FragmentWriter) Size() int64 { return int64(fw.buf.Len()) }
+
+// Close finishes the file. A closed writer accepts no more rows.
+func (fw *FragmentWriter) Close() error {
+	if fw.closed {
+		return nil
+	}
+	fw.closed = true
+	if err := fw.w.Close(); err != nil {
+		return fmt.Errorf("parquet close: %w", err)
+	}
+	return nil
+}
+
+func (fw *FragmentWriter) fragment(id, rel string) Fragment {
+	stats := make([]ColumnStats, len(fw.stats))
+	copy(stats, fw.stats)
+	for i := range stats {
+		if fw.unordered[i] {
+			stats[i].Min, stats[i].Max = nil, nil
+		}
+	}
+	f := Fragment{ID: id, Path: rel, Rows: fw.rows, Size: int64(fw.buf.Len()), Stats: stats}
+	if fw.rows <= inlineKeyRows {
+		keys := append([]string{}, fw.keys...)
+		sort.Strings(keys)
+		f.Keys = keys
+	}
+	return f
+}
+
+// StageAppendFragments stages the closed writers' files as new fragments of
+// one version (one Put each), like StageAppend. Writers with no rows are
+// skipped; none with rows is an Empty stage.
+func (ds *Dataset) StageAppendFragments(ctx context.Context, fws ...*FragmentWriter) (*Staged, error) {
+	n, err := ds.checkWriters(fws)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return emptyStage(ds, OpAppend), nil
+	}
+	st, m := ds.newStage()
+	if err := ds.putFragments(ctx, st, m, fws); err != nil {
+		return nil, err
+	}
+	st.finish(m, ds.m.Version, OpAppend)
+	return st, nil
+}
+
+// StageOverwriteFragments stages a version holding exactly the closed
+// writers' rows (none: an empty, zero-fragment version), like
+// StageOverwrite. Indexes are dropped.
+func (ds *Dataset) StageOverwriteFragments(ctx context.Context, fws ...*FragmentWriter) (*Staged, error) {
+	if _, err := ds.checkWriters(fws); err != nil {
+		return nil, err
+	}
+	st, m := ds.newStage()
+	m.Fragments = []Fragment{}
+	m.Indexes = nil
+	if err := ds.putFragments(ctx, st, m, fws); err != nil {
+		return nil, err
+	}
+	st.finish(m, ds.m.Version, OpOverwrite)
+	return st, nil
+}
+
+// checkWriters checks the writers fit the dataset and counts their rows.
+func (ds *Dataset) checkWriters(fws []*FragmentWriter) (int64, error) {
+	var n int64
+	for _, fw := range fws {
+		if !fw.closed {
+			return 0, errorf(ErrInvalid, "stage a fragment writer: it is not closed")
+		}
+		if !sameSchema(ds.schema, fw.schema) {
+			return 0, errorf(ErrInvalid, "fragment has schema %s, the dataset has %s", fw.schema, ds.schema)
+		}
+		if fw.key != ds.m.KeyColumn {
+			return 0, errorf(ErrInvalid, "fragment key column %q, the dataset's is %q", fw.key, ds.m.KeyColumn)
+		}
+		n += fw.rows
+	}
+	return n, nil
+}
+
+// putFragments stores each writer with rows as a new fragment of m.
+func (ds *Dataset) putFragments(ctx context.Context, st *Staged, m *Manifest, fws []*FragmentWriter) error {
+	root := strings.TrimPrefix(ds.root(), ds.path+"/")
+	for _, fw := range fws {
+		if fw.rows == 0 {
+			continue
+		}
+		id := newUUID()
+		rel := root + "data/" + id + ".parquet"
+		key := ds.path + "/" + rel
+		if _, err := ds.store.Put(ctx, key, fw.buf.Bytes()); err != nil {
+			return fmt.Errorf("write fragment: %w", err)
+		}
+		m.Fragments = append(m.Fragments, fw.fragment(id, rel))
+		st.Files = append(st.Files, key)
+	}
+	return nil
+}

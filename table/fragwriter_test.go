@@ -1,0 +1,182 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// A FragmentWriter fed record by record stages one fragment per writer with
+// the rows in order, exact statistics, inline keys only when small, and the
+// key column (and plain columns) without a dictionary.
+func TestFragmentWriterStagesFragments(t *testing.T) {
+	ctx := context.Background()
+	store := newStore()
+	ds := mustCreate(t, store)
+	big, err := NewFragmentWriter(personSchema, "id", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []person
+	for i := 0; i < 3; i++ {
+		rows := people("p", i*1000, 1000)
+		if i == 1 {
+			rows[5].age = -1 // a null
+		}
+		want = append(want, rows...)
+		rec := record(t, rows)
+		if err := big.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	if err := big.Close(); err != nil {
+		t.Fatal(err)
+	}
+	small, err := NewFragmentWriter(personSchema, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail := []person{{id: "z2", name: "n", age: 7}, {id: "z1", name: "n", age: 9}}
+	rec := record(t, tail)
+	if err := small.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if err := small.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := small.Write(record(t, tail)); err == nil {
+		t.Fatal("Write after Close: want an error")
+	}
+	empty, _ := NewFragmentWriter(personSchema, "id")
+	empty.Close()
+	st, err := ds.StageAppendFragments(ctx, big, empty, small)
+	ds = mustCommit(t, st, err)
+	if got, w := rowsOf(t, ds), render(append(want, tail...)); !equalRows(got, w) {
+		t.Fatalf("rows differ: got %d rows, want %d", len(got), len(w))
+	}
+	frags := ds.Manifest().Fragments
+	if len(frags) != 2 {
+		t.Fatalf("fragments: got %d, want 2 (the empty writer adds none)", len(frags))
+	}
+	f0, f1 := frags[0], frags[1]
+	if f0.Rows != 3000 || f1.Rows != 2 {
+		t.Fatalf("fragment rows %d, %d; want 3000, 2", f0.Rows, f1.Rows)
+	}
+	if f0.Keys != nil || fmt.Sprint(f1.Keys) != "[z1 z2]" {
+		t.Fatalf("inline keys: %v / %v; want none / [z1 z2]", f0.Keys, f1.Keys)
+	}
+	st0 := statsMap(f0)
+	if a := st0["age"]; a.NullCount != 1 || a.Min.Int != 0 || a.Max.Int != 2999 {
+		t.Fatalf("age stats %+v min %v max %v", a, a.Min, a.Max)
+	}
+	if id := st0["id"]; id.Min.Str != "p000000" || id.Max.Str != "p002999" {
+		t.Fatalf("id stats %v..%v", id.Min, id.Max)
+	}
+	// Key lookups find rows of both fragments.
+	found, err := ds.Lookup(ctx, "p001500", "z1", "nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found.NumRows() != 2 {
+		t.Fatalf("lookup: %d rows, want 2", found.NumRows())
+	}
+	found.Release()
+}
+
+// Each Write of up to rowGroupRows rows is a row group; the key and plain
+// columns carry no dictionary page.
+func TestFragmentWriterRowGroupsAndDictionary(t *testing.T) {
+	ctx := context.Background()
+	store := newStore()
+	ds := mustCreate(t, store)
+	fw, err := NewFragmentWriter(personSchema, "id", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		rec := record(t, people("p", i*100, 100))
+		if err := fw.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	fw.Close()
+	st, err := ds.StageAppendFragments(ctx, fw)
+	ds = mustCommit(t, st, err)
+	ff, err := loadFragment(ctx, store, ds.Path(), ds.Manifest().Fragments[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := ff.fr.ParquetReader().MetaData()
+	if md.NumRowGroups() != 3 {
+		t.Fatalf("row groups: %d, want 3 (one per Write)", md.NumRowGroups())
+	}
+	for c, wantDict := range map[int]bool{0: false, 1: false, 2: true} {
+		cc, err := md.RowGroup(0).ColumnChunk(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cc.HasDictionaryPage(); got != wantDict {
+			t.Errorf("column %d: dictionary page %v, want %v", c, got, wantDict)
+		}
+	}
+	// A plain StageAppend writes the key column without a dictionary too.
+	rec := record(t, people("q", 0, 50))
+	defer rec.Release()
+	st, err = ds.StageAppend(ctx, rec)
+	ds = mustCommit(t, st, err)
+	ff, err = loadFragment(ctx, store, ds.Path(), ds.Manifest().Fragments[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, _ := ff.fr.ParquetReader().MetaData().RowGroup(0).ColumnChunk(0)
+	if cc.HasDictionaryPage() {
+		t.Error("StageAppend: the key column has a dictionary page")
+	}
+}
+
+// A column with NaN in one record has no min/max for the fragment, even
+// when another record has ordinary values; a schema mismatch is refused at
+// staging.
+func TestFragmentWriterUnorderedStatsAndSchema(t *testing.T) {
+	ctx := context.Background()
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String},
+		{Name: "w", Type: arrow.PrimitiveTypes.Float64},
+	}, nil)
+	fw, err := NewFragmentWriter(s, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range []float64{1.5, math.NaN()} {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+		b.Field(0).(*array.StringBuilder).Append(fmt.Sprint("e", i))
+		b.Field(1).(*array.Float64Builder).Append(w)
+		rec := b.NewRecordBatch()
+		b.Release()
+		if err := fw.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	fw.Close()
+	f := fw.fragment("x", "data/x.parquet")
+	if st := statsMap(f)["w"]; st.Min != nil || st.Max != nil {
+		t.Fatalf("w stats %v..%v, want none (NaN)", st.Min, st.Max)
+	}
+	ds := mustCreate(t, newStore())
+	if _, err := ds.StageAppendFragments(ctx, fw); err == nil {
+		t.Fatal("staging a fragment of another schema: want an error")
+	}
+	open, _ := NewFragmentWriter(personSchema, "id")
+	if _, err := ds.StageAppendFragments(ctx, open); err == nil {
+		t.Fatal("staging an open writer: want an error")
+	}
+}
