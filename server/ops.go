@@ -80,6 +80,7 @@ func (r *request) opMutate(m MutateRequest, ifCommit string) (ChangeOutput, erro
 	out := ChangeOutput{Branch: branch, QueryName: m.Name, AffectedNodes: res.AffectedNodes, AffectedEdges: res.AffectedEdges, ActorID: r.actor, Commit: commitOutput(res.Commit), Warnings: res.Warnings}
 	if res.Commit != nil {
 		out.ActorID = res.Commit.Actor
+		r.wrote(branch)
 	}
 	return out, nil
 }
@@ -134,6 +135,9 @@ func (r *request) opLoad(body io.Reader, branch, from, modeS string) (LoadOutput
 	}
 	out.Nodes, out.Edges, out.Types, out.TotalEntities = res.Nodes, res.Edges, res.Types, res.Nodes+res.Edges
 	out.Commit, out.Warnings = commitOutput(res.Commit), res.Warnings
+	if res.Commit != nil {
+		r.wrote(branch)
+	}
 	if out.Types == nil {
 		out.Types = map[string]int{}
 	}
@@ -278,6 +282,9 @@ func (r *request) opMerge(m MergeRequest) (MergeOutput, error) {
 	}
 	out := MergeOutput{Source: res.Source, Target: res.Target, Outcome: string(res.Outcome), ActorID: r.actor, Commit: commitOutput(res.Commit),
 		Inserted: res.Inserted, Updated: res.Updated, Deleted: res.Deleted}
+	if res.Commit != nil {
+		r.wrote(res.Target)
+	}
 	if m.DeleteBranch {
 		ok := true
 		if derr := r.g.DeleteBranch(r.Context(), m.Source); derr != nil {

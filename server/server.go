@@ -46,6 +46,13 @@ type Config struct {
 	// OnFatal is called (once per event) when the server must stop: a
 	// handler panicked. Admission is already closed when it runs.
 	OnFatal func(reason string)
+	// AutoOptimize runs the automatic compaction (optimize.Auto) of a
+	// graph's branch in the background after each write to it, as the CLI
+	// does after its writes. Close stops it.
+	AutoOptimize bool
+	// AutoOptimizeThreshold is Auto's small-fragment threshold (<= 0: the
+	// default, optimize.DefaultAutoThreshold).
+	AutoOptimizeThreshold int
 }
 
 // Server serves the API.
@@ -58,6 +65,8 @@ type Server struct {
 	mcp    http.Handler
 	policy *Policy
 	log    *slog.Logger
+	// compactors run each graph's automatic compaction (AutoOptimize).
+	compactors map[string]*compactor
 }
 
 // graphIDRE is the rule for graph ids (upstream's).
@@ -91,6 +100,12 @@ func New(cfg Config) (*Server, error) {
 		s.graphs[g.ID] = g.G
 		s.ids = append(s.ids, g.ID)
 	}
+	if cfg.AutoOptimize && !cfg.ReadOnly {
+		s.compactors = map[string]*compactor{}
+		for _, g := range cfg.Graphs {
+			s.compactors[g.ID] = newCompactor(g.G, g.ID, cfg.AutoOptimizeThreshold, cfg.Logger)
+		}
+	}
 	sort.Strings(s.ids)
 	s.mcp = s.newMCP()
 	for _, rt := range Routes() {
@@ -116,6 +131,22 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // CloseAdmission refuses every later request with 503 (the server is
 // stopping); in-flight requests run on.
 func (s *Server) CloseAdmission() { s.adm.close() }
+
+// Close stops the background work (automatic compaction), cancelling a
+// run in flight, and waits for it. Call it after the HTTP server drained
+// and before the writer lock is released.
+func (s *Server) Close() {
+	for _, c := range s.compactors {
+		c.close()
+	}
+}
+
+// wrote notes a successful write to branch of the request's graph.
+func (r *request) wrote(branch string) {
+	if c := r.s.compactors[r.graphID]; c != nil {
+		c.after(branch)
+	}
+}
 
 // request is what a handler sees.
 type request struct {

@@ -42,6 +42,7 @@ type serveOptions struct {
 	readOnly     bool
 	drainTimeout time.Duration
 	limits       server.Limits
+	autoOptimize autoOptimizeFlag
 }
 
 func init() {
@@ -81,6 +82,7 @@ func init() {
 		c.Flags().IntVar(&o.limits.WritesPerGraph, "max-writes-per-graph", server.DefaultWritesPerGraph, "in-flight writes the graph may have (more get 429)")
 		c.Flags().Int64Var(&o.limits.BodyBytes, "max-body-bytes", server.DefaultBodyBytes, "largest JSON request body (more gets 413)")
 		c.Flags().Int64Var(&o.limits.LoadBytes, "max-load-bytes", server.DefaultLoadBytes, "largest load/ndjson body (more gets 413)")
+		o.autoOptimize.add(c)
 		return c
 	})
 }
@@ -204,10 +206,15 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		Logger:   log,
 		Version:  cliVersion(),
 		OnFatal:  fatal,
+		// In the background after each write, as the CLI does after its own.
+		AutoOptimize: o.autoOptimize.enabled(),
 	})
 	if err != nil {
 		return err
 	}
+	// Registered after the lock releases, so it runs before them: a
+	// compaction in flight stops while the lock is still held.
+	defer srv.Close()
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.listen, err)

@@ -1,0 +1,110 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/optimize"
+)
+
+// compactor runs the automatic compaction of one served graph
+// (optimize.Auto) after its writes, on one background goroutine, so a
+// write's response never waits for it. Requests coalesce per branch: a
+// burst of writes costs one check. Auto yields to any concurrent write it
+// races (one attempt), and its failures are logged, never reported to a
+// client: the writes it follows were already acknowledged.
+type compactor struct {
+	g         *graph.Graph
+	graphID   string
+	threshold int
+	log       *slog.Logger
+
+	mu      sync.Mutex
+	pending map[string]bool
+	wake    chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done    chan struct{}
+	runs    int // finished checks, for tests
+}
+
+func newCompactor(g *graph.Graph, graphID string, threshold int, log *slog.Logger) *compactor {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &compactor{g: g, graphID: graphID, threshold: threshold, log: log, pending: map[string]bool{},
+		wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	go c.loop()
+	return c
+}
+
+// after asks for a check of branch once the current one finishes.
+func (c *compactor) after(branch string) {
+	c.mu.Lock()
+	c.pending[branch] = true
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the compactor, cancelling a run in flight (it is a write
+// through the pipeline: a cancelled one recovers like any other), and
+// waits for the goroutine.
+func (c *compactor) close() {
+	c.cancel()
+	<-c.done
+}
+
+// idle reports the finished checks and whether none is pending (tests).
+func (c *compactor) idle() (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.runs, len(c.pending) == 0
+}
+
+func (c *compactor) loop() {
+	defer close(c.done)
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.wake:
+		}
+		c.mu.Lock()
+		branches := make([]string, 0, len(c.pending))
+		for b := range c.pending {
+			branches = append(branches, b)
+		}
+		c.mu.Unlock()
+		sort.Strings(branches)
+		for _, b := range branches {
+			c.run(b)
+			c.mu.Lock()
+			delete(c.pending, b)
+			c.runs++
+			c.mu.Unlock()
+		}
+	}
+}
+
+func (c *compactor) run(branch string) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("automatic optimize panicked; writes continue, compaction is off until a restart", "graph", c.graphID, "branch", branch)
+			c.cancel()
+		}
+	}()
+	res, err := optimize.Auto(c.ctx, c.g, optimize.AutoOptions{Branch: branch, Threshold: c.threshold})
+	switch {
+	case err != nil && c.ctx.Err() != nil:
+	case err != nil && graph.IsRetryable(err):
+		c.log.Debug("automatic optimize yielded to a concurrent write", "graph", c.graphID, "branch", branch)
+	case err != nil:
+		c.log.Warn("automatic optimize failed; the writes it followed succeeded", "graph", c.graphID, "branch", branch, "failure_class", MapError(err, c.graphID).Body.Class)
+	case res != nil && res.Commit != nil:
+		c.log.Info("automatic optimize", "graph", c.graphID, "branch", branch, "commit", res.Commit.ID, "tables", len(res.Tables))
+	}
+}
