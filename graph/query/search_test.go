@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omnigraph-go/omnigraph/backend/counter"
+	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/embed"
 	"github.com/omnigraph-go/omnigraph/graph/gq"
@@ -390,4 +392,67 @@ query rrf_edges($q1: Vector(4), $q2: Vector(4)) {
 	if got := rowsJSON(t, g, q, "rrf_edges", map[string]any{"q1": zero, "q2": zero}); got != want {
 		t.Errorf("rrf_edges = %s", got)
 	}
+}
+
+// TestSearchWarmBudget counts storage requests (backend/counter): a bm25
+// top-10, a nearest top-10 and an rrf of both, repeated on a warm read-only
+// handle, cost the same small number of requests for 200 and for 4,000
+// documents (the branch freshness probe: no table reads), and the same
+// answers. Measured: 1 request each.
+func TestSearchWarmBudget(t *testing.T) {
+	ctx := context.Background()
+	q := `
+query b($q: String) { match { $d: Doc } return { $d.slug } order { bm25($d.body, $q) } limit 10 }
+query n($v: Vector(2)) { match { $d: Doc } return { $d.slug } order { nearest($d.v, $v) } limit 10 }
+query r($q: String, $v: Vector(2)) { match { $d: Doc } return { $d.slug } order { rrf(bm25($d.body, $q), nearest($d.v, $v)) } limit 10 }
+`
+	params := map[string]map[string]any{"b": {"q": "apple"}, "n": {"v": []any{1, 0}}, "r": {"q": "apple", "v": []any{1, 0}}}
+	costs := map[int][]int{}
+	for _, n := range []int{200, 4000} {
+		cnt := counter.New(mem.New())
+		w, err := graph.Init(ctx, cnt, searchSchema, graph.InitOptions{Actor: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		words := []string{"apple", "pear", "plum", "fig", "kiwi"}
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, `{"type":"Doc","data":{"slug":"d%05d","status":"hit","body":"%s %s","v":[%d,%d]}}`+"\n", i, words[i%5], words[(i/5)%5], i%7, i%11)
+		}
+		if _, err := load.Run(ctx, w, strings.NewReader(b.String()), load.Options{Mode: load.Overwrite}); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		g, err := graph.Open(ctx, cnt, graph.OpenOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"b", "n", "r"} {
+			first, err := Head(ctx, g, "main", q, name, params[name])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(first.Rows) != 10 {
+				t.Fatalf("%s: %d rows", name, len(first.Rows))
+			}
+			cnt.Reset()
+			again, err := Head(ctx, g, "main", q, name, params[name])
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := cnt.Snapshot()
+			costs[n] = append(costs[n], c.Total)
+			if c.Total > 2 {
+				t.Errorf("%d docs, %s: warm repeat cost %s, budget 2", n, name, c)
+			}
+			if rowsText(again) != rowsText(first) {
+				t.Errorf("%s: warm answer differs", name)
+			}
+		}
+		g.Close()
+	}
+	if fmt.Sprint(costs[200]) != fmt.Sprint(costs[4000]) {
+		t.Errorf("warm cost depends on table size: %v", costs)
+	}
+	t.Logf("warm repeat requests (bm25, nearest, rrf): 200 docs %v, 4000 docs %v", costs[200], costs[4000])
 }
