@@ -41,9 +41,11 @@ func allowed(pkg string) []string {
 		return []string{"backend"}
 	case pkg == "table":
 		return []string{"backend"}
-	case pkg == "graph/pg", pkg == "graph/text", pkg == "graph/embed":
-		// Leaves: the schema language; text analysis and scoring; embedders.
+	case pkg == "graph/pg", pkg == "graph/text":
+		// Leaves: the schema language; text analysis and scoring.
 		return nil
+	case pkg == "graph/embed": // embedders (and @embed specs of a schema)
+		return []string{"graph/pg"}
 	case pkg == "graph/gq":
 		return []string{"graph/pg"}
 	case pkg == "graph/manifest":
