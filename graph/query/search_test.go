@@ -69,6 +69,13 @@ query near_cited($q: Vector(2)) {
     order { nearest($d.v, $q) }
     limit 1
 }
+query lit() {
+    match { $d: Doc }
+    return { $d.slug }
+    order { nearest($d.v, [0, 1]) }
+    limit 1
+}
+query no_apple() { match { $d: Doc  not { $d cites $e  search($e.body, "apple") } } return { $d.slug } }
 query fused($q: Vector(2), $t: String) {
     match { $d: Doc }
     return { $d.slug, rrf(nearest($d.v, $q), bm25($d.body, $t), 10) as r }
@@ -104,6 +111,8 @@ func TestSearchGolden(t *testing.T) {
 		{"near_hit", map[string]any{"q": []any{0, 1}}, "d1,d3"},    // filters before top-k: d2 is nearest but a miss
 		{"near_cited", map[string]any{"q": []any{0, 1.1}}, "d2"},   // ranks a traversal's destination
 		{"ranked", map[string]any{"q": "bread apple"}, "d3,d2,d1"}, // see the scores below
+		{"lit", nil, "d2"},
+		{"no_apple", nil, "d2,d3,d4"}, // d1 cites d2 (apples)
 	} {
 		if got := slugs(t, g, searchQueries, tc.name, tc.params); got != tc.want {
 			t.Errorf("%s %v = [%s], want [%s]", tc.name, tc.params, got, tc.want)
