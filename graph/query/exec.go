@@ -52,6 +52,7 @@ type executor struct {
 
 	scores map[*gq.Score]*scoreState // search.go
 	tok    map[string][]string       // analysed text values
+	qterms map[string][]string       // analysed query texts
 }
 
 // checkCtx is polled between steps and every so many rows so a cancelled

@@ -66,7 +66,15 @@ func (ex *executor) textMatch(p *gq.Predicate, r []ref) bool {
 			}
 		}
 	}
-	return text.MatchAny(ex.tokens(v), text.Terms(q), edits)
+	terms, ok := ex.qterms[q]
+	if !ok {
+		if ex.qterms == nil {
+			ex.qterms = map[string][]string{}
+		}
+		terms = text.Terms(q)
+		ex.qterms[q] = terms
+	}
+	return text.MatchAny(ex.tokens(v), terms, edits)
 }
 
 // prepareScores computes the state of every score the plan uses.
@@ -296,6 +304,10 @@ func (ex *executor) fuse(s *gq.Score, st *scoreState, rows [][]ref) {
 }
 
 // ranked keeps the rows a ranking order returns (see gq.ReadPlan.Rank).
+// With a limit k it also drops, before the sort, every row ranked below the
+// k-th best score: the ranking is the first order key, so such a row can
+// never be among the first k (rows tied with the k-th stay, for the later
+// keys to order).
 func (ex *executor) ranked(rows [][]ref) [][]ref {
 	s := ex.rp.Rank
 	if s == nil {
@@ -306,16 +318,21 @@ func (ex *executor) ranked(rows [][]ref) [][]ref {
 		limit = int(min(n, int64(len(rows))))
 	}
 	out := rows[:0:0]
+	var cost []float64 // nearest: distance; bm25: minus the score (smaller is better)
 	for _, r := range rows {
 		switch s.Fn {
 		case gq.ScoreNearest:
-			if ex.scoreValue(s, r) == nil {
+			v, ok := ex.scoreValue(s, r).(float64)
+			if !ok {
 				continue
 			}
+			cost = append(cost, v)
 		case gq.ScoreBM25:
-			if v, _ := ex.scoreValue(s, r).(float64); v <= 0 {
+			v, _ := ex.scoreValue(s, r).(float64)
+			if v <= 0 {
 				continue
 			}
+			cost = append(cost, -v)
 		case gq.ScoreRRF:
 			id, _ := ex.entityID(s.Var, r).(string)
 			f, ok := ex.scores[s].fused[id]
@@ -325,5 +342,20 @@ func (ex *executor) ranked(rows [][]ref) [][]ref {
 		}
 		out = append(out, r)
 	}
-	return out
+	if s.Fn == gq.ScoreRRF || limit < 0 || len(out) <= limit {
+		return out
+	}
+	if limit == 0 {
+		return out[:0]
+	}
+	sorted := slices.Clone(cost)
+	slices.Sort(sorted)
+	cut := sorted[limit-1]
+	kept := out[:0]
+	for i, r := range out {
+		if cost[i] <= cut {
+			kept = append(kept, r)
+		}
+	}
+	return kept
 }

@@ -465,3 +465,39 @@ query r($q: String, $v: Vector(2)) { match { $d: Doc } return { $d.slug } order 
 	}
 	t.Logf("warm repeat requests (bm25, nearest, rrf): 200 docs %v, 4000 docs %v", costs[200], costs[4000])
 }
+
+// BenchmarkSearchScan times warm bm25, nearest and search top-10 queries
+// over 100k documents (exact scans: no index).
+func BenchmarkSearchScan(b *testing.B) {
+	ctx := context.Background()
+	g, err := graph.Init(ctx, mem.New(), searchSchema, graph.InitOptions{Actor: "b"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	words := strings.Fields("apple pear plum fig kiwi grape lemon lime mango peach cherry melon berry olive")
+	var sb strings.Builder
+	for i := 0; i < 100_000; i++ {
+		fmt.Fprintf(&sb, `{"type":"Doc","data":{"slug":"d%06d","status":"hit","body":"%s %s %s pie","v":[%d,%d]}}`+"\n", i, words[i%14], words[(i/14)%14], words[(i/196)%14], i%101, i%97)
+	}
+	if _, err := load.Run(ctx, g, strings.NewReader(sb.String()), load.Options{Mode: load.Overwrite}); err != nil {
+		b.Fatal(err)
+	}
+	q := `
+query b($q: String) { match { $d: Doc } return { $d.slug } order { bm25($d.body, $q) } limit 10 }
+query n($v: Vector(2)) { match { $d: Doc } return { $d.slug } order { nearest($d.v, $v) } limit 10 }
+query s($q: String) { match { $d: Doc  search($d.body, $q) } return { $d.slug } limit 10 }
+`
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+	}{{"b", map[string]any{"q": "mango cherry"}}, {"n", map[string]any{"v": []any{3, 4}}}, {"s", map[string]any{"q": "olive"}}} {
+		b.Run(map[string]string{"b": "bm25", "n": "nearest", "s": "search"}[tc.name], func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := Head(ctx, g, "main", q, tc.name, tc.params); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
