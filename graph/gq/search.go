@@ -265,9 +265,25 @@ func (c *checker) score(e *Expr, sc *scope) *Score {
 }
 
 // checkRanked enforces the limit rule: ordering by nearest() or rrf()
-// needs a limit (T17, T21).
+// needs a limit (T17, T21); and, as in the original, an order by nearest()
+// cannot also order by a returned column's name (T18).
 func (c *checker) checkRanked(rb *ReadBody) {
-	if c.rp == nil || c.rp.Rank == nil || rb.Limit != nil {
+	if c.rp == nil {
+		return
+	}
+	hasNearest := false
+	for _, it := range rb.Order {
+		if it.Expr.Kind == ExprSearch && it.Expr.Text == string(ScoreNearest) {
+			hasNearest = true
+		}
+	}
+	for _, it := range rb.Order {
+		if hasNearest && it.Expr.Kind == ExprIdent {
+			c.add(errorf(CodeColumn, it.Pos, "an order by nearest() cannot also order by the column name %q; order by the property itself, as in $x.prop", it.Expr.Text))
+			return
+		}
+	}
+	if c.rp.Rank == nil || rb.Limit != nil {
 		return
 	}
 	if c.rp.Rank.Fn == ScoreNearest || c.rp.Rank.Fn == ScoreRRF {

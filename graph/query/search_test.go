@@ -189,6 +189,7 @@ func TestSearchChecks(t *testing.T) {
 		{`query q($v: Vector(2)) { match { $d: Doc } return { $d.slug } order { rrf(nearest($d.v, $v), bm25($d.body, "x"), 0) } limit 1 }`, gq.CodeRRF},
 		{`query q($v: Vector(2)) { match { $d: Doc  $d cites $e } return { $d.slug } order { rrf(nearest($d.v, $v), bm25($e.body, "x")) } limit 1 }`, gq.CodeRRF},
 		{`query q() { match { $a: Doc  $a $c:cites $b  search($c.x, "x") } return { $a.slug } }`, gq.CodeUnknownProperty},
+		{`query q($v: Vector(2)) { match { $d: Doc } return { $d.slug as s } order { nearest($d.v, $v), s } limit 1 }`, gq.CodeColumn}, // T18
 	} {
 		_, err := Head(context.Background(), g, "", tc.q, "", nil)
 		var e *gq.Error
