@@ -456,6 +456,12 @@ func exprText(e *Expr) string {
 		return "$" + e.Var + "." + e.Prop
 	case ExprAggregate:
 		return e.Text + "(" + exprText(e.Arg) + ")"
+	case ExprSearch:
+		args := make([]string, len(e.Elems))
+		for i, a := range e.Elems {
+			args[i] = exprText(a)
+		}
+		return e.Text + "(" + strings.Join(args, ", ") + ")"
 	case ExprString:
 		return strconv.Quote(e.Text)
 	case ExprNow:

@@ -62,7 +62,7 @@ func (ex *executor) textMatch(p *gq.Predicate, r []ref) bool {
 		edits = gq.DefaultFuzzyEdits
 		if p.Edits != nil {
 			if n, ok := gq.IntValue(ex.args.Value(*p.Edits)); ok {
-				edits = int(min(n, 8))
+				edits = int(max(n, 0))
 			}
 		}
 	}
@@ -142,7 +142,9 @@ func (ex *executor) prepareScores(ctx context.Context, rows [][]ref) error {
 				return fmt.Errorf("%w: nearest() on %s.%s (%s) got a vector of %d numbers", gq.ErrInvalidQuery, v.Node.Name, s.Prop.Name, s.Prop.Type, len(st.vec))
 			}
 		case gq.ScoreRRF:
-			ex.fuse(s, st, rows)
+			if err := ex.fuse(s, st, rows); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -261,12 +263,14 @@ func (ex *executor) ranking(s *gq.Score, rows [][]ref, limit int) []string {
 // limit, as in the original); an entity's score is Σ 1/(k + rank) over the
 // arms holding it, rank counted from 1; the fusion orders entities by score,
 // ties in the order of the first ranking then the second.
-func (ex *executor) fuse(s *gq.Score, st *scoreState, rows [][]ref) {
+func (ex *executor) fuse(s *gq.Score, st *scoreState, rows [][]ref) error {
 	k := float64(gq.DefaultRRFK)
 	if s.K.Kind != 0 {
-		if n, ok := gq.IntValue(ex.args.Value(s.K)); ok && n > 0 {
-			k = float64(n)
+		n, ok := gq.IntValue(ex.args.Value(s.K))
+		if !ok || n <= 0 {
+			return fmt.Errorf("%w: rrf()'s k must be an integer greater than 0, got %v", gq.ErrInvalidQuery, ex.args.Value(s.K))
 		}
+		k = float64(n)
 	}
 	limit := len(rows)
 	if n, ok := ex.args.Limit(ex.rp); ok {
@@ -301,6 +305,7 @@ func (ex *executor) fuse(s *gq.Score, st *scoreState, rows [][]ref) {
 	for i, id := range order {
 		st.fused[id] = fusedRank{score: score[id], pos: i}
 	}
+	return nil
 }
 
 // ranked keeps the rows a ranking order returns (see gq.ReadPlan.Rank).

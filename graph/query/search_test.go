@@ -199,6 +199,19 @@ func TestSearchChecks(t *testing.T) {
 	}
 }
 
+// TestSearchBoundK: rrf's k from a parameter must be positive.
+func TestSearchBoundK(t *testing.T) {
+	g, _ := compatGraph(t, searchSchema, searchData)
+	q := `query q($v: Vector(2), $k: I64) { match { $d: Doc } return { $d.slug } order { rrf(nearest($d.v, $v), bm25($d.body, "apple"), $k) } limit 2 }`
+	if got := slugs(t, g, q, "", map[string]any{"v": []any{0, 1}, "k": 1}); got != "d2,d1" { // d2: 1/2 + 1/2; d1: 1/3 + 1/3
+		t.Errorf("k=1: %s", got)
+	}
+	_, err := Head(context.Background(), g, "", q, "", map[string]any{"v": []any{0, 1}, "k": 0})
+	if !errors.Is(err, gq.ErrInvalidQuery) || !strings.Contains(err.Error(), "greater than 0") {
+		t.Errorf("k=0: %v", err)
+	}
+}
+
 // TestSearchSnapshots: search reads the snapshot like any query: a branch
 // sees its own rows (and its own BM25 statistics), main at a past commit
 // sees the rows of then, and after a merge main sees the merged rows.
