@@ -223,7 +223,7 @@ const (
 	ExprList                          // [a, b]
 	ExprAggregate                     // count|sum|avg|min|max(arg)
 	ExprIdent                         // a bare name (an alias in order, a column in update/delete where)
-	ExprSearch                        // search|fuzzy|match_text|bm25|nearest|rrf(args): Text the name, Elems the arguments; parsed so the other queries of a file stay usable, refused by the checker (CodeUnsupported)
+	ExprSearch                        // search|fuzzy|match_text|bm25|nearest|rrf(args): Text the name, Elems the arguments (see search.go)
 )
 
 // Expr is a value expression as written.

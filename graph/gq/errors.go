@@ -45,7 +45,8 @@ const (
 	CodeNull            Code = "GQ030" // null where a value is required
 	CodeBadValue        Code = "GQ031" // a literal or parameter value that is not valid for its type
 	CodeMissingParam    Code = "GQ032" // Bind: a required parameter has no value, or an unknown one was passed
-	CodeUnsupported     Code = "GQ033" // a construct of the original system not supported yet (the search functions)
+	CodeUnsupported     Code = "GQ033" // a construct of the original system not supported yet
+	CodeRRF             Code = "GQ034" // [T21] rrf() shape or k
 )
 
 // Error is one diagnostic with a stable code and the 1-based position of the

@@ -50,6 +50,9 @@ func (rp *ReadPlan) write(b *strings.Builder) {
 		if col.Kind == ColumnAggregate {
 			val = string(col.Agg) + "(" + val + ")"
 		}
+		if col.Kind == ColumnScore {
+			val = rp.scoreText(col.Score)
+		}
 		typ := col.Type.String() + nullMark(col.Nullable)
 		if col.Kind == ColumnNode {
 			typ = "node " + rp.Vars[col.Expr.Var].Node.Name
@@ -66,6 +69,8 @@ func (rp *ReadPlan) write(b *strings.Builder) {
 			s = rp.varName(k.Var) + "." + k.Prop.Name
 		case SortID:
 			s = "id(" + rp.varName(k.Var) + ")"
+		case SortScore:
+			s = rp.scoreText(k.Score)
 		}
 		if k.Desc {
 			s += " desc"
@@ -134,6 +139,13 @@ func (rp *ReadPlan) writeSteps(b *strings.Builder, steps []Step, ind string) {
 }
 
 func (rp *ReadPlan) predText(p *Predicate) string {
+	if p.Op.TextOp() {
+		args := rp.operandText(p.Left) + ", " + rp.operandText(p.Right)
+		if p.Edits != nil {
+			args += ", " + rp.operandText(*p.Edits)
+		}
+		return string(p.Op) + "(" + args + ")"
+	}
 	return rp.operandText(p.Left) + " " + string(p.Op) + " " + rp.operandText(p.Right)
 }
 
@@ -225,4 +237,20 @@ func (mp *MutationPlan) write(b *strings.Builder) {
 		}
 		b.WriteString("\n")
 	}
+}
+
+// scoreText renders a ranking function call.
+func (rp *ReadPlan) scoreText(s *Score) string {
+	if s.Fn == ScoreRRF {
+		k := strconv.Itoa(DefaultRRFK)
+		if s.K.Kind != 0 {
+			k = rp.operandText(s.K)
+		}
+		return "rrf(" + rp.scoreText(s.A) + ", " + rp.scoreText(s.B) + ", " + k + ")"
+	}
+	q := rp.operandText(s.Query)
+	if v, ok := s.Query.Value.([]float32); ok && s.Query.Kind == OperandLiteral {
+		q = fmt.Sprint(v)
+	}
+	return string(s.Fn) + "(" + rp.varName(s.Var) + "." + s.Prop.Name + ", " + q + ")"
 }

@@ -81,6 +81,12 @@ type ReadPlan struct {
 	// an OperandParam of an integer type whose bound value must be >= 0
 	// (Bind checks it).
 	Limit *Operand
+	// Rank is the first order key when it is a ranking function (nearest,
+	// bm25, rrf): the query then returns ranked rows only. nearest keeps
+	// rows whose vector is not NULL; bm25 keeps rows scoring above 0 (some
+	// query term occurs); rrf keeps the rows of the limit best entities of
+	// its fusion (see Score). Nil otherwise.
+	Rank *Score
 }
 
 // VarKind says whether a variable binds nodes or edges.
@@ -218,6 +224,7 @@ type Predicate struct {
 	Left  Operand
 	Op    CmpOp
 	Right Operand
+	Edits *Operand // OpFuzzy: the maximum edits; nil is DefaultFuzzyEdits
 }
 
 // OperandKind says which fields of an Operand are set.
@@ -259,6 +266,7 @@ const (
 	ColumnNode                            // Expr is an OperandVar of a node variable: the whole node
 	ColumnValue                           // Expr is a literal, parameter or now()
 	ColumnAggregate                       // Agg over Expr (an OperandProp, or OperandVar for count)
+	ColumnScore                           // Score's value (F64)
 )
 
 // AggFunc is an aggregate function.
@@ -281,7 +289,8 @@ type Column struct {
 	Agg      AggFunc // ColumnAggregate
 	Type     pg.Type // result type; a node column's Type is String (its id)
 	Nullable bool
-	Group    bool // a group key (Grouped plans: every non-aggregate column)
+	Group    bool   // a group key (Grouped plans: every non-aggregate column)
+	Score    *Score // ColumnScore
 }
 
 // SortKind says what a sort key reads.
@@ -292,6 +301,7 @@ const (
 	SortColumn SortKind = iota + 1 // output column Column (a node column sorts by id)
 	SortProp                       // property Prop of variable Var (ungrouped plans only)
 	SortID                         // id of the entity bound at Var (ungrouped plans only)
+	SortScore                      // Score (nearest ascending, bm25 and rrf descending, whatever Desc says)
 )
 
 // SortKey is one key of the total order. Ascending puts NULL first,
@@ -304,6 +314,7 @@ type SortKey struct {
 	Var    int
 	Prop   *pg.Property
 	Desc   bool
+	Score  *Score // SortScore
 }
 
 // MutationPlan is an ordered list of statements that commit together. By

@@ -184,6 +184,24 @@ read
   order id($p) desc, n, id($p)
   limit 0
 `},
+		{"search filters and rankings", `query q($q: String, $v: Vector(8)) { match { $p: Post  search($p.text, $q)  fuzzy($p.text, "helo", 1) } return { $p.text, bm25($p.text, $q) as s, nearest($p.embedding, $v) } order { rrf(nearest($p.embedding, $v), bm25($p.text, "x")) } limit 5 }`, `
+query q($q: String, $v: Vector(8))
+read
+  scan $p Post where search($p.text, $q) and fuzzy($p.text, "helo", 1)
+  column p.text String = $p.text
+  column s F64 = bm25($p.text, $q)
+  column nearest F64? = nearest($p.embedding, $v)
+  order rrf(nearest($p.embedding, $v), bm25($p.text, "x"), 60) desc, id($p)
+  limit 5
+`},
+		{"a ranking breaks ties by the greater id", `query q() { match { $p: Post } return { $p.text } order { nearest($p.embedding, "hello") } limit 1 }`, `
+query q()
+read
+  scan $p Post
+  column p.text String = $p.text
+  order nearest($p.embedding, "hello"), id($p) desc, id($p)
+  limit 1
+`},
 		{"mutation statements", `query q($h: String, $t: DateTime?) {
   insert Person { handle: $h, name: "N", interests: ["a", "b"], joined: "2024-02-03" }
   insert Knows { from: $h, to: "bob", since: date("2024-01-01") }

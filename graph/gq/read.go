@@ -60,6 +60,7 @@ func (c *checker) read(rb *ReadBody) *ReadPlan {
 	if rb.Limit != nil {
 		c.limitClause(rb.Limit)
 	}
+	c.checkRanked(rb)
 	return c.rp
 }
 
@@ -268,7 +269,7 @@ func (c *checker) operand(e *Expr, sc *scope, forRead bool) (Operand, bool) {
 		c.add(errorf(CodeAggregateMix, e.Pos, "%s() is an aggregate and only allowed in return and order", e.Text))
 		return Operand{}, false
 	case ExprSearch:
-		c.unsupported(e)
+		c.add(errorf(CodeTypeMismatch, e.Pos, "%s() cannot be compared; write a text filter alone as a match clause (search($d.title, $q)) and rank with order { bm25(...) }", e.Text))
 		return Operand{}, false
 	}
 	return Operand{}, true // a literal: the caller coerces it
@@ -286,16 +287,10 @@ func describeOperand(c *checker, o Operand, e *Expr) string {
 	return "the value"
 }
 
-// unsupported reports a search function call.
-func (c *checker) unsupported(e *Expr) {
-	c.add(errorf(CodeUnsupported, e.Pos, "%s() is a search function of the original system and is not supported yet; this query cannot run, the other queries of its file can", e.Text))
-}
-
 // filter checks `left op right` in a match block.
 func (c *checker) filter(fc *FilterClause, sc *scope) *pred {
 	if fc.Right == nil { // a bare search function call
-		c.unsupported(fc.Left)
-		return nil
+		return c.textPred(fc.Left, sc)
 	}
 	l, okL := c.operand(fc.Left, sc, true)
 	r, okR := c.operand(fc.Right, sc, true)
@@ -461,6 +456,12 @@ func exprText(e *Expr) string {
 		return "$" + e.Var + "." + e.Prop
 	case ExprAggregate:
 		return e.Text + "(" + exprText(e.Arg) + ")"
+	case ExprSearch:
+		args := make([]string, len(e.Elems))
+		for i, a := range e.Elems {
+			args[i] = exprText(a)
+		}
+		return e.Text + "(" + strings.Join(args, ", ") + ")"
 	case ExprString:
 		return strconv.Quote(e.Text)
 	case ExprNow:
@@ -484,6 +485,12 @@ func (c *checker) column(e *Expr, sc *scope) *Column {
 	case ExprNull:
 		c.add(errorf(CodeNull, e.Pos, "returning null has no type; return a property or a value"))
 		return nil
+	case ExprSearch:
+		s := c.score(e, sc)
+		if s == nil {
+			return nil
+		}
+		return &Column{Name: e.Text, Kind: ColumnScore, Score: s, Type: pg.Type{Kind: pg.KindF64}, Nullable: s.Fn == ScoreNearest}
 	}
 	o, ok := c.operand(e, sc, true)
 	if !ok {
@@ -589,6 +596,11 @@ func (c *checker) orderClause(rb *ReadBody, sc *scope) {
 		key, ok := c.sortKey(it, sc, aliases)
 		if ok {
 			rp.Order = append(rp.Order, key)
+			if key.Kind == SortScore && key.Score.Fn != ScoreRRF {
+				// Equal relevance: the greater id first, which gives the
+				// original's answers (its index returns ties that way).
+				rp.Order = append(rp.Order, SortKey{Kind: SortID, Var: key.Score.Var, Desc: true})
+			}
 		}
 	}
 	// Tie-breakers make the order total.
@@ -645,8 +657,18 @@ func (c *checker) sortKey(it *OrderItem, sc *scope, aliases map[string]int) (Sor
 		}
 		target = o
 	} else if e.Kind == ExprSearch {
-		c.unsupported(e)
-		return SortKey{}, false
+		s := c.score(e, sc)
+		if s == nil {
+			return SortKey{}, false
+		}
+		if rp.Grouped {
+			c.add(errorf(CodeAggregateMix, e.Pos, "%s() ranks rows; it cannot order an aggregated result", e.Text))
+			return SortKey{}, false
+		}
+		if len(rp.Order) == 0 && rp.Rank == nil {
+			rp.Rank = s
+		}
+		return SortKey{Kind: SortScore, Score: s, Desc: s.Fn != ScoreNearest}, true
 	} else if e.Kind == ExprProp || e.Kind == ExprVar {
 		o, ok := c.operand(e, sc, true)
 		if !ok {

@@ -12,7 +12,6 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/change"
-	"github.com/omnigraph-go/omnigraph/graph/gq"
 	"github.com/omnigraph-go/omnigraph/graph/load"
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
 )
@@ -290,10 +289,24 @@ query lab_patterns() {
 	}
 }
 
-// TestCompatSearchFixture: fixtures/search.{pg,jsonl} init and load (Vector
-// properties included); every query of search.gq uses a search function,
-// which is refused with GQ033 for that query only: a plain query in the same
-// file runs.
+// slugs is the first column of a query's rows, in answer order.
+func slugs(t testing.TB, g *graph.Graph, src, name string, params map[string]any) string {
+	t.Helper()
+	res, err := Head(context.Background(), g, "", src, name, params)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	out := []string{}
+	for _, r := range res.Rows {
+		s, _ := r[0].(string)
+		out = append(out, s)
+	}
+	return strings.Join(out, ",")
+}
+
+// TestCompatSearchFixture runs fixtures/search.{pg,jsonl,gq} with the
+// answers the original's tests/search.rs asserts (rank orders included),
+// and a plain query of the same file.
 func TestCompatSearchFixture(t *testing.T) {
 	g, res := compatGraph(t, upstream(t, "search.pg"), upstream(t, "search.jsonl"))
 	if res.Nodes != 5 {
@@ -306,22 +319,45 @@ query all_docs() {
     order { $d.slug }
     limit 2
 }`
-	want := map[string]string{
-		"text_search": "search", "fuzzy_search": "fuzzy", "phrase_search": "match_text", "vector_search": "nearest",
-		"bm25_search": "bm25", "hybrid_search": "rrf", "rrf_two_fts": "rrf", "rrf_two_vectors": "rrf",
+	v := func(xs ...float64) []any {
+		out := make([]any, len(xs))
+		for i, x := range xs {
+			out[i] = x
+		}
+		return out
 	}
-	f, err := gq.Parse(src)
-	if err != nil {
-		t.Fatalf("the file with search queries does not parse: %v", err)
-	}
-	if len(f.Queries) != len(want)+1 {
-		t.Fatalf("%d queries", len(f.Queries))
-	}
-	for name, fn := range want {
-		_, err := Head(context.Background(), g, "", src, name, map[string]any{"q": "learning", "tq": "learning", "vq": []any{0.1, 0.2, 0.3, 0.4}, "q1": []any{0.1, 0.2, 0.3, 0.4}, "q2": []any{0.5, 0.6, 0.7, 0.8}})
-		var e *gq.Error
-		if !errors.As(err, &e) || e.Code != gq.CodeUnsupported || !strings.Contains(err.Error(), fn+"() is a search function") || !strings.Contains(err.Error(), `in query "`+name+`"`) {
-			t.Errorf("%s: %v; want GQ033 naming %s()", name, err, fn)
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		want   string
+	}{
+		// text_search_filters_results, text_search_no_results
+		{"text_search", map[string]any{"q": "Learning"}, "dl-basics,ml-intro,rl-intro"},
+		{"text_search", map[string]any{"q": "xyznonexistent"}, ""},
+		// phrase_search_matches_exact_phrase, phrase_search_is_documented_fts_fallback,
+		// match_text_matches_exact_set_excludes_unrelated
+		{"phrase_search", map[string]any{"q": "neural networks"}, "dl-basics"},
+		{"phrase_search", map[string]any{"q": "networks layers"}, "dl-basics"},
+		{"phrase_search", map[string]any{"q": "neural"}, "dl-basics"},
+		// nearest_full_rank_order, nearest_returns_k_closest
+		{"vector_search", map[string]any{"q": v(0.1, 0.2, 0.3, 0.4)}, "ml-intro,nlp-guide,rl-intro"},
+		// bm25_full_rank_order
+		{"bm25_search", map[string]any{"q": "Learning"}, "rl-intro,ml-intro,dl-basics"},
+		// rrf_fuses_two_fts_fields
+		{"rrf_two_fts", map[string]any{"q": "learning"}, "rl-intro,dl-basics,ml-intro"},
+		// rrf_fuses_two_vector_queries
+		{"rrf_two_vectors", map[string]any{"q1": v(0.1, 0.2, 0.3, 0.4), "q2": v(0.5, 0.6, 0.7, 0.8)}, "rl-intro,ml-intro,dl-basics"},
+		// rrf_fuses_vector_and_text (the original asserts 1..3 rows; worked by
+		// hand: nearest ranks ml, nlp, rl; bm25 ranks rl, ml, dl).
+		{"hybrid_search", map[string]any{"vq": v(0.1, 0.2, 0.3, 0.4), "tq": "Learning"}, "ml-intro,rl-intro,nlp-guide"},
+		// Deliberate difference: fuzzy matches here ("introductio" is 2
+		// edits from the stem "introduct"); the original's test pins that
+		// its fuzzy() matches nothing and calls that a limitation.
+		{"fuzzy_search", map[string]any{"q": "Introductio"}, "ml-intro,rl-intro"},
+		{"fuzzy_search", map[string]any{"q": "Lerning"}, "dl-basics,ml-intro,rl-intro"},
+	} {
+		if got := slugs(t, g, src, tc.name, tc.params); got != tc.want {
+			t.Errorf("%s %v = [%s], want [%s]", tc.name, tc.params, got, tc.want)
 		}
 	}
 	if got := rowsJSON(t, g, src, "all_docs", nil); got != `{"d.slug":"cv-overview","d.embedding":[0.8,0.7,0.6,0.5]} | {"d.slug":"dl-basics","d.embedding":[0.5,0.6,0.7,0.8]}` {
@@ -472,10 +508,9 @@ query key_left() { match { $m: Metric  "m1 m3" contains $m.name } return { $m.na
 	if got := rowsJSON(t, g, cross, "", nil); strings.Count(got, "|") != 2 || strings.Contains(got, `"a.name":"m1","b.name":"m2"`) {
 		t.Errorf("cross-variable starts_with must evaluate after the cross join (3 self-pairs): %s", got)
 	}
-	_, err := Head(context.Background(), g, "", q, "prefix_and_search", nil)
-	var e *gq.Error
-	if !errors.As(err, &e) || e.Code != gq.CodeUnsupported {
-		t.Errorf("prefix_and_search: %v; want GQ033", err)
+	// literal_filters.rs prefix_and_search: the search filter and a prefix filter together.
+	if got := strings.Join(firstColumnSorted(t, g, q, "prefix_and_search", nil), ","); got != "m2" {
+		t.Errorf("prefix_and_search = [%s], want [m2]", got)
 	}
 	// DateTime values print with milliseconds, as in the original.
 	dt := `query seen() { match { $m: Metric { name: "m1" } } return { $m.seen, $m.born } }`

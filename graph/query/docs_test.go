@@ -25,6 +25,9 @@ var docParams = map[string]map[string]any{
 	"filters":            {"prefix": "A"},
 	"profile":            {"h": "bob"},
 	"youngest":           {"n": 3},
+	"relevant":           {"q": "graphs"},
+	"similar":            {"v": []any{1, 0, 0, 0, 0, 0, 0, 0}},
+	"hybrid":             {"v": []any{0, 1, 0, 0, 0, 0, 0, 0}, "q": "graph"},
 }
 
 // docGolden is what each read example of docs/queries.md returns on
@@ -46,6 +49,17 @@ var docGolden = map[string]string{
 	"headcount":          "Acme,2,27.5,2020-01-01 | Globex,1,40,2019-03-10",
 	"totals":             "5,40",
 	"youngest":           "Dave,null | Bob,25 | Alice,30",
+	"about_graphs":       "hello graphs | Graph databases store graphs as nodes and edges",
+	"typo":               "Weekend hiking photos",
+	"nodes_and_edges":    "Graph databases store graphs as nodes and edges",
+	// BM25 over the 3 posts (lengths 2, 6, 3; avgdl 11/3), "graph" in 2:
+	// idf ln(1.6); post1 tf 1, post2 tf 2 (TestSearchGolden checks the formula).
+	"relevant": "hello graphs,0.5773648643526295 | Graph databases store graphs as nodes and edges,0.5481488109757494",
+	"similar":  "hello graphs,0 | Graph databases store graphs as nodes and edges,0.6324555508823199",
+	// nearest ranks post2 (0.894), then post3 and post1 tie at √2 (greater
+	// id first: post3); bm25 ranks post1, post2. post2: 1/61+1/62; post1: 1/61.
+	"hybrid":    "Graph databases store graphs as nodes and edges,0.03252247488101534 | hello graphs,0.01639344262295082",
+	"like_text": "Weekend hiking photos", // the built-in embedding of "hello graphs" is nearest post3's vector
 }
 
 // TestDocsQueriesGolden executes every read example of docs/queries.md

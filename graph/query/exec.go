@@ -49,6 +49,10 @@ type executor struct {
 	edges map[string]*edgeIndex
 	sc    reachScratch
 	arena rowArena
+
+	scores map[*gq.Score]*scoreState // search.go
+	tok    map[string][]string       // analysed text values
+	qterms map[string][]string       // analysed query texts
 }
 
 // checkCtx is polled between steps and every so many rows so a cancelled
@@ -316,6 +320,9 @@ func (ex *executor) expand(ctx context.Context, rows [][]ref, st *gq.ExpandStep)
 
 // pred evaluates a predicate on a row (see gq.Predicate for NULL rules).
 func (ex *executor) pred(p *gq.Predicate, r []ref) bool {
+	if p.Op.TextOp() {
+		return ex.textMatch(p, r)
+	}
 	if p.Left.Kind == gq.OperandVar && p.Right.Kind == gq.OperandVar {
 		a, b := r[p.Left.Var], r[p.Right.Var]
 		eq := a.id == b.id && a.edge == b.edge
@@ -409,6 +416,8 @@ func (ex *executor) column(c *gq.Column, r []ref) any {
 		return ex.node(c.Expr.Var, r)
 	case gq.ColumnValue:
 		return ex.args.Value(c.Expr)
+	case gq.ColumnScore:
+		return ex.scoreValue(c.Score, r)
 	}
 	return nil
 }
@@ -463,6 +472,8 @@ func (ex *executor) project(ctx context.Context, rows [][]ref) ([][]any, error) 
 					keys[k] = ex.prop(sk.Var, sk.Prop.Name, r)
 				case gq.SortID:
 					keys[k] = ex.entityID(sk.Var, r)
+				case gq.SortScore:
+					keys[k] = ex.sortScore(sk.Score, r)
 				}
 			}
 			out[i] = outRow{vals: vals, keys: keys}

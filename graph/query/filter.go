@@ -16,7 +16,7 @@ import (
 // against string constants; ok is false for any other shape, which the
 // caller then evaluates row by row (same semantics: NULL never matches).
 func (ex *executor) filterRows(nr *nodeRows, p *gq.Predicate, cands []int32) ([]int32, bool) {
-	if p.Left.Kind != gq.OperandProp {
+	if p.Left.Kind != gq.OperandProp || p.Op.TextOp() {
 		return nil, false
 	}
 	switch p.Right.Kind {

@@ -210,7 +210,8 @@ func appendTestValue(b array.Builder, v any) error {
 // socialFixture is a small graph whose query answers are computed by hand
 // in the tests. Knows: alice→bob, alice→carol, bob→carol, carol→dave,
 // dave→alice (a cycle), erin→erin (a self-loop). WorksAt: alice, bob →
-// acme; carol → globex. Follows: bob→alice twice (parallel edges).
+// acme; carol → globex. Follows: bob→alice twice (parallel edges). Posts
+// post1..3 carry hand-made embeddings (docs search examples).
 const socialFixture = `
 {"type":"Person","data":{"handle":"alice","name":"Alice","age":30,"city":"Lisbon","email":"alice@x.io","joined":"2020-01-01","interests":["chess","go"]}}
 {"type":"Person","data":{"handle":"bob","name":"Bob","age":25,"city":"Porto","email":"bob@y.org","joined":"2021-06-15","interests":["chess"]}}
@@ -220,7 +221,9 @@ const socialFixture = `
 {"type":"Company","data":{"slug":"acme","name":"Acme","industry":"software","founded":1999}}
 {"type":"Company","data":{"slug":"globex","name":"Globex","industry":"finance"}}
 {"type":"Topic","data":{"slug":"graphs","title":"Graphs"}}
-{"type":"Post","data":{"id":"post1","text":"hello graphs","visibility":"public","created":"2024-01-02T03:04:05Z"}}
+{"type":"Post","data":{"id":"post1","text":"hello graphs","visibility":"public","created":"2024-01-02T03:04:05Z","embedding":[1,0,0,0,0,0,0,0]}}
+{"type":"Post","data":{"id":"post2","text":"Graph databases store graphs as nodes and edges","visibility":"public","created":"2024-02-01T00:00:00Z","embedding":[0.8,0.6,0,0,0,0,0,0]}}
+{"type":"Post","data":{"id":"post3","text":"Weekend hiking photos","visibility":"friends","created":"2024-03-01T00:00:00Z","embedding":[0,0,0,0,0,0,0,1]}}
 {"edge":"Knows","from":"alice","to":"bob","data":{"id":"k1","since":"2015-01-01"}}
 {"edge":"Knows","from":"alice","to":"carol","data":{"id":"k2"}}
 {"edge":"Knows","from":"bob","to":"carol","data":{"id":"k3"}}

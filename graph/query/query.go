@@ -104,6 +104,10 @@ func Execute(ctx context.Context, s *graph.Snapshot, plan *gq.Plan, args *gq.Arg
 	if err != nil {
 		return nil, err
 	}
+	if err := ex.prepareScores(ctx, rows); err != nil {
+		return nil, err
+	}
+	rows = ex.ranked(rows)
 	out, err := ex.project(ctx, rows)
 	if err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ const module = "github.com/omnigraph-go/omnigraph"
 // package under graph/ is an operation package (one concern: load,
 // mutation, query, and soon merge and schema apply), which imports the core
 // and the shared tier and never another operation.
-var core = map[string]bool{"graph": true, "graph/pg": true, "graph/gq": true, "graph/manifest": true}
+var core = map[string]bool{"graph": true, "graph/pg": true, "graph/gq": true, "graph/manifest": true, "graph/text": true, "graph/embed": true}
 
 const shared = "graph/change"
 
@@ -43,8 +43,11 @@ func allowed(pkg string) []string {
 		return []string{"backend"}
 	case pkg == "table":
 		return []string{"backend"}
-	case pkg == "graph/pg":
+	case pkg == "graph/pg", pkg == "graph/text":
+		// Leaves: the schema language; text analysis and scoring.
 		return nil
+	case pkg == "graph/embed": // embedders (and @embed specs of a schema)
+		return []string{"graph/pg"}
 	case pkg == "graph/gq":
 		return []string{"graph/pg"}
 	case pkg == "graph/manifest":
@@ -56,7 +59,7 @@ func allowed(pkg string) []string {
 	case pkg == shared:
 		return []string{"backend", "table", "recovery", "graph", "graph/pg", "graph/gq", "graph/manifest"}
 	case strings.HasPrefix(pkg, "graph/"): // an operation package
-		return []string{"backend", "table", "recovery", "graph", "graph/pg", "graph/gq", "graph/manifest", shared}
+		return []string{"backend", "table", "recovery", "graph", "graph/pg", "graph/gq", "graph/manifest", shared, "graph/text", "graph/embed"}
 	case pkg == "internal/testenv":
 		// The wire-level re-issue driver publishes through the manifest
 		// store and scans its logs.
