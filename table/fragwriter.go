@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
@@ -26,6 +29,7 @@ type FragmentWriter struct {
 	unordered []bool
 	keys      []string
 	closed    bool
+	plain     []string
 }
 
 // NewFragmentWriter starts a fragment of schema s whose key column is
@@ -35,7 +39,7 @@ func NewFragmentWriter(s *arrow.Schema, keyColumn string, plain ...string) (*Fra
 	if err := checkKeyColumn(s, keyColumn); err != nil {
 		return nil, err
 	}
-	fw := &FragmentWriter{schema: s, key: keyColumn, unordered: make([]bool, s.NumFields())}
+	fw := &FragmentWriter{schema: s, key: keyColumn, unordered: make([]bool, s.NumFields()), plain: plain}
 	w, err := pqarrow.NewFileWriter(s, &fw.buf, writerProps(append([]string{keyColumn}, plain...)), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return nil, fmt.Errorf("parquet writer: %w", err)
@@ -84,6 +88,161 @@ func (fw *FragmentWriter) Write(rec arrow.Record) error {
 	}
 	fw.rows += n
 	return nil
+}
+
+// Without returns a closed writer holding this closed writer's rows except
+// those drop picks (by row number in the file, from 0), in order. It
+// decodes the file, so it is for rare repairs (a load file that gives an
+// edge id twice keeps its last line), not the common path. With nothing
+// dropped it returns fw itself.
+func (fw *FragmentWriter) Without(drop func(row int64) bool) (*FragmentWriter, error) {
+	if !fw.closed {
+		return nil, errorf(ErrInvalid, "fragment writer is not closed")
+	}
+	pr, err := file.NewParquetReader(bytes.NewReader(fw.buf.Bytes()))
+	if err != nil {
+		return nil, fmt.Errorf("read back a fragment: %w", err)
+	}
+	defer pr.Close()
+	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: rowGroupRows}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("read back a fragment: %w", err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("read back a fragment: %w", err)
+	}
+	defer tbl.Release()
+	out, err := NewFragmentWriter(fw.schema, fw.key, fw.plain...)
+	if err != nil {
+		return nil, err
+	}
+	tr := array.NewTableReader(tbl, rowGroupRows)
+	defer tr.Release()
+	var row int64
+	dropped := false
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		var start int64
+		flush := func(end int64) error {
+			if end <= start {
+				return nil
+			}
+			part := rec.NewSlice(start, end)
+			defer part.Release()
+			// The file's schema carries Parquet field ids; write with ours.
+			same := array.NewRecordBatch(fw.schema, part.Columns(), part.NumRows())
+			defer same.Release()
+			return out.Write(same)
+		}
+		for i := int64(0); i < rec.NumRows(); i++ {
+			if drop(row + i) {
+				dropped = true
+				if err := flush(i); err != nil {
+					return nil, err
+				}
+				start = i + 1
+			}
+		}
+		if err := flush(rec.NumRows()); err != nil {
+			return nil, err
+		}
+		row += rec.NumRows()
+	}
+	if err := tr.Err(); err != nil {
+		return nil, err
+	}
+	if err := out.Close(); err != nil {
+		return nil, err
+	}
+	if !dropped {
+		return fw, nil
+	}
+	return out, nil
+}
+
+// KeepLast drops, across the closed writers fws taken in order as one
+// sequence of rows, every row whose key is in dups except the last row of
+// that key. Writers holding none of the dropped rows are returned as they
+// are.
+func KeepLast(fws []*FragmentWriter, dups map[string]bool) ([]*FragmentWriter, error) {
+	if len(dups) == 0 {
+		return fws, nil
+	}
+	type pos struct{ w, row int }
+	last := map[string]pos{}
+	seen := make([][]pos, len(fws)) // the rows of listed keys in each writer
+	keys := make([][]string, len(fws))
+	for i, fw := range fws {
+		col, err := fw.keyColumn()
+		if err != nil {
+			return nil, err
+		}
+		for r, k := range col {
+			if dups[k] {
+				last[k] = pos{i, r}
+				seen[i] = append(seen[i], pos{i, r})
+				keys[i] = append(keys[i], k)
+			}
+		}
+	}
+	out := make([]*FragmentWriter, len(fws))
+	for i, fw := range fws {
+		drop := map[int64]bool{}
+		for j, p := range seen[i] {
+			if last[keys[i][j]] != p {
+				drop[int64(p.row)] = true
+			}
+		}
+		if len(drop) == 0 {
+			out[i] = fw
+			continue
+		}
+		nw, err := fw.Without(func(row int64) bool { return drop[row] })
+		if err != nil {
+			return nil, err
+		}
+		out[i] = nw
+	}
+	return out, nil
+}
+
+// keyColumn decodes the key column of a closed writer's file.
+func (fw *FragmentWriter) keyColumn() ([]string, error) {
+	pr, err := file.NewParquetReader(bytes.NewReader(fw.buf.Bytes()))
+	if err != nil {
+		return nil, fmt.Errorf("read back a fragment: %w", err)
+	}
+	defer pr.Close()
+	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: rowGroupRows}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("read back a fragment: %w", err)
+	}
+	idx := fw.schema.FieldIndices(fw.key)[0]
+	cr, err := fr.GetColumn(context.Background(), idx)
+	if err != nil {
+		return nil, fmt.Errorf("read back a fragment's keys: %w", err)
+	}
+	groups := make([]int, pr.NumRowGroups())
+	for i := range groups {
+		groups[i] = i
+	}
+	col, err := fr.ReadColumn(groups, cr)
+	if err != nil {
+		return nil, fmt.Errorf("read back a fragment's keys: %w", err)
+	}
+	defer col.Release()
+	var out []string
+	for _, ch := range col.Chunks() {
+		sa, ok := ch.(*array.String)
+		if !ok {
+			return nil, errorf(ErrInvalid, "key column %s is not a string column", fw.key)
+		}
+		for i := 0; i < sa.Len(); i++ {
+			out = append(out, sa.Value(i))
+		}
+	}
+	return out, nil
 }
 
 // Rows is how many rows were written.

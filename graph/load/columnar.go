@@ -123,10 +123,13 @@ type bulkTable struct {
 	rb     *array.RecordBuilder
 	// ids are the file's ids of the table (derived keys and data.id; not
 	// minted ULIDs) with the line that gave each.
-	ids   map[string]int32
-	rows  int
-	frags []*table.FragmentWriter
-	cur   *table.FragmentWriter
+	ids map[string]int32
+	// dupEdges are the edge ids the file gives more than once: the last
+	// line of each wins (as in the original), applied once parsing ends.
+	dupEdges map[string]bool
+	rows     int
+	frags    []*table.FragmentWriter
+	cur      *table.FragmentWriter
 	// pending endpoints of an edge table, in line order, per side.
 	pendSrc, pendDst []pendingEnd
 	newFrag          func() (*table.FragmentWriter, error)
@@ -326,7 +329,15 @@ func (bl *bulkLoad) add(fl fastLine, n int) error {
 	id := fl.id
 	if id == "" {
 		id = bl.mint()
-	} else if first, dup := t.ids[id]; dup {
+	} else if first, dup := t.ids[id]; dup && t.edge != nil {
+		// The same edge id again: the last line wins. Its counts go once.
+		if t.dupEdges == nil {
+			t.dupEdges = map[string]bool{}
+		}
+		t.dupEdges[id] = true
+		bl.res.Edges--
+		bl.res.Types[t.edge.Name]--
+	} else if dup {
 		if bl.dupErr == nil {
 			bl.dupErr = graph.InputErrorf(lineWhere(n), "%s %q is already given at %s; each id may appear once per file", t.typeName(), id, lineWhere(int(first)))
 		}
@@ -654,6 +665,13 @@ func runColumnar(ctx context.Context, g *graph.Graph, snap *graph.Snapshot, cat 
 	defer bl.release()
 	if err := bl.read(r, opts.Progress); err != nil {
 		return nil, err
+	}
+	for _, t := range bl.tables {
+		frags, err := table.KeepLast(t.frags, t.dupEdges)
+		if err != nil {
+			return nil, err
+		}
+		t.frags = frags
 	}
 	for _, name := range opts.Replace {
 		var err error

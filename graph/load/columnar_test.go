@@ -257,7 +257,6 @@ func TestColumnarErrorsMatchRowPath(t *testing.T) {
 		"not an object":   good + `[1]` + "\n",
 		"dup id":          good + `{"type":"Person","data":{"handle":"ada","name":"Again"}}` + "\n",
 		"dup then syntax": good + `{"type":"Person","data":{"handle":"ada","name":"Again"}}` + "\n{\n",
-		"dup edge id":     good + `{"edge":"Knows","from":"ada","to":"bob","data":{"id":"e1"}}` + "\n" + `{"edge":"Knows","from":"bob","to":"ada","data":{"id":"e1"}}` + "\n",
 		"key conflict":    good + `{"type":"Person","data":{"handle":"old","name":"Again"}}` + "\n",
 		"src missing":     good + `{"edge":"Knows","from":"nobody","to":"ada"}` + "\n",
 		"dst missing":     `{"edge":"Knows","from":"ada","to":"ghost"}` + "\n" + good,
@@ -540,5 +539,44 @@ func TestColumnarOverwriteMatchesRowPath(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestColumnarDuplicateEdgeIDKeepsTheLast pins the original's rule on both
+// load paths: a file that gives one edge id twice keeps its last line
+// (endpoints and properties), counts it once, and the columnar and row
+// paths store the same table, also when the two lines fall in different
+// row groups and fragments.
+func TestColumnarDuplicateEdgeIDKeepsTheLast(t *testing.T) {
+	old := rowGroupRows
+	rowGroupRows = 2
+	oldFrag := fragmentRows
+	fragmentRows = 4
+	defer func() { rowGroupRows, fragmentRows = old, oldFrag }()
+	var b strings.Builder
+	b.WriteString(`{"type":"Person","data":{"handle":"ada","name":"A"}}` + "\n")
+	b.WriteString(`{"type":"Person","data":{"handle":"bob","name":"B"}}` + "\n")
+	b.WriteString(`{"edge":"Knows","from":"ada","to":"bob","data":{"id":"e1"}}` + "\n")
+	for i := 0; i < 9; i++ {
+		fmt.Fprintf(&b, `{"edge":"Knows","from":"ada","to":"bob","data":{"id":"x%d"}}`+"\n", i)
+	}
+	b.WriteString(`{"edge":"Knows","from":"bob","to":"ada","data":{"id":"e1"}}` + "\n")
+	var dumps [2]string
+	for i, rows := range []bool{false, true} {
+		r := newColRig(t)
+		res, err := r.run(t, b.String(), rows)
+		if err != nil {
+			t.Fatalf("rows=%v: %v", rows, err)
+		}
+		if res.Edges != 10 {
+			t.Fatalf("rows=%v: %d edges counted, want 10 (e1 once)", rows, res.Edges)
+		}
+		dumps[i] = r.dump(t)
+		if !strings.Contains(dumps[i], "e1") || strings.Count(dumps[i], `"e1"`) > 1 {
+			t.Fatalf("rows=%v: e1 stored %d times:\n%s", rows, strings.Count(dumps[i], `"e1"`), dumps[i])
+		}
+	}
+	if dumps[0] != dumps[1] {
+		t.Fatalf("the paths store different tables:\ncolumnar: %s\nrows:     %s", dumps[0], dumps[1])
 	}
 }
