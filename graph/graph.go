@@ -190,6 +190,11 @@ type OpenOptions struct {
 	// effect, so a lock lost to another writer costs a retry (or a
 	// ReadSetChanged for strict writes), never a wrong commit.
 	ExclusiveWriter bool
+	// AlwaysProbe makes every snapshot of a branch probe for its newest
+	// head, the first one after Open too (which otherwise reuses Open's
+	// read). For long-lived handles, such as a read replica's: by its
+	// first request Open's read may be old.
+	AlwaysProbe bool
 }
 
 // Store returns the storage the graph lives in.
@@ -284,7 +289,7 @@ func Open(ctx context.Context, store backend.StorageAdapter, opts OpenOptions) (
 		cats:      map[string]*pg.Catalog{},
 	}
 	g.attachRoot()
-	g.heads[branch] = &cachedHead{entry: head, etag: r.ETag, unconsumed: true}
+	g.heads[branch] = &cachedHead{entry: head, etag: r.ETag, unconsumed: !opts.AlwaysProbe}
 	if pending != nil {
 		l := <-pending
 		if err := g.openRecovery(ctx, l.keys, l.err); err != nil {

@@ -329,7 +329,7 @@ func openServed(ctx context.Context, log *slog.Logger, o serveOptions, sg served
 	}
 	// A read-write server holds the writer lock for its life (leased
 	// behind Guard, or unleased): its handle is the only writer.
-	g, err := graph.Open(ctx, writeStore, graph.OpenOptions{ReadOnly: o.readOnly, ExclusiveWriter: !o.readOnly})
+	g, err := graph.Open(ctx, writeStore, graph.OpenOptions{ReadOnly: o.readOnly, ExclusiveWriter: !o.readOnly, AlwaysProbe: true})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,156 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/backend/local"
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/query"
+)
+
+// failingPublish makes every conditional create of a manifest version (a
+// commit's publish) fail without reaching the store: with an unknown
+// outcome (mode 1: the answer never came, through every re-issue) or with
+// a permanent refusal (mode 2: after the table commits, so the write needs
+// recovery). Mode 0 passes everything.
+type failingPublish struct {
+	backend.StorageAdapter
+	mode atomic.Int32
+}
+
+func (f *failingPublish) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	if strings.HasPrefix(key, "__manifest/branches/") && strings.Contains(key, "/.v/") {
+		switch f.mode.Load() {
+		case 1:
+			return backend.Attrs{}, backend.NewError("put_if_absent", key, backend.KindUnknown, fmt.Errorf("injected: no answer"))
+		case 2:
+			return backend.Attrs{}, backend.NewError("put_if_absent", key, backend.KindPermanent, fmt.Errorf("injected: refused"))
+		}
+	}
+	return f.StorageAdapter.PutIfAbsent(ctx, key, data)
+}
+
+// TestServerStorageFailuresOverHTTP pins issue 17's failure statuses on
+// the wire: a write whose publish got no answer through every re-issue is
+// 500 with outcome_unknown (branch, commit id and where to check), a write
+// whose publish failed after its table commits is 503 recovery_required
+// with its operation id, neither response names a storage key, the server
+// keeps serving, and once the store heals the next write succeeds and no
+// row of the failed writes is stored twice.
+func TestServerStorageFailuresOverHTTP(t *testing.T) {
+	ctx := context.Background()
+	inner, err := local.New(filepath.Join(t.TempDir(), "g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := graph.Init(ctx, inner, testSchema, graph.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fp := &failingPublish{StorageAdapter: inner}
+	g, err := graph.Open(ctx, fp, graph.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	_, base := newTestServer(t, g, Config{})
+	c := &client{t: t, base: base}
+	mutate := func(name string) (int, map[string]any) {
+		return c.json("POST", "/graphs/default/mutate", fmt.Sprintf(`{"query":"mutation m() { insert Person { name: \"%s\" } }"}`, name))
+	}
+	noKeys := func(what string, m map[string]any) {
+		if s := fmt.Sprint(m); strings.Contains(s, "__manifest") || strings.Contains(s, "/.v/") || strings.Contains(s, "_versions") {
+			t.Fatalf("%s names a storage key: %v", what, m)
+		}
+	}
+
+	fp.mode.Store(1)
+	st, m := mutate("lost")
+	mustStatus(t, "publish without an answer", st, 500, m)
+	ou, _ := m["outcome_unknown"].(map[string]any)
+	if ou == nil || ou["branch"] != "main" || ou["commit_id"] == "" || !strings.Contains(fmt.Sprint(ou["check"]), "commits") {
+		t.Fatalf("500 without outcome_unknown details: %v", m)
+	}
+	noKeys("the 500", m)
+
+	fp.mode.Store(2)
+	st, m = mutate("refused")
+	mustStatus(t, "publish refused after the table commits", st, 503, m)
+	rr, _ := m["recovery_required"].(map[string]any)
+	if rr == nil || rr["operation_id"] == "" {
+		t.Fatalf("503 without recovery_required.operation_id: %v", m)
+	}
+	noKeys("the 503", m)
+
+	// Reads still serve while the store refuses publishes.
+	st, m = c.json("GET", "/graphs/default/branches", "")
+	mustStatus(t, "read during the failures", st, 200, m)
+
+	fp.mode.Store(0)
+	var ok bool
+	for i := 0; i < 3 && !ok; i++ { // the first write may heal the failed ones first
+		st, m = mutate("after")
+		ok = st == 200
+		if !ok && st != 503 && st != 409 {
+			t.Fatalf("write after the store healed: %d %v", st, m)
+		}
+	}
+	if !ok {
+		t.Fatalf("no write succeeded after the store healed: %v", m)
+	}
+	r, err := query.Head(ctx, g, "main", `query q() { match { $p: Person } return { $p.name } order { $p.name } }`, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, row := range r.Rows {
+		counts[fmt.Sprint(row[0])]++
+	}
+	if counts["after"] != 1 || counts["lost"] > 1 || counts["refused"] > 1 {
+		t.Fatalf("rows after the failures: %v", counts)
+	}
+}
+
+// TestReplicaSeesPrimaryWriteOnTheNextRequest pins issue 17's replica
+// rule: a --read-only server on the same store (its own handle and process
+// scope, as on another machine, opened with AlwaysProbe as serve opens it)
+// answers the first read after the primary acknowledged a write with that
+// write, with no refresh step — the very first request after its open too.
+func TestReplicaSeesPrimaryWriteOnTheNextRequest(t *testing.T) {
+	ctx := context.Background()
+	store, err := local.New(filepath.Join(t.TempDir(), "g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := graph.Init(ctx, store, testSchema, graph.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	primaryG, err := graph.Open(ctx, store, graph.OpenOptions{ExclusiveWriter: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { primaryG.Close() })
+	replicaG, err := graph.Open(ctx, store, graph.OpenOptions{ReadOnly: true, AlwaysProbe: true, Process: graph.NewProcess()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { replicaG.Close() })
+	_, pbase := newTestServer(t, primaryG, Config{})
+	_, rbase := newTestServer(t, replicaG, Config{ReadOnly: true})
+	primary, replica := &client{t: t, base: pbase}, &client{t: t, base: rbase}
+	read := `{"query":"query q() { match { $p: Person } return { count($p) as n } }"}`
+	for i := 1; i <= 3; i++ {
+		st, m := primary.json("POST", "/graphs/default/mutate", fmt.Sprintf(`{"query":"mutation m() { insert Person { name: \"p%d\" } }"}`, i))
+		mustStatus(t, "primary write", st, 200, m)
+		st, m = replica.json("POST", "/graphs/default/query", read)
+		mustStatus(t, "replica read", st, 200, m)
+		if got := fmt.Sprint(m["rows"]); got != fmt.Sprintf("[map[n:%d]]", i) && got != fmt.Sprintf("[[%d]]", i) {
+			t.Fatalf("replica after write %d: rows %s", i, got)
+		}
+	}
+}
