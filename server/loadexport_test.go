@@ -36,7 +36,7 @@ func TestServerLoadJSON(t *testing.T) {
 	}
 	st, m = c.json("POST", g0+"/query", `{"query":"query q() { match { $p: Person } return { $p.name, $p.age } order { $p.name asc } }","branch":"topic"}`)
 	mustStatus(t, "query topic", st, 200, m)
-	if fmt.Sprint(m["rows"]) != "[map[age:37 name:ada] map[age:<nil> name:bo] map[age:7 name:cy]]" {
+	if fmt.Sprint(m["rows"]) != "[map[p.age:37 p.name:ada] map[p.age:<nil> p.name:bo] map[p.age:7 p.name:cy]]" {
 		t.Fatalf("rows on topic: %v", m["rows"])
 	}
 	for _, bad := range []string{`{}`, `{"data":"x","records":[{}]}`, `{"data":"{\"type\":\"Nope\",\"data\":{}}\n"}`, `{"data":"x","mode":"sideways"}`} {

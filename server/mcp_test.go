@@ -141,7 +141,7 @@ func TestMCPEndToEnd(t *testing.T) {
 		t.Fatalf("graph_query: %v", structured(t, res))
 	}
 	qo := structured(t, res)
-	if qo["row_count"] != 2.0 || fmt.Sprint(qo["rows"]) != "[map[age:36 name:ada] map[age:20 name:bo]]" || qo["graph_commit_id"] != head {
+	if qo["row_count"] != 2.0 || fmt.Sprint(qo["rows"]) != "[map[p.age:36 p.name:ada] map[p.age:20 p.name:bo]]" || qo["graph_commit_id"] != head {
 		t.Fatalf("graph_query: %v", qo)
 	}
 	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || !strings.Contains(tc.Text, `"ada"`) {

@@ -176,7 +176,7 @@ func TestServerPolicy(t *testing.T) {
 	mustStatus(t, "ops merge", st, 200, m)
 	st, m = as("rita").json("POST", g0+"/query", `{"query":"query q() { match { $p: Person } return { $p.name } order { $p.name asc } }"}`)
 	mustStatus(t, "rita reads main", st, 200, m)
-	if fmt.Sprint(m["rows"]) != "[map[name:ada] map[name:bo] map[name:cy]]" {
+	if fmt.Sprint(m["rows"]) != "[map[p.name:ada] map[p.name:bo] map[p.name:cy]]" {
 		t.Fatalf("rows after the policy run: %v (no denied x)", m["rows"])
 	}
 

