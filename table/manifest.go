@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -106,7 +107,11 @@ func (m *Manifest) clone() *Manifest {
 	}
 	c.Indexes = append([]Index(nil), m.Indexes...)
 	for i := range c.Indexes {
-		c.Indexes[i].Fragments = append([]string(nil), m.Indexes[i].Fragments...)
+		ix := &c.Indexes[i]
+		ix.Fragments = append([]string(nil), ix.Fragments...)
+		ix.Columns = slices.Clone(ix.Columns)
+		ix.Rows = slices.Clone(ix.Rows)
+		ix.Deletions = slices.Clone(ix.Deletions)
 	}
 	return &c
 }

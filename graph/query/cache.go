@@ -389,11 +389,21 @@ func edgeTable(ctx context.Context, s *graph.Snapshot, typ string) (*edgeIndex, 
 	if err != nil {
 		return nil, err
 	}
-	recs, err := ds.Scan(ctx, table.ScanOptions{})
+	adj, err := ds.Adjacency(ctx, pg.ColSrc, pg.ColDst)
 	if err != nil {
-		return nil, fmt.Errorf("scan %s: %w", pin.Key, err)
+		return nil, fmt.Errorf("traversal index of %s: %w", pin.Key, err)
 	}
-	e.edges = buildEdgeIndex(ds.Schema(), recs)
-	c.account(e, e.edges.bytes)
-	return e.edges, nil
+	var ix *edgeIndex
+	ix = newEdgeIndex(adj, func(ctx context.Context) (*rowStore, error) {
+		recs, err := ds.Scan(ctx, table.ScanOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("scan %s: %w", pin.Key, err)
+		}
+		rs := newRowStore(ds.Schema(), recs)
+		c.account(e, ix.bytes+rs.bytes)
+		return rs, nil
+	})
+	e.edges = ix
+	c.account(e, ix.bytes)
+	return ix, nil
 }

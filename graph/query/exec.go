@@ -239,6 +239,11 @@ func (ex *executor) expand(ctx context.Context, rows [][]ref, st *gq.ExpandStep)
 	if err != nil {
 		return nil, err
 	}
+	if st.EdgeVar >= 0 {
+		if err := ix.loadRows(ctx); err != nil {
+			return nil, err
+		}
+	}
 	d := toDir(st.Dir)
 	var out [][]ref
 	for i, r := range rows {
@@ -247,7 +252,7 @@ func (ex *executor) expand(ctx context.Context, rows [][]ref, st *gq.ExpandStep)
 				return nil, err
 			}
 		}
-		n, ok := ix.dense[r[st.From].id]
+		n, ok := ix.lookup(r[st.From].id)
 		if !ok {
 			continue // no edge touches this node
 		}
@@ -266,7 +271,7 @@ func (ex *executor) expand(ctx context.Context, rows [][]ref, st *gq.ExpandStep)
 		}
 		dests := ix.reach(n, d, st.MinHops, st.MaxHops, &ex.sc)
 		if st.ToBound {
-			want, ok := ix.dense[r[st.To].id]
+			want, ok := ix.lookup(r[st.To].id)
 			if ok && slices.Contains(dests, want) {
 				out = append(out, r)
 			}
