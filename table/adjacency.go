@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/omnigraph-go/omnigraph/backend"
 )
 
 // The adjacency index of a table whose rows are edges: two string columns
@@ -20,7 +22,9 @@ import (
 // fragment and a rebuild.
 //
 // Edge rows are numbered like Scan returns them: the live rows of the
-// version's fragments, fragment after fragment, in row order. The index
+// version's fragments, fragment after fragment, in row order.
+// A missing or undecodable index file is ignored (the adjacency is built
+// from the data). The index
 // file (_indices/<uuid>/adj.idx) holds:
 //
 //	magic "OGADJ01\n", then little-endian uint32s:
@@ -148,6 +152,14 @@ func adjacencyPlan(m *Manifest, ix *Index) (starts []int64, exact bool, reusable
 	return starts, exact, reusable
 }
 
+func adjacencyNone(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = -1
+	}
+	return out
+}
+
 // AdjacencyUncovered is the number of live rows of this version that its
 // adjacency index on (from, to) does not hold as they are now: the rows a
 // load of the adjacency would read from fragments. No I/O.
@@ -182,14 +194,25 @@ func (ds *Dataset) adjacency(ctx context.Context, ix *Index, from, to string) (*
 	starts, exact, reusable := adjacencyPlan(ds.m, ix)
 	var base *Adjacency
 	if ix != nil && reusable > 0 {
+		// An index file that is gone or does not decode is not used: the
+		// answer comes from the data (other read failures are errors).
 		b, _, err := ds.store.Get(ctx, ds.path+"/"+ix.Path)
-		if err != nil {
+		switch {
+		case backend.IsNotFound(err):
+		case err != nil:
 			return nil, fmt.Errorf("read adjacency index: %w", err)
+		default:
+			base, err = decodeAdjacency(b)
+			if err == nil && len(base.Src) != int(ix.Entries) {
+				err = errorf(ErrCorrupt, "adjacency index holds %d edges, its entry %d", len(base.Src), ix.Entries)
+			}
+			if err != nil {
+				base = nil
+			}
 		}
-		if base, err = decodeAdjacency(b); err != nil {
-			return nil, err
-		}
-		if exact {
+		if base == nil {
+			starts = adjacencyNone(len(starts))
+		} else if exact {
 			base.From = AdjacencyFromIndex
 			return base, nil
 		}

@@ -514,19 +514,19 @@ func (ex *executor) group(rows [][]ref) []outRow {
 		return g
 	}
 	var kb strings.Builder
+	scratch := make([]any, len(rp.Columns))
 	for _, r := range rows {
-		vals := make([]any, len(rp.Columns))
 		kb.Reset()
 		for j, c := range rp.Columns {
 			if c.Group {
-				vals[j] = ex.column(c, r)
-				groupKey(&kb, sortValue(c, vals[j]))
+				scratch[j] = ex.column(c, r)
+				groupKey(&kb, sortValue(c, scratch[j]))
 			}
 		}
-		k := kb.String()
-		g := groups[k]
+		g := groups[kb.String()] // no copy of the key for a lookup
 		if g == nil {
-			g = newGroup(vals)
+			k := kb.String()
+			g = newGroup(slices.Clone(scratch))
 			groups[k] = g
 			order = append(order, k)
 		}

@@ -61,46 +61,48 @@ func (ex *executor) filterRows(nr *nodeRows, p *gq.Predicate, cands []int32) ([]
 	default:
 		return nil, false
 	}
-	kept := cands[:0]
-	k := 0
-	starts := nr.rows.starts
-	var col arrow.Array
-	for _, row := range cands {
-		r := int(row)
-		for k+1 < len(starts) && starts[k+1] <= r {
-			k++
-			col = nil
-		}
-		if col == nil {
-			col = nr.rows.recs[k].Column(ci)
-		}
-		off := r - starts[k]
-		if col.IsNull(off) {
-			continue
-		}
-		var keep bool
+	// One typed test per chunk, so the row loop neither switches on the
+	// column type nor boxes a value.
+	chunkTest := func(col arrow.Array) func(off int) bool {
+		op := p.Op
 		switch a := col.(type) {
 		case *array.Int32:
-			keep = p.Op.Holds(cmpNum(int64(a.Value(off)), ic))
+			return func(off int) bool { return op.Holds(cmpNum(int64(a.Value(off)), ic)) }
 		case *array.Int64:
-			keep = p.Op.Holds(cmpNum(a.Value(off), ic))
+			return func(off int) bool { return op.Holds(cmpNum(a.Value(off), ic)) }
 		case *array.Date32:
-			keep = p.Op.Holds(cmpNum(int64(a.Value(off)), ic))
+			return func(off int) bool { return op.Holds(cmpNum(int64(a.Value(off)), ic)) }
 		case *array.Timestamp:
-			keep = p.Op.Holds(cmpNum(int64(a.Value(off)), ic))
+			return func(off int) bool { return op.Holds(cmpNum(int64(a.Value(off)), ic)) }
 		case *array.String:
-			v := a.Value(off)
-			switch p.Op {
+			switch op {
 			case gq.OpContains:
-				keep = strings.Contains(v, sc)
+				return func(off int) bool { return strings.Contains(a.Value(off), sc) }
 			case gq.OpStartsWith:
-				keep = strings.HasPrefix(v, sc)
-			default:
-				keep = p.Op.Holds(strings.Compare(v, sc))
+				return func(off int) bool { return strings.HasPrefix(a.Value(off), sc) }
 			}
+			return func(off int) bool { return op.Holds(strings.Compare(a.Value(off), sc)) }
 		}
-		if keep {
-			kept = append(kept, row)
+		return func(int) bool { return false }
+	}
+	kept := cands[:0]
+	starts := nr.rows.starts
+	for k, i := 0, 0; i < len(cands); k++ {
+		end := nr.rows.total
+		if k+1 < len(starts) {
+			end = starts[k+1]
+		}
+		col := nr.rows.recs[k].Column(ci)
+		test := chunkTest(col)
+		nulls := col.NullN() > 0
+		for ; i < len(cands) && int(cands[i]) < end; i++ {
+			off := int(cands[i]) - starts[k]
+			if nulls && col.IsNull(off) {
+				continue
+			}
+			if test(off) {
+				kept = append(kept, cands[i])
+			}
 		}
 	}
 	return kept, true

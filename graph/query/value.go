@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -266,7 +267,19 @@ func groupKey(b *strings.Builder, v any) {
 	case nil:
 		b.WriteString("n;")
 	case string:
-		fmt.Fprintf(b, "s%d:%s;", len(x), x)
+		b.WriteByte('s')
+		b.WriteString(strconv.Itoa(len(x)))
+		b.WriteByte(':')
+		b.WriteString(x)
+		b.WriteByte(';')
+	case int64:
+		b.WriteString("int64")
+		b.WriteString(strconv.FormatInt(x, 10))
+		b.WriteByte(';')
+	case int32:
+		b.WriteString("int32")
+		b.WriteString(strconv.FormatInt(int64(x), 10))
+		b.WriteByte(';')
 	case float32:
 		fmt.Fprintf(b, "f%v;", normFloat(float64(x)))
 	case float64:

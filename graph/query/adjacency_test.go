@@ -1,0 +1,425 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/backend/mem"
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/table"
+)
+
+// The persisted traversal index (table adjacency index) from the query's
+// side: a cold traversal reads it instead of the edge fragments, and a
+// missing, stale or older index never changes an answer.
+
+const adjSchema = `
+node Person {
+  handle: String @key
+  age: I32?
+}
+edge Knows: Person -> Person {
+  weight: I32?
+}
+`
+
+// The queries compared across index states: traversals both ways, a
+// variable-length one, and an edge binding (which loads the edge rows).
+var adjQueries = []string{
+	`query q() { match { $a: Person  $a.age = 3  $a knows{2,2} $b } return { count($b) as n } }`,
+	`query q() { match { $a: Person { handle: "p00007" }  $a knows{1,3} $b } return { $b.handle } order { $b.handle } }`,
+	`query q() { match { $a: Person { handle: "p00011" }  $b knows $a } return { $b.handle } order { $b.handle } }`,
+	`query q() { match { $a: Person { handle: "p00005" }  $a $k:knows $b } return { $b.handle, $k.weight } order { $b.handle, $k.weight } }`,
+}
+
+func pid(i int) string { return fmt.Sprintf("p%05d", i) }
+
+// adjGraph makes a graph of nodes persons and no edges.
+func adjGraph(t *testing.T, store backend.StorageAdapter, nodes int) *graph.Graph {
+	t.Helper()
+	ctx := context.Background()
+	g, err := graph.Init(ctx, store, adjSchema, graph.InitOptions{Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := g.Schema(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nt, _ := cat.Node("Person")
+	b := array.NewRecordBuilder(memory.DefaultAllocator, nt.ArrowSchema())
+	defer b.Release()
+	for i := 0; i < nodes; i++ {
+		for f, field := range nt.ArrowSchema().Fields() {
+			switch field.Name {
+			case pg.ColID, "handle":
+				b.Field(f).(*array.StringBuilder).Append(pid(i))
+			case "age":
+				b.Field(f).(*array.Int32Builder).Append(int32(i % 10))
+			default:
+				b.Field(f).AppendNull()
+			}
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	stageWrite(t, g, "main", graph.KindLoad, graph.NodeTableKey("Person"), func(ctx context.Context, ds *table.Dataset) (*table.Staged, error) {
+		return ds.StageAppend(ctx, rec)
+	})
+	return g
+}
+
+// addEdges appends n edges (ids k<tag><i>) as one fragment in one commit.
+func addEdges(t *testing.T, g *graph.Graph, branch, tag string, n, nodes, seed int) {
+	t.Helper()
+	ctx := context.Background()
+	cat, err := g.Schema(ctx, branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	et, _ := cat.Edge("Knows")
+	b := array.NewRecordBuilder(memory.DefaultAllocator, et.ArrowSchema())
+	defer b.Release()
+	for i := 0; i < n; i++ {
+		for f, field := range et.ArrowSchema().Fields() {
+			switch field.Name {
+			case pg.ColID:
+				b.Field(f).(*array.StringBuilder).Append(fmt.Sprintf("k%s%06d", tag, i))
+			case pg.ColSrc:
+				b.Field(f).(*array.StringBuilder).Append(pid((i*7 + seed) % nodes))
+			case pg.ColDst:
+				b.Field(f).(*array.StringBuilder).Append(pid((i*13 + 3*seed + i/nodes) % nodes))
+			case "weight":
+				b.Field(f).(*array.Int32Builder).Append(int32(i % 5))
+			default:
+				b.Field(f).AppendNull()
+			}
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	stageWrite(t, g, branch, graph.KindLoad, graph.EdgeTableKey("Knows"), func(ctx context.Context, ds *table.Dataset) (*table.Staged, error) {
+		return ds.StageAppend(ctx, rec)
+	})
+}
+
+// indexEdges commits the adjacency index of branch's Knows table.
+func indexEdgeTable(t *testing.T, g *graph.Graph, branch string) {
+	t.Helper()
+	stageWrite(t, g, branch, graph.KindIndex, graph.EdgeTableKey("Knows"), func(ctx context.Context, ds *table.Dataset) (*table.Staged, error) {
+		return ds.StageCreateAdjacencyIndex(ctx, pg.ColSrc, pg.ColDst)
+	})
+}
+
+func stageWrite(t *testing.T, g *graph.Graph, branch, kind, key string, fn graph.StageFunc) {
+	t.Helper()
+	ctx := context.Background()
+	w, err := g.BeginWrite(ctx, branch, graph.WriteOptions{Kind: kind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Stage(ctx, key, fn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keyLog counts reads by key and can hide index files (a store on which
+// every adjacency index is missing).
+type keyLog struct {
+	backend.StorageAdapter
+	hide  bool
+	mu    sync.Mutex
+	reads []string
+}
+
+func (s *keyLog) log(key string) error {
+	s.mu.Lock()
+	s.reads = append(s.reads, key)
+	s.mu.Unlock()
+	if s.hide && strings.Contains(key, "/_indices/") && strings.HasSuffix(key, "/adj.idx") {
+		return fmt.Errorf("hidden: %w", backend.ErrNotFound)
+	}
+	return nil
+}
+
+func (s *keyLog) Get(ctx context.Context, key string) ([]byte, backend.Attrs, error) {
+	if err := s.log(key); err != nil {
+		return nil, backend.Attrs{}, err
+	}
+	return s.StorageAdapter.Get(ctx, key)
+}
+
+func (s *keyLog) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := s.log(key); err != nil {
+		return nil, err
+	}
+	return s.StorageAdapter.GetRange(ctx, key, off, n)
+}
+
+// under returns the reads of keys with prefix, and resets the log.
+func (s *keyLog) under(prefix string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, k := range s.reads {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	s.reads = nil
+	return out
+}
+
+// answers runs every adjQuery on a fresh read-only handle over store at
+// commit ("" : main's head) and returns the answers and the adjacency
+// source of the Knows version read.
+func answers(t *testing.T, store backend.StorageAdapter, commit string) ([]string, string) {
+	t.Helper()
+	ctx := context.Background()
+	g, err := graph.Open(ctx, store, graph.OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s *graph.Snapshot
+	if commit == "" {
+		s, err = g.Snapshot(ctx, "main")
+	} else {
+		s, err = g.SnapshotAt(ctx, commit)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(adjQueries))
+	for i, q := range adjQueries {
+		r, err := Run(ctx, s, q, "", nil)
+		if err != nil {
+			t.Fatalf("query %d: %v", i, err)
+		}
+		out[i] = rowsText(r)
+	}
+	return out, adjacencyFrom(t, g, s)
+}
+
+func adjacencyFrom(t *testing.T, g *graph.Graph, s *graph.Snapshot) string {
+	t.Helper()
+	pin, _ := s.Pin(graph.EdgeTableKey("Knows"))
+	e := cacheOf(g).entry(pinID(pin))
+	if e.edges == nil || e.edges.adj == nil {
+		t.Fatal("no traversal index cached for the Knows version")
+	}
+	return e.edges.adj.From
+}
+
+func sameAnswers(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("%s: query %d answered %q, without the index %q", what, i, got[i], want[i])
+		}
+	}
+	if want[1] == "" || want[3] == "" {
+		t.Fatalf("%s: the traversals found nothing; the comparison would be vacuous", what)
+	}
+}
+
+// TestColdTraversalReadsIndex: on a fresh handle, a 2-hop traversal of an
+// indexed edge table reads the table's manifest and its index file and no
+// fragment, however many edges and fragments it has; the answers equal
+// those of the same store with the index file missing.
+func TestColdTraversalReadsIndex(t *testing.T) {
+	ctx := context.Background()
+	const nodes = 400
+	var perSize []int
+	for _, frags := range []int{1, 4} {
+		store := &keyLog{StorageAdapter: mem.New()}
+		g := adjGraph(t, store, nodes)
+		for f := 0; f < frags; f++ {
+			addEdges(t, g, "main", fmt.Sprint(f), 2_500, nodes, f)
+		}
+		indexEdgeTable(t, g, "main")
+		store.under("")
+		got, from := answers(t, store, "")
+		reads := store.under("edges/Knows/")
+		if from != table.AdjacencyFromIndex {
+			t.Fatalf("%d fragments: adjacency from %s, want the index", frags, from)
+		}
+		var fragments, index int
+		for _, k := range reads {
+			switch {
+			case strings.Contains(k, "/data/"):
+				fragments++
+			case strings.HasSuffix(k, "/adj.idx"):
+				index++
+			}
+		}
+		// The edge-binding query loads the rows: that one reads fragments.
+		if index != 1 || len(reads)-fragments != 2 || fragments != frags {
+			t.Fatalf("%d fragments: the edge table cost %d reads (%d fragments, %d index): %v", frags, len(reads), fragments, index, reads)
+		}
+		perSize = append(perSize, len(reads)-fragments)
+
+		store.hide = true
+		want, from := answers(t, store, "")
+		if from != table.AdjacencyBuilt {
+			t.Fatalf("hidden index: adjacency from %s", from)
+		}
+		sameAnswers(t, fmt.Sprintf("%d fragments", frags), got, want)
+
+		// Without the edge binding, a cold traversal reads no fragment.
+		store.hide = false
+		h, err := graph.Open(ctx, store, graph.OpenOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store.under("")
+		if _, err := Head(ctx, h, "main", adjQueries[0], "", nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range store.under("edges/Knows/") {
+			if strings.Contains(k, "/data/") {
+				t.Fatalf("%d fragments: a cold 2-hop read fragment %s", frags, k)
+			}
+		}
+	}
+	if perSize[0] != perSize[1] {
+		t.Fatalf("index reads depend on the table: %v", perSize)
+	}
+}
+
+// TestTraversalIndexStaleAndTimeTravel: versions after the index (an
+// append, a delete) patch it, versions before it build from the data, and
+// at every commit (read through time travel) the answers equal those
+// with the index missing.
+func TestTraversalIndexStaleAndTimeTravel(t *testing.T) {
+	const nodes = 300
+	store := &keyLog{StorageAdapter: mem.New()}
+	g := adjGraph(t, store, nodes)
+	addEdges(t, g, "main", "a", 2_000, nodes, 1)
+	type step struct {
+		commit, from string
+	}
+	var steps []step
+	head := func(from string) {
+		s, err := g.Snapshot(context.Background(), "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, step{s.CommitID(), from})
+	}
+	head(table.AdjacencyBuilt)
+	indexEdgeTable(t, g, "main")
+	head(table.AdjacencyFromIndex)
+	addEdges(t, g, "main", "b", 300, nodes, 2)
+	head(table.AdjacencyPatched)
+	qDelete(t, g, "main", graph.EdgeTableKey("Knows"), "kb000004", "kb000017")
+	head(table.AdjacencyPatched)
+	qDelete(t, g, "main", graph.EdgeTableKey("Knows"), "ka000005")
+	head(table.AdjacencyBuilt) // every indexed fragment changed
+
+	var prev []string
+	for i, st := range steps {
+		store.hide = false
+		got, from := answers(t, store, st.commit)
+		if from != st.from {
+			t.Fatalf("commit %d: adjacency from %s, want %s", i, from, st.from)
+		}
+		store.hide = true
+		want, _ := answers(t, store, st.commit)
+		sameAnswers(t, fmt.Sprintf("commit %d", i), got, want)
+		if i > 0 && strings.Join(got, "\n") == strings.Join(prev, "\n") && i != 1 {
+			t.Fatalf("commit %d answers as commit %d: the writes did not show", i, i-1)
+		}
+		prev = got
+	}
+}
+
+// TestTraversalIndexOnBranch: a branch inherits main's index and patches
+// it with its own edges; an index built on the branch serves the branch
+// only; main's answers never change.
+func TestTraversalIndexOnBranch(t *testing.T) {
+	ctx := context.Background()
+	const nodes = 300
+	store := &keyLog{StorageAdapter: mem.New()}
+	g := adjGraph(t, store, nodes)
+	addEdges(t, g, "main", "a", 2_000, nodes, 1)
+	indexEdgeTable(t, g, "main")
+	mainBefore, _ := answers(t, store, "")
+	if _, err := g.CreateBranch(ctx, "feature", "main"); err != nil {
+		t.Fatal(err)
+	}
+	addEdges(t, g, "feature", "f", 500, nodes, 5)
+	branchAnswers := func(wantFrom string) []string {
+		t.Helper()
+		h, err := graph.Open(ctx, store, graph.OpenOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := h.Snapshot(ctx, "feature")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]string, len(adjQueries))
+		for i, q := range adjQueries {
+			r, err := Run(ctx, s, q, "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = rowsText(r)
+		}
+		if from := adjacencyFrom(t, h, s); from != wantFrom && !store.hide {
+			t.Fatalf("branch adjacency from %s, want %s", from, wantFrom)
+		}
+		return out
+	}
+	patched := branchAnswers(table.AdjacencyPatched)
+	store.hide = true
+	sameAnswers(t, "branch, patched", patched, branchAnswers(""))
+	store.hide = false
+	if strings.Join(patched, "\n") == strings.Join(mainBefore, "\n") {
+		t.Fatal("the branch's edges did not show on the branch")
+	}
+	indexEdgeTable(t, g, "feature")
+	sameAnswers(t, "branch, own index", branchAnswers(table.AdjacencyFromIndex), patched)
+	mainAfter, from := answers(t, store, "")
+	if from != table.AdjacencyFromIndex {
+		t.Fatalf("main adjacency from %s", from)
+	}
+	sameAnswers(t, "main after the branch's writes", mainAfter, mainBefore)
+}
+
+// TestBigEdgeWriteBuildsIndex: a write adding more edges than
+// graph's write-time threshold commits the adjacency index with the
+// edges, so the new version's first traversal reads the index.
+func TestBigEdgeWriteBuildsIndex(t *testing.T) {
+	const nodes = 2_000
+	store := &keyLog{StorageAdapter: mem.New()}
+	g := adjGraph(t, store, nodes)
+	addEdges(t, g, "main", "a", 70_000, nodes, 1)
+	got, from := answers(t, store, "")
+	if from != table.AdjacencyFromIndex {
+		t.Fatalf("after a 70k-edge write the adjacency comes from %s, want the index", from)
+	}
+	// A small write leaves the index as it is: reads patch it.
+	addEdges(t, g, "main", "b", 10, nodes, 2)
+	if _, from := answers(t, store, ""); from != table.AdjacencyPatched {
+		t.Fatalf("after a small write the adjacency comes from %s, want patched", from)
+	}
+	store.hide = true
+	hist, err := g.Commits(context.Background(), "main", 2)
+	if err != nil || len(hist) != 2 {
+		t.Fatalf("history: %v %v", hist, err)
+	}
+	want, _ := answers(t, store, hist[1].ID)
+	sameAnswers(t, "big write", got, want)
+}
