@@ -175,8 +175,9 @@ func physicalMapper(starts []int64, total int64, rgs []int) func(int64) int64 {
 
 // readMatching reads fields (sorted dataset field indices) of fragment f
 // and keeps live rows that match filter and, when keep is non-nil, whose
-// physical offset keep accepts. With ff nil the whole fragment comes from
-// the cache (one GET on a miss, sent together with the deletion vector's);
+// physical offset keep accepts. With ff nil the fields come from the cache
+// (one GET of the file on a miss, sent together with the deletion
+// vector's; only those columns are decoded, see fragmentColumns);
 // otherwise only row groups rgs (nil: all) are read through ff. It returns
 // the kept rows as records of the fields plus their physical offsets.
 func (ds *Dataset) readMatching(ctx context.Context, f Fragment, ff *fragmentFile, fields, rgs []int, filter Predicate, keep func(int64) bool) ([]arrow.Record, [][]int64, error) {
@@ -190,22 +191,16 @@ func (ds *Dataset) readMatching(ctx context.Context, f Fragment, ff *fragmentFil
 			defer close(done)
 			del, derr = ds.deletions(ctx, f)
 		}()
-		d, err := ds.fragmentData(ctx, f)
+		cols, err := ds.fragmentColumns(ctx, f, fields)
 		<-done
 		if err != nil {
 			return nil, nil, err
 		}
 		if derr != nil {
+			releaseAll(cols)
 			return nil, nil, derr
 		}
-		sub := schemaOf(ds.schema, fields)
-		for _, r := range d.recs {
-			cols := make([]arrow.Array, len(fields))
-			for i, fi := range fields {
-				cols[i] = r.Column(fi)
-			}
-			recs = append(recs, array.NewRecordBatch(sub, cols, r.NumRows()))
-		}
+		recs = cols
 		phys = func(i int64) int64 { return i }
 	} else {
 		var err error
@@ -628,6 +623,13 @@ func (ds *Dataset) fragmentColumns(ctx context.Context, f Fragment, fields []int
 	}
 	if v, ok := ds.cache.get(whole); ok {
 		return pick(v.(*decodedFragment).recs, fields), nil
+	}
+	if len(fields) == ds.schema.NumFields() && slices.IsSorted(fields) {
+		d, err := ds.fragmentData(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		return pick(d.recs, fields), nil
 	}
 	// Decoded in file order; pos maps each wanted field to its column.
 	sorted := slices.Sorted(slices.Values(fields))

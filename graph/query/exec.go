@@ -49,6 +49,7 @@ type executor struct {
 	edges map[string]*edgeIndex
 	sc    reachScratch
 	arena rowArena
+	cols  map[string][]string // neededColumns, computed on first load
 }
 
 // checkCtx is polled between steps and every so many rows so a cancelled
@@ -115,7 +116,14 @@ func (ex *executor) loadNodes(ctx context.Context, typ string, ids []string) (*n
 	if nr := ex.nodes[typ]; nr != nil && nr.full {
 		return nr, nil
 	}
-	nr, err := nodeTable(ctx, ex.s, typ, ids)
+	if ex.cols == nil {
+		ex.cols = neededColumns(ex.rp)
+	}
+	cols, ok := ex.cols[typ]
+	if !ok {
+		cols = nil // a type the plan's variables do not name: every column
+	}
+	nr, err := nodeTable(ctx, ex.s, typ, ids, cols)
 	if err != nil {
 		return nil, err
 	}
