@@ -246,9 +246,27 @@ type nodeRows struct {
 	colSet map[string]bool
 
 	rows   rowStore
-	byID   map[string]int
+	byID   map[string]int // of a partial load; a full load builds it on first use (index)
 	ids    []string // global row → id
 	absent map[string]bool
+
+	lazy     bool // byID is built by index on first use
+	lazyOnce sync.Once
+}
+
+// index returns the id → global row map (built once for a full load: a
+// scan that only filters and aggregates never needs it).
+func (nr *nodeRows) index() map[string]int {
+	if nr.lazy {
+		nr.lazyOnce.Do(func() {
+			m := make(map[string]int, len(nr.ids))
+			for i, id := range nr.ids {
+				m[id] = i
+			}
+			nr.byID = m
+		})
+	}
+	return nr.byID
 }
 
 // with returns a copy of nr extended by recs; looked-up ids that did not
@@ -279,6 +297,19 @@ func (nr *nodeRows) with(recs []arrow.Record, lookedUp []string) *nodeRows {
 	return out
 }
 
+// fullRows is a full load of recs: rows and ids now, the id map later.
+func fullRows(schema *arrow.Schema, recs []arrow.Record) *nodeRows {
+	nr := &nodeRows{full: true, lazy: true, rows: *newRowStore(schema, recs), absent: map[string]bool{}}
+	nr.ids = make([]string, 0, nr.rows.len())
+	for _, r := range recs {
+		idc := r.Column(r.Schema().FieldIndices(pg.ColID)[0]).(*array.String)
+		for i := 0; i < int(r.NumRows()); i++ {
+			nr.ids = append(nr.ids, idc.Value(i))
+		}
+	}
+	return nr
+}
+
 // hasCols reports whether nr holds every column of cols (nil: all).
 func (nr *nodeRows) hasCols(cols []string) bool {
 	if nr.colSet == nil {
@@ -296,13 +327,17 @@ func (nr *nodeRows) hasCols(cols []string) bool {
 }
 
 func (nr *nodeRows) size() int64 {
-	return nr.rows.bytes + int64(len(nr.byID))*80 + int64(len(nr.absent))*48
+	n := len(nr.byID)
+	if nr.lazy {
+		n = len(nr.ids) // counted as if built
+	}
+	return nr.rows.bytes + int64(n)*80 + int64(len(nr.absent))*48
 }
 
 // row returns the global row of a node id, and false when the node does not
 // exist (or, for a partly loaded table, was not loaded).
 func (nr *nodeRows) row(id string) (int, bool) {
-	r, ok := nr.byID[id]
+	r, ok := nr.index()[id]
 	return r, ok
 }
 
@@ -365,9 +400,7 @@ func nodeTable(ctx context.Context, s *graph.Snapshot, typ string, ids, cols []s
 		if want != nil {
 			schema = schemaOf(ds.Schema(), want)
 		}
-		empty := &nodeRows{rows: *newRowStore(schema, nil), byID: map[string]int{}, absent: map[string]bool{}}
-		nr = empty.with(recs, nil)
-		nr.full = true
+		nr = fullRows(schema, recs)
 		if want != nil {
 			nr.colSet = make(map[string]bool, len(want))
 			for _, c := range want {

@@ -90,9 +90,10 @@ func (ix *edgeIndex) nodeRowsOf(nr *nodeRows) []int32 {
 		return m
 	}
 	m := make([]int32, len(ix.nodes))
+	byID := nr.index()
 	for d, id := range ix.nodes {
 		m[d] = -1
-		if r, ok := nr.byID[id]; ok {
+		if r, ok := byID[id]; ok {
 			m[d] = int32(r)
 		}
 	}
