@@ -247,7 +247,7 @@ type nodeRows struct {
 
 	rows   rowStore
 	byID   map[string]int // of a partial load; a full load builds it on first use (index)
-	ids    []string // global row → id
+	ids    []string       // global row → id
 	absent map[string]bool
 
 	lazy     bool // byID is built by index on first use
