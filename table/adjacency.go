@@ -217,47 +217,6 @@ func (ds *Dataset) adjacency(ctx context.Context, ix *Index, from, to string) (*
 			return base, nil
 		}
 	}
-	// Read the fragments the index does not hold, then lay the edges out
-	// in version order and group them.
-	type part struct {
-		src, dst []string
-		null     []bool // set when some endpoint is null
-	}
-	parts := make([]part, len(ds.m.Fragments))
-	var read []Fragment
-	var at []int
-	for i, f := range ds.m.Fragments {
-		if starts[i] < 0 {
-			read = append(read, f)
-			at = append(at, i)
-		}
-	}
-	err = eachFragment(ctx, read, func(ctx context.Context, k int, f Fragment) error {
-		recs, err := ds.liveColumns(ctx, f, []int{fi, ti})
-		if err != nil {
-			return err
-		}
-		p := part{src: make([]string, 0, f.LiveRows()), dst: make([]string, 0, f.LiveRows())}
-		for _, r := range recs {
-			s, d := r.Column(0).(stringArray), r.Column(1).(stringArray)
-			if s.NullN()+d.NullN() > 0 && p.null == nil {
-				p.null = make([]bool, len(p.src), int(f.LiveRows()))
-			}
-			for j := 0; j < int(r.NumRows()); j++ {
-				p.src = append(p.src, s.Value(j))
-				p.dst = append(p.dst, d.Value(j))
-				if p.null != nil {
-					p.null = append(p.null, s.IsNull(j) || d.IsNull(j))
-				}
-			}
-		}
-		releaseAll(recs)
-		parts[at[k]] = p
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
 	a := &Adjacency{From: AdjacencyBuilt, extra: map[string]int32{}}
 	if base != nil {
 		a.Nodes, a.sorted, a.From = base.Nodes, base.sorted, AdjacencyPatched
@@ -267,9 +226,56 @@ func (ds *Dataset) adjacency(ctx context.Context, ix *Index, from, to string) (*
 			return d
 		}
 		d := int32(len(a.Nodes))
+		v = strings.Clone(v) // not a view of a decoded column's buffer
 		a.Nodes = append(a.Nodes, v)
 		a.extra[v] = d
 		return d
+	}
+	// Read the fragments the index does not hold (a wave of up to
+	// readParallelism at a time, each interned before the next is read, so
+	// memory holds one wave's columns), then lay the edges out in version
+	// order and group them.
+	var read []Fragment
+	var at []int
+	for i, f := range ds.m.Fragments {
+		if starts[i] < 0 {
+			read = append(read, f)
+			at = append(at, i)
+		}
+	}
+	type ends struct{ src, dst []int32 }
+	dense := make([]ends, len(ds.m.Fragments))
+	for lo := 0; lo < len(read); lo += readParallelism {
+		wave := read[lo:min(lo+readParallelism, len(read))]
+		recs := make([][]arrow.Record, len(wave))
+		err = eachFragment(ctx, wave, func(ctx context.Context, k int, f Fragment) error {
+			var err error
+			recs[k], err = ds.liveColumns(ctx, f, []int{fi, ti})
+			return err
+		})
+		if err != nil {
+			for _, r := range recs {
+				releaseAll(r)
+			}
+			return nil, err
+		}
+		for k, f := range wave {
+			e := ends{src: make([]int32, 0, f.LiveRows()), dst: make([]int32, 0, f.LiveRows())}
+			for _, r := range recs[k] {
+				s, d := r.Column(0).(stringArray), r.Column(1).(stringArray)
+				nulls := s.NullN()+d.NullN() > 0
+				for j := 0; j < int(r.NumRows()); j++ {
+					if nulls && (s.IsNull(j) || d.IsNull(j)) {
+						e.src, e.dst = append(e.src, -1), append(e.dst, -1)
+						continue
+					}
+					e.src = append(e.src, intern(s.Value(j)))
+					e.dst = append(e.dst, intern(d.Value(j)))
+				}
+			}
+			releaseAll(recs[k])
+			dense[at[lo+k]] = e
+		}
 	}
 	n := ds.m.LiveRows()
 	a.Src, a.Dst = make([]int32, 0, n), make([]int32, 0, n)
@@ -279,15 +285,8 @@ func (ds *Dataset) adjacency(ctx context.Context, ix *Index, from, to string) (*
 			a.Dst = append(a.Dst, base.Dst[s:s+f.LiveRows()]...)
 			continue
 		}
-		p := parts[i]
-		for j := range p.src {
-			if p.null != nil && p.null[j] {
-				a.Src, a.Dst = append(a.Src, -1), append(a.Dst, -1)
-				continue
-			}
-			a.Src = append(a.Src, intern(p.src[j]))
-			a.Dst = append(a.Dst, intern(p.dst[j]))
-		}
+		a.Src = append(a.Src, dense[i].src...)
+		a.Dst = append(a.Dst, dense[i].dst...)
 	}
 	a.OutOff, a.OutEdges = groupRows(len(a.Nodes), a.Src)
 	a.InOff, a.InEdges = groupRows(len(a.Nodes), a.Dst)
