@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/gq"
@@ -521,19 +520,19 @@ func (ex *executor) group(rows [][]ref) []outRow {
 		}
 		return g
 	}
-	var kb strings.Builder
+	var kb []byte
 	scratch := make([]any, len(rp.Columns))
 	for _, r := range rows {
-		kb.Reset()
+		kb = kb[:0]
 		for j, c := range rp.Columns {
 			if c.Group {
 				scratch[j] = ex.column(c, r)
-				groupKey(&kb, sortValue(c, scratch[j]))
+				kb = groupKey(kb, sortValue(c, scratch[j]))
 			}
 		}
-		g := groups[kb.String()] // no copy of the key for a lookup
+		g := groups[string(kb)] // no copy of the key for a lookup
 		if g == nil {
-			k := kb.String()
+			k := string(kb)
 			g = newGroup(slices.Clone(scratch))
 			groups[k] = g
 			order = append(order, k)

@@ -67,13 +67,17 @@ func (ex *executor) filterRows(nr *nodeRows, p *gq.Predicate, cands []int32) ([]
 		op := p.Op
 		switch a := col.(type) {
 		case *array.Int32:
-			return func(off int) bool { return op.Holds(cmpNum(int64(a.Value(off)), ic)) }
+			vals := a.Int32Values()
+			return func(off int) bool { return op.Holds(cmpInt(int64(vals[off]), ic)) }
 		case *array.Int64:
-			return func(off int) bool { return op.Holds(cmpNum(a.Value(off), ic)) }
+			vals := a.Int64Values()
+			return func(off int) bool { return op.Holds(cmpInt(vals[off], ic)) }
 		case *array.Date32:
-			return func(off int) bool { return op.Holds(cmpNum(int64(a.Value(off)), ic)) }
+			vals := a.Date32Values()
+			return func(off int) bool { return op.Holds(cmpInt(int64(vals[off]), ic)) }
 		case *array.Timestamp:
-			return func(off int) bool { return op.Holds(cmpNum(int64(a.Value(off)), ic)) }
+			vals := a.TimestampValues()
+			return func(off int) bool { return op.Holds(cmpInt(int64(vals[off]), ic)) }
 		case *array.String:
 			switch op {
 			case gq.OpContains:
@@ -106,4 +110,15 @@ func (ex *executor) filterRows(nr *nodeRows, p *gq.Predicate, cands []int32) ([]
 		}
 	}
 	return kept, true
+}
+
+// cmpInt is cmpNum for int64, small enough to inline in the row loops.
+func cmpInt(a, b int64) int {
+	if a < b {
+		return -1
+	}
+	if a > b {
+		return 1
+	}
+	return 0
 }

@@ -262,37 +262,34 @@ func evalCmp(op gq.CmpOp, l, r any) bool {
 }
 
 // groupKey appends an unambiguous encoding of a canonical value.
-func groupKey(b *strings.Builder, v any) {
+func groupKey(b []byte, v any) []byte {
 	switch x := v.(type) {
 	case nil:
-		b.WriteString("n;")
+		return append(b, "n;"...)
 	case string:
-		b.WriteByte('s')
-		b.WriteString(strconv.Itoa(len(x)))
-		b.WriteByte(':')
-		b.WriteString(x)
-		b.WriteByte(';')
+		b = append(b, 's')
+		b = strconv.AppendInt(b, int64(len(x)), 10)
+		b = append(b, ':')
+		b = append(b, x...)
+		return append(b, ';')
 	case int64:
-		b.WriteString("int64")
-		b.WriteString(strconv.FormatInt(x, 10))
-		b.WriteByte(';')
+		b = strconv.AppendInt(append(b, "int64"...), x, 10)
+		return append(b, ';')
 	case int32:
-		b.WriteString("int32")
-		b.WriteString(strconv.FormatInt(int64(x), 10))
-		b.WriteByte(';')
+		b = strconv.AppendInt(append(b, "int32"...), int64(x), 10)
+		return append(b, ';')
 	case float32:
-		fmt.Fprintf(b, "f%v;", normFloat(float64(x)))
+		return fmt.Appendf(b, "f%v;", normFloat(float64(x)))
 	case float64:
-		fmt.Fprintf(b, "f%v;", normFloat(x))
+		return fmt.Appendf(b, "f%v;", normFloat(x))
 	case []any:
-		b.WriteString("[")
+		b = append(b, '[')
 		for _, e := range x {
-			groupKey(b, e)
+			b = groupKey(b, e)
 		}
-		b.WriteString("];")
-	default:
-		fmt.Fprintf(b, "%T%v;", v, v)
+		return append(b, "];"...)
 	}
+	return fmt.Appendf(b, "%T%v;", v, v)
 }
 
 func normFloat(f float64) float64 {
