@@ -6,6 +6,15 @@
 //
 // Data (100k nodes, 1M edges by default; BENCH_NODES / BENCH_EDGES
 // override) is generated into a temporary directory and removed afterwards.
+//
+// BenchmarkTwoHop and BenchmarkFilteredAggregate time warm queries in this
+// process (x-duckdb: omnigraph's time over DuckDB's; omnigraph-cold-ms is
+// the first run here, after the fixture's own write). The FirstQuery
+// benchmarks start one child process per engine and run: wall time from
+// before the open to the answer (omnigraph-first-ms, duckdb-first-ms,
+// x-duckdb) and the child's CPU time (*-cpu-ms, steadier on a busy
+// machine). duckdb-2walk-first-ms times the plain 2-walk SQL this bench
+// used to run, for reference (its answer differs slightly).
 package query
 
 import (
