@@ -474,3 +474,43 @@ func TestBigEdgeWriteBuildsIndex(t *testing.T) {
 	want, _ := answers(t, store, hist[1].ID)
 	sameAnswers(t, "big write", got, want)
 }
+
+// TestConcurrentEdgeBindings: queries racing on one cold handle share the
+// traversal index, and those binding an edge load its rows once; all agree
+// with a serial run (run with -race).
+func TestConcurrentEdgeBindings(t *testing.T) {
+	ctx := context.Background()
+	const nodes = 200
+	store := mem.New()
+	g := adjGraph(t, store, nodes)
+	addEdges(t, g, "main", "a", 1_500, nodes, 1)
+	indexEdgeTable(t, g, "main")
+	addEdges(t, g, "main", "b", 100, nodes, 2) // a patched version
+	want, _ := answers(t, store, "")
+	h, err := graph.Open(ctx, store, graph.OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			i := (w % 2) * 3 // the 2-hop and the edge binding, interleaved
+			r, err := Head(ctx, h, "main", adjQueries[i], "", nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if got := rowsText(r); got != want[i] {
+				errs <- fmt.Errorf("query %d: %q, want %q", i, got, want[i])
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
