@@ -35,9 +35,14 @@ func neededColumns(rp *gq.ReadPlan) map[string][]string {
 			all[rp.Vars[slot].Node.Name] = true
 		}
 	}
+	unsure := false // a plan shape this walk does not know: load everything
 	operand := func(o gq.Operand) {
-		if o.Kind == gq.OperandProp {
+		switch o.Kind {
+		case gq.OperandProp:
 			prop(o.Var, o.Prop)
+		case gq.OperandLiteral, gq.OperandParam, gq.OperandNow, gq.OperandVar, 0:
+		default:
+			unsure = true
 		}
 	}
 	pred := func(p *gq.Predicate) {
@@ -60,9 +65,7 @@ func neededColumns(rp *gq.ReadPlan) map[string][]string {
 				steps(st.Steps)
 			case *gq.ExpandStep:
 			default:
-				for t := range sets {
-					all[t] = true // a step this walk does not know
-				}
+				unsure = true
 			}
 		}
 	}
@@ -71,13 +74,24 @@ func neededColumns(rp *gq.ReadPlan) map[string][]string {
 		switch c.Kind {
 		case gq.ColumnNode:
 			whole(c.Expr.Var)
-		default:
+		case gq.ColumnProp, gq.ColumnValue, gq.ColumnAggregate:
 			operand(c.Expr)
+		default:
+			unsure = true
 		}
 	}
 	for _, k := range rp.Order {
-		if k.Kind == gq.SortProp {
+		switch k.Kind {
+		case gq.SortProp:
 			prop(k.Var, k.Prop)
+		case gq.SortColumn, gq.SortID:
+		default:
+			unsure = true
+		}
+	}
+	if unsure {
+		for t := range sets {
+			all[t] = true
 		}
 	}
 	out := make(map[string][]string, len(sets))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/gq"
 )
 
 // TestScanLoadsOnlyItsColumns: a full load of a node table reads only the
@@ -76,4 +77,42 @@ func mustOpen(t *testing.T, g *graph.Graph) *graph.Graph {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// TestNeededColumns: the columns a plan reads, per node type, through
+// filters, anti-joins, aggregates and sort keys; a whole node needs all.
+func TestNeededColumns(t *testing.T) {
+	ctx := context.Background()
+	g := newSocialGraph(t, mem.New())
+	cat, err := g.Schema(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		src    string
+		person []string // nil: every column
+		absent bool     // Company is not read at all
+	}{
+		{`query q() { match { $p: Person  $p.age > 3 } return { count($p) as n } }`, []string{"age", "id"}, true},
+		{`query q() { match { $p: Person  not { $p knows $f  $f.city = "Lisbon" } } return { $p.handle } order { $p.joined } }`, []string{"city", "handle", "id", "joined"}, true},
+		{`query q() { match { $p: Person  $p worksAt $c } return { $c.name, max($p.email) as m } }`, []string{"email", "id"}, false},
+		{`query q() { match { $p: Person { handle: "alice" } } return { $p } }`, nil, true},
+	}
+	for _, c := range cases {
+		prog, err := gq.Compile(c.src, cat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, _ := prog.Plan("")
+		got := neededColumns(plan.Read)
+		if p, ok := got["Person"]; !ok || !slices.Equal(p, c.person) {
+			t.Errorf("%s: Person columns %v, want %v", c.src, p, c.person)
+		}
+		if _, ok := got["Company"]; ok == c.absent {
+			t.Errorf("%s: Company columns %v", c.src, got["Company"])
+		}
+		if !c.absent && !slices.Equal(got["Company"], []string{"id", "name"}) {
+			t.Errorf("%s: Company columns %v, want [id name]", c.src, got["Company"])
+		}
+	}
 }
