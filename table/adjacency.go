@@ -48,7 +48,8 @@ const (
 )
 
 // Adjacency is the loaded adjacency of one version. It is immutable and
-// safe for concurrent use.
+// safe for concurrent use (one decoded from an index file is shared by the
+// versions that use that file as it is).
 type Adjacency struct {
 	// Nodes maps dense numbers to endpoint values.
 	Nodes []string
@@ -196,30 +197,39 @@ func (ds *Dataset) adjacency(ctx context.Context, ix *Index, from, to string) (*
 	if ix != nil && reusable > 0 {
 		// An index file that is gone or does not decode is not used: the
 		// answer comes from the data (other read failures are errors).
-		b, _, err := ds.store.Get(ctx, ds.path+"/"+ix.Path)
-		switch {
-		case backend.IsNotFound(err):
-		case err != nil:
-			return nil, fmt.Errorf("read adjacency index: %w", err)
-		default:
-			base, err = decodeAdjacency(b)
-			if err == nil && len(base.Src) != int(ix.Entries) {
-				err = errorf(ErrCorrupt, "adjacency index holds %d edges, its entry %d", len(base.Src), ix.Entries)
-			}
-			if err != nil {
-				base = nil
+		// The decoded file is cached like any immutable file, so the next
+		// versions of the table patch it without fetching it again.
+		key := ds.path + "/" + ix.Path
+		if v, ok := ds.cache.get(key); ok {
+			base = v.(*Adjacency)
+		} else {
+			b, _, err := ds.store.Get(ctx, key)
+			switch {
+			case backend.IsNotFound(err):
+			case err != nil:
+				return nil, fmt.Errorf("read adjacency index: %w", err)
+			default:
+				base, err = decodeAdjacency(b)
+				if err == nil && len(base.Src) != int(ix.Entries) {
+					err = errorf(ErrCorrupt, "adjacency index holds %d edges, its entry %d", len(base.Src), ix.Entries)
+				}
+				if err != nil {
+					base = nil
+				} else {
+					ds.cache.put(key, base, base.Bytes())
+				}
 			}
 		}
 		if base == nil {
 			starts = adjacencyNone(len(starts))
 		} else if exact {
-			base.From = AdjacencyFromIndex
 			return base, nil
 		}
 	}
 	a := &Adjacency{From: AdjacencyBuilt, extra: map[string]int32{}}
 	if base != nil {
-		a.Nodes, a.sorted, a.From = base.Nodes, base.sorted, AdjacencyPatched
+		// base is shared (cached): appends must copy, never extend it.
+		a.Nodes, a.sorted, a.From = slices.Clip(base.Nodes), base.sorted, AdjacencyPatched
 	}
 	intern := func(v string) int32 {
 		if d, ok := a.Lookup(v); ok {
@@ -412,7 +422,7 @@ func decodeAdjacency(b []byte) (*Adjacency, error) {
 	offs := ints(nodes + 1)
 	dict := string(b[:dictLen])
 	b = b[dictLen:]
-	a := &Adjacency{Nodes: make([]string, nodes), sorted: nodes}
+	a := &Adjacency{Nodes: make([]string, nodes), sorted: nodes, From: AdjacencyFromIndex}
 	for i := 0; i < nodes; i++ {
 		lo, hi := offs[i], offs[i+1]
 		if lo < 0 || hi < lo || int(hi) > dictLen {

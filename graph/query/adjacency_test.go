@@ -514,3 +514,55 @@ func TestConcurrentEdgeBindings(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestTraversalAfterSmallEdgeWrite: on a warm handle, a one-edge write
+// makes the next traversal patch the index it decoded before: it reads the
+// new fragment and not the index file again, and sees the new edge.
+func TestTraversalAfterSmallEdgeWrite(t *testing.T) {
+	ctx := context.Background()
+	const nodes = 200
+	store := &keyLog{StorageAdapter: mem.New()}
+	g := adjGraph(t, store, nodes)
+	addEdges(t, g, "main", "a", 3_000, nodes, 1)
+	indexEdgeTable(t, g, "main")
+	const q = `query q() { match { $a: Person { handle: "p00199" }  $a knows $b } return { $b.handle } order { $b.handle } }`
+	before, err := Head(ctx, g, "main", q, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stageWrite(t, g, "main", graph.KindMutation, graph.EdgeTableKey("Knows"), func(ctx context.Context, ds *table.Dataset) (*table.Staged, error) {
+		cat, err := g.Schema(ctx, "main")
+		if err != nil {
+			return nil, err
+		}
+		et, _ := cat.Edge("Knows")
+		rec := testRecord(t, et.ArrowSchema(), []map[string]any{{pg.ColID: "knew", pg.ColSrc: pid(199), pg.ColDst: pid(0)}})
+		defer rec.Release()
+		return ds.StageAppend(ctx, rec)
+	})
+	store.under("")
+	after, err := Head(ctx, g, "main", q, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := store.under("edges/Knows/")
+	for _, k := range reads {
+		if strings.HasSuffix(k, "/adj.idx") {
+			t.Fatalf("the warm traversal after a one-edge write fetched the index again: %v", reads)
+		}
+	}
+	wantRows := len(before.Rows) + 1
+	if strings.Contains(rowsText(before), "p00000") {
+		wantRows-- // already a neighbour: reported once
+	}
+	if got := rowsText(after); !strings.Contains(got, "p00000") || len(after.Rows) != wantRows || len(before.Rows) == 0 {
+		t.Fatalf("after the write: %q (before %q)", got, rowsText(before))
+	}
+	s, err := g.Snapshot(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from := adjacencyFrom(t, g, s); from != table.AdjacencyPatched {
+		t.Fatalf("adjacency from %s, want patched", from)
+	}
+}
