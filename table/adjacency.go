@@ -146,7 +146,7 @@ func adjacencyPlan(m *Manifest, ix *Index) (starts []int64, exact bool, reusable
 			starts[i] = c.start
 			reusable += c.rows
 		}
-		if !ok || starts[i] < 0 || ix.Fragments[i] != f.ID {
+		if !ok || starts[i] < 0 || i >= len(ix.Fragments) || ix.Fragments[i] != f.ID {
 			exact = false
 		}
 	}

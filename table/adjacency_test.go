@@ -242,3 +242,34 @@ func TestAdjacencyIndexStaleOrMissing(t *testing.T) {
 		t.Fatal("an unknown column was accepted")
 	}
 }
+
+// TestAdjacencyPlan: which fragments an index holds as they are now, by
+// id, row count and deletion file, whatever their position.
+func TestAdjacencyPlan(t *testing.T) {
+	ix := &Index{Kind: AdjacencyKind, Columns: []string{"src", "dst"}, Fragments: []string{"a", "b"}, Rows: []int64{10, 7}, Deletions: []string{"", "d1"}}
+	frag := func(id string, rows int64, del string, n int64) Fragment {
+		f := Fragment{ID: id, Rows: rows}
+		if del != "" {
+			f.Deletion = &DeletionFile{Path: del, Count: n}
+		}
+		return f
+	}
+	cases := []struct {
+		frags    []Fragment
+		starts   []int64
+		exact    bool
+		reusable int64
+	}{
+		{[]Fragment{frag("a", 10, "", 0), frag("b", 9, "d1", 2)}, []int64{0, 10}, true, 17},
+		{[]Fragment{frag("a", 10, "", 0), frag("b", 9, "d2", 3)}, []int64{0, -1}, false, 10},
+		{[]Fragment{frag("c", 5, "", 0), frag("d", 5, "", 0), frag("b", 9, "d1", 2)}, []int64{-1, -1, 10}, false, 7},
+		{[]Fragment{frag("b", 9, "d1", 2), frag("a", 10, "", 0)}, []int64{10, 0}, false, 17},
+		{nil, []int64{}, false, 0},
+	}
+	for i, c := range cases {
+		starts, exact, reusable := adjacencyPlan(&Manifest{Fragments: c.frags}, ix)
+		if !slices.Equal(starts, c.starts) || exact != c.exact || reusable != c.reusable {
+			t.Errorf("case %d: starts %v exact %v reusable %d, want %v %v %d", i, starts, exact, reusable, c.starts, c.exact, c.reusable)
+		}
+	}
+}
