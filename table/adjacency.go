@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"slices"
 	"sort"
 	"strings"
@@ -33,6 +34,7 @@ import (
 //	        sorted, concatenated): dense number = rank
 //	nodes+1 outOff, edges outEdges   (rows by source, ascending)
 //	nodes+1 inOff,  edges inEdges    (rows by destination, ascending)
+//	a CRC-32C of everything before it
 //
 // The manifest entry (Index with Kind AdjacencyKind) names the two columns
 // and, per covered fragment, its live row count and the deletion file the
@@ -394,17 +396,24 @@ func encodeAdjacency(a *Adjacency) []byte {
 	ints(outEdges)
 	ints(inOff)
 	ints(inEdges)
+	u32(crc32.Checksum(b.Bytes(), adjCRC))
 	return b.Bytes()
 }
+
+var adjCRC = crc32.MakeTable(crc32.Castagnoli)
 
 // decodeAdjacency reads an index file and derives Src and Dst from the
 // groupings.
 func decodeAdjacency(b []byte) (*Adjacency, error) {
 	bad := func(what string) error { return errorf(ErrCorrupt, "adjacency index: %s", what) }
-	if !bytes.HasPrefix(b, []byte(adjMagic)) || len(b) < len(adjMagic)+12 {
+	if !bytes.HasPrefix(b, []byte(adjMagic)) || len(b) < len(adjMagic)+16 {
 		return nil, bad("bad magic")
 	}
-	b = b[len(adjMagic):]
+	body := b[:len(b)-4]
+	if crc32.Checksum(body, adjCRC) != binary.LittleEndian.Uint32(b[len(body):]) {
+		return nil, bad("checksum mismatch")
+	}
+	b = body[len(adjMagic):]
 	nodes, edges, dictLen := int(binary.LittleEndian.Uint32(b)), int(binary.LittleEndian.Uint32(b[4:])), int(binary.LittleEndian.Uint32(b[8:]))
 	b = b[12:]
 	want := 4*(nodes+1) + dictLen + 4*(2*(nodes+1)) + 4*2*edges
@@ -438,6 +447,11 @@ func decodeAdjacency(b []byte) (*Adjacency, error) {
 	}
 	if err := ungroup(a.InOff, a.InEdges, a.Dst); err != nil {
 		return nil, err
+	}
+	for r := range a.Src {
+		if (a.Src[r] < 0) != (a.Dst[r] < 0) {
+			return nil, bad(fmt.Sprintf("edge %d has one endpoint", r))
+		}
 	}
 	return a, nil
 }

@@ -2,6 +2,7 @@ package table
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -270,6 +271,38 @@ func TestAdjacencyPlan(t *testing.T) {
 		starts, exact, reusable := adjacencyPlan(&Manifest{Fragments: c.frags}, ix)
 		if !slices.Equal(starts, c.starts) || exact != c.exact || reusable != c.reusable {
 			t.Errorf("case %d: starts %v exact %v reusable %d, want %v %v %d", i, starts, exact, reusable, c.starts, c.exact, c.reusable)
+		}
+	}
+}
+
+// TestDecodeAdjacencyRejectsDamage: truncated or inconsistent index files
+// are ErrCorrupt (a load then builds from the data), never a panic.
+func TestDecodeAdjacencyRejectsDamage(t *testing.T) {
+	ctx := context.Background()
+	ds, err := Create(ctx, newStore(), "edges/Knows", edgeSchema, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds = appendEdges(t, ds, "a", 500, 60, 0)
+	a, err := ds.Adjacency(ctx, "src", "dst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := encodeAdjacency(a)
+	back, err := decodeAdjacency(good)
+	if err != nil || !slices.Equal(adjEdges(t, back), adjEdges(t, a)) {
+		t.Fatalf("round trip: %v", err)
+	}
+	for cut := 0; cut < len(good); cut += 97 {
+		if _, err := decodeAdjacency(good[:cut]); err == nil {
+			t.Fatalf("a file cut at %d bytes decoded", cut)
+		}
+	}
+	for pos := len(adjMagic); pos < len(good); pos += 13 {
+		bad := slices.Clone(good)
+		bad[pos] ^= 0xff
+		if _, err := decodeAdjacency(bad); err == nil || !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("byte %d flipped: %v, want ErrCorrupt", pos, err)
 		}
 	}
 }
