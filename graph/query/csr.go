@@ -90,11 +90,23 @@ func (ix *edgeIndex) nodeRowsOf(nr *nodeRows) []int32 {
 		return m
 	}
 	m := make([]int32, len(ix.nodes))
-	byID := nr.index()
-	for d, id := range ix.nodes {
+	for d := range m {
 		m[d] = -1
-		if r, ok := byID[id]; ok {
-			m[d] = int32(r)
+	}
+	if ix.adj != nil && nr.lazy {
+		// Look each node row up in the adjacency's dictionary rather than
+		// build the table's id map.
+		for row, id := range nr.ids {
+			if d, ok := ix.adj.Lookup(id); ok {
+				m[d] = int32(row)
+			}
+		}
+	} else {
+		byID := nr.index()
+		for d, id := range ix.nodes {
+			if r, ok := byID[id]; ok {
+				m[d] = int32(r)
+			}
 		}
 	}
 	if ix.rowOf == nil || len(ix.rowOf) >= 2 {
