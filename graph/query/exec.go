@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/gq"
@@ -49,6 +50,9 @@ type executor struct {
 	sc    reachScratch
 	arena rowArena
 	cols  map[string][]string // neededColumns, computed on first load
+
+	prefetched bool           // prefetchEdges ran (prefetch.go)
+	prefetch   sync.WaitGroup // its background loads
 }
 
 // checkCtx is polled between steps and every so many rows so a cancelled
@@ -146,6 +150,7 @@ func (ex *executor) edgeIndex(ctx context.Context, typ string) (*edgeIndex, erro
 // lookup through the key index when st.Key pins the whole key, a scan of
 // the table otherwise.
 func (ex *executor) scan(ctx context.Context, rows [][]ref, st *gq.ScanStep) ([][]ref, error) {
+	ex.prefetchEdges(ctx)
 	var nr *nodeRows
 	var cands []int32
 	if st.Key != nil {
