@@ -526,19 +526,23 @@ func (ex *executor) group(rows [][]ref) []outRow {
 		return g
 	}
 	var kb []byte
-	scratch := make([]any, len(rp.Columns))
 	for _, r := range rows {
 		kb = kb[:0]
-		for j, c := range rp.Columns {
+		for _, c := range rp.Columns {
 			if c.Group {
-				scratch[j] = ex.column(c, r)
-				kb = groupKey(kb, sortValue(c, scratch[j]))
+				kb = ex.appendGroupKey(kb, c, r)
 			}
 		}
 		g := groups[string(kb)] // no copy of the key for a lookup
 		if g == nil {
 			k := string(kb)
-			g = newGroup(slices.Clone(scratch))
+			vals := make([]any, len(rp.Columns))
+			for j, c := range rp.Columns {
+				if c.Group {
+					vals[j] = ex.column(c, r)
+				}
+			}
+			g = newGroup(vals)
 			groups[k] = g
 			order = append(order, k)
 		}

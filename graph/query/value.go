@@ -309,3 +309,47 @@ func jsonValueOf(t pg.Type, v any) any {
 	}
 	return (&pg.Property{Type: t}).JSONValue(v)
 }
+
+// appendGroupKey appends groupKey(sortValue(c, column value)) for column c
+// on row r, reading a string or integer property straight from its Arrow
+// column (no boxed value per row); other shapes take the general path.
+func (ex *executor) appendGroupKey(b []byte, c *gq.Column, r []ref) []byte {
+	if c.Kind == gq.ColumnProp {
+		if col, off, ok := ex.propColumn(c.Expr.Var, c.Expr.Prop.Name, r); ok {
+			if col.IsNull(off) {
+				return append(b, "n;"...)
+			}
+			switch a := col.(type) {
+			case *array.String:
+				v := a.Value(off)
+				b = append(b, 's')
+				b = strconv.AppendInt(b, int64(len(v)), 10)
+				b = append(b, ':')
+				b = append(b, v...)
+				return append(b, ';')
+			case *array.Int32:
+				b = strconv.AppendInt(append(b, "int32"...), int64(a.Value(off)), 10)
+				return append(b, ';')
+			case *array.Int64:
+				b = strconv.AppendInt(append(b, "int64"...), a.Value(off), 10)
+				return append(b, ';')
+			}
+		}
+	}
+	return groupKey(b, sortValue(c, ex.column(c, r)))
+}
+
+// propColumn locates property name of the node bound at slot in its
+// loaded rows: the Arrow column and offset (ok false: take ex.prop).
+func (ex *executor) propColumn(slot int, name string, r []ref) (arrow.Array, int, bool) {
+	b := r[slot]
+	if !b.set || b.nr == nil || ex.rp.Vars[slot].Kind == gq.VarEdge {
+		return nil, 0, false
+	}
+	ci, ok := b.nr.rows.cols[name]
+	if !ok {
+		return nil, 0, false
+	}
+	rec, off := b.nr.rows.locate(int(b.row))
+	return rec.Column(ci), off, true
+}
