@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/omnigraph-go/omnigraph/backend"
@@ -70,6 +71,28 @@ func createTables(ctx context.Context, store backend.StorageAdapter, cat *pg.Cat
 	}
 	sort.Slice(pins, func(i, j int) bool { return pins[i].Key < pins[j].Key })
 	return pins, nil
+}
+
+// adjacencyWriteRows: a write that leaves at least this many edge rows
+// outside an edge table's adjacency index (the persisted traversal index,
+// see table.Adjacency) builds a new one with the write, so the first
+// traversal of the new version reads one file. Smaller writes leave the
+// index to optimize; reads patch it with the rows it lacks meanwhile.
+const adjacencyWriteRows = 1 << 16
+
+// indexEdges adds the adjacency index to a staged edge-table write that
+// leaves adjacencyWriteRows or more rows outside the current one.
+func indexEdges(ctx context.Context, key string, st *table.Staged) error {
+	if !strings.HasPrefix(key, edgeKeyPrefix) || st.Empty() {
+		return nil
+	}
+	if st.AdjacencyUncovered(pg.ColSrc, pg.ColDst) < adjacencyWriteRows {
+		return nil
+	}
+	if err := st.AddAdjacencyIndex(ctx, pg.ColSrc, pg.ColDst); err != nil {
+		return fmt.Errorf("traversal index of table %s: %w", key, err)
+	}
+	return nil
 }
 
 // OpenTable opens one table at the snapshot's pin: one GET, no List.

@@ -210,6 +210,9 @@ func (w *Write) Stage(ctx context.Context, key string, fn StageFunc) error {
 		if st.ReadVersion != pin.Version || st.Branch != pin.Branch || st.Path != pin.Path {
 			return fmt.Errorf("graph: table %s was staged against %s@%d, the write reads %s@%d", key, st.Branch, st.ReadVersion, pin.Branch, pin.Version)
 		}
+		if err := indexEdges(ctx, key, st); err != nil {
+			return err
+		}
 		tw.staged = st
 	} else {
 		tw.txnUUID = newID()
@@ -535,6 +538,9 @@ func (w *Write) effects(ctx context.Context, keys []string, intent *manifest.Int
 				return effects, fmt.Errorf("graph: forked table %s staged version %d, planned %d", k, st.ReadVersion+1, it.PlannedVersion)
 			}
 			if err := st.SetUUID(it.TxnUUID); err != nil {
+				return effects, err
+			}
+			if err := indexEdges(ctx, k, st); err != nil {
 				return effects, err
 			}
 			tw.staged = st

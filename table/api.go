@@ -121,16 +121,24 @@ func (f Fragment) LiveRows() int64 {
 
 // Index describes a built index. A key index maps each value of Column to
 // (fragment, row offset); it covers the fragments listed in Fragments, and
-// lookups scan any fragment it does not cover.
+// lookups scan any fragment it does not cover. An adjacency index (Kind
+// AdjacencyKind, see adjacency.go) groups the rows by the two endpoint
+// Columns; it covers Fragments as they were at Version (Rows live rows and
+// deletion file Deletions each), and a load reads any fragment it does not
+// cover as it is now.
 type Index struct {
 	UUID      string   `json:"uuid"`
-	Kind      string   `json:"kind"` // "key"
+	Kind      string   `json:"kind"` // "key" or AdjacencyKind
 	Column    string   `json:"column"`
+	Columns   []string `json:"columns,omitempty"`
 	Path      string   `json:"path"`
 	Size      int64    `json:"size"`
 	DirLen    int64    `json:"dir_len"`
 	Entries   int64    `json:"entries"`
 	Fragments []string `json:"fragments"`
+	Version   uint64   `json:"version,omitempty"`
+	Rows      []int64  `json:"rows,omitempty"`
+	Deletions []string `json:"deletions,omitempty"`
 }
 
 // Manifest is one immutable version of a dataset on one branch.
@@ -237,6 +245,11 @@ type CompactOptions struct {
 	// a compaction with nothing else to do still rebuilds a missing or
 	// partial key index.
 	IndexKey bool
+	// Adjacency, when both are set, also builds (or rebuilds) the
+	// adjacency index on these endpoint columns (source, destination), so
+	// it covers the new version exactly; a compaction with nothing else
+	// to do still builds a missing or stale one.
+	Adjacency [2]string
 }
 
 // CleanupOptions bound what Cleanup may delete.

@@ -14,8 +14,10 @@ import (
 // manifest (fragments, deletion vectors, key index files) has a fresh name
 // and is never rewritten, so what is decoded from one can be reused by every
 // version that references it. A Cache is keyed by the object's key (the
-// dataset path plus the file's relative path), holds decoded fragments,
-// deletion vectors and key index directories and pages, and is bounded by
+// dataset path plus the file's relative path), holds decoded fragments
+// (whole, or some columns under the path plus the column list), deletion
+// vectors, key index directories and pages, and decoded adjacency index
+// files, and is bounded by
 // a memory budget (estimated decoded bytes, least recently used dropped
 // first). A dataset handle and every version derived from it by a commit
 // share one Cache; the graph handle passes its own to every table version

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -143,7 +144,11 @@ func (m *Manifest) clone() *Manifest {
 	}
 	c.Indexes = append([]Index(nil), m.Indexes...)
 	for i := range c.Indexes {
-		c.Indexes[i].Fragments = append([]string(nil), m.Indexes[i].Fragments...)
+		ix := &c.Indexes[i]
+		ix.Fragments = append([]string(nil), ix.Fragments...)
+		ix.Columns = slices.Clone(ix.Columns)
+		ix.Rows = slices.Clone(ix.Rows)
+		ix.Deletions = slices.Clone(ix.Deletions)
 	}
 	return &c
 }

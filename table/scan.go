@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -174,8 +175,9 @@ func physicalMapper(starts []int64, total int64, rgs []int) func(int64) int64 {
 
 // readMatching reads fields (sorted dataset field indices) of fragment f
 // and keeps live rows that match filter and, when keep is non-nil, whose
-// physical offset keep accepts. With ff nil the whole fragment comes from
-// the cache (one GET on a miss, sent together with the deletion vector's);
+// physical offset keep accepts. With ff nil the fields come from the cache
+// (one GET of the file on a miss, sent together with the deletion
+// vector's; only those columns are decoded, see fragmentColumns);
 // otherwise only row groups rgs (nil: all) are read through ff. It returns
 // the kept rows as records of the fields plus their physical offsets.
 func (ds *Dataset) readMatching(ctx context.Context, f Fragment, ff *fragmentFile, fields, rgs []int, filter Predicate, keep func(int64) bool) ([]arrow.Record, [][]int64, error) {
@@ -189,22 +191,16 @@ func (ds *Dataset) readMatching(ctx context.Context, f Fragment, ff *fragmentFil
 			defer close(done)
 			del, derr = ds.deletions(ctx, f)
 		}()
-		d, err := ds.fragmentData(ctx, f)
+		cols, err := ds.fragmentColumns(ctx, f, fields)
 		<-done
 		if err != nil {
 			return nil, nil, err
 		}
 		if derr != nil {
+			releaseAll(cols)
 			return nil, nil, derr
 		}
-		sub := schemaOf(ds.schema, fields)
-		for _, r := range d.recs {
-			cols := make([]arrow.Array, len(fields))
-			for i, fi := range fields {
-				cols[i] = r.Column(fi)
-			}
-			recs = append(recs, array.NewRecordBatch(sub, cols, r.NumRows()))
-		}
+		recs = cols
 		phys = func(i int64) int64 { return i }
 	} else {
 		var err error
@@ -563,4 +559,98 @@ func (ds *Dataset) locateKeys(ctx context.Context, keys []string) (map[string]*r
 		}
 	}
 	return out, nil
+}
+
+// liveColumns returns the given fields (dataset field indices, in this
+// order) of fragment f's live rows. A fragment decoded whole in the cache
+// is used as it is; otherwise the file is fetched (one GET, together with
+// its deletion vector) and only those columns are decoded, and cached
+// under their own key.
+func (ds *Dataset) liveColumns(ctx context.Context, f Fragment, fields []int) ([]arrow.Record, error) {
+	var del *roaring.Bitmap
+	var derr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		del, derr = ds.deletions(ctx, f)
+	}()
+	recs, err := ds.fragmentColumns(ctx, f, fields)
+	<-done
+	if err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, derr
+	}
+	if del == nil {
+		return recs, nil
+	}
+	var out []arrow.Record
+	var base int64
+	for _, r := range recs {
+		var sel []int
+		for i := 0; i < int(r.NumRows()); i++ {
+			if !del.Contains(uint32(base + int64(i))) {
+				sel = append(sel, i)
+			}
+		}
+		base += r.NumRows()
+		t, err := takeRows(r, sel)
+		r.Release()
+		if err != nil {
+			releaseAll(out)
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// fragmentColumns returns fields of every row of f (deleted rows
+// included), as records shared read-only with the cache.
+func (ds *Dataset) fragmentColumns(ctx context.Context, f Fragment, fields []int) ([]arrow.Record, error) {
+	whole := ds.path + "/" + f.Path
+	pick := func(recs []arrow.Record, idx []int) []arrow.Record {
+		out := make([]arrow.Record, len(recs))
+		for i, r := range recs {
+			cols := make([]arrow.Array, len(idx))
+			for j, c := range idx {
+				cols[j] = r.Column(c)
+			}
+			out[i] = array.NewRecordBatch(schemaOf(ds.schema, fields), cols, r.NumRows())
+		}
+		return out
+	}
+	if v, ok := ds.cache.get(whole); ok {
+		return pick(v.(*decodedFragment).recs, fields), nil
+	}
+	if len(fields) == ds.schema.NumFields() && slices.IsSorted(fields) {
+		d, err := ds.fragmentData(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		return pick(d.recs, fields), nil
+	}
+	// Decoded in file order; pos maps each wanted field to its column.
+	sorted := slices.Sorted(slices.Values(fields))
+	sorted = slices.Compact(sorted)
+	pos := make([]int, len(fields))
+	for i, fi := range fields {
+		pos[i], _ = slices.BinarySearch(sorted, fi)
+	}
+	key := fmt.Sprintf("%s#cols%v", whole, sorted)
+	if v, ok := ds.cache.get(key); ok {
+		return pick(v.(*decodedFragment).recs, pos), nil
+	}
+	ff, err := loadFragment(ctx, ds.store, ds.path, f)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := ff.read(ctx, sorted, nil)
+	if err != nil {
+		return nil, err
+	}
+	d := &decodedFragment{recs: recs}
+	ds.cache.put(key, d, d.bytes())
+	return pick(recs, pos), nil
 }

@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -350,8 +351,11 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 		}
 	}
 	needIndex := opts.IndexKey && len(ds.m.Fragments) > 0 && !ds.KeyIndexCovers()
+	adj := opts.Adjacency
+	wantAdj := adj[0] != "" && adj[1] != ""
+	needAdj := wantAdj && len(ds.m.Fragments) > 0 && !ds.AdjacencyCovers(adj[0], adj[1])
 	if len(cand) < 2 && !hasDel {
-		if !needIndex {
+		if !needIndex && !needAdj {
 			return emptyStage(ds, OpCompact), nil
 		}
 		cand = nil // only the key index is built
@@ -437,6 +441,30 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 			continue
 		}
 		nix, key, err := buildKeyIndex(ctx, ds, ds.root(), m, ix.Column, col[0])
+		if err != nil {
+			return nil, err
+		}
+		st.Files = append(st.Files, key)
+		m.Indexes = append(m.Indexes, nix)
+	}
+	// Adjacency indexes are rebuilt over the new fragments (the rewritten
+	// ones are in the cache, the kept ones are taken from the old index).
+	var adjs [][2]string
+	for _, ix := range old {
+		if ix.Kind == AdjacencyKind && len(ix.Columns) == 2 {
+			adjs = append(adjs, [2]string{ix.Columns[0], ix.Columns[1]})
+		}
+	}
+	if wantAdj && !slices.Contains(adjs, adj) {
+		adjs = append(adjs, adj)
+	}
+	m.Version = ds.m.Version + 1
+	for _, cols := range adjs {
+		if len(m.Fragments) == 0 {
+			break
+		}
+		prev := (&Manifest{Indexes: old}).adjacencyIndex(cols[0], cols[1])
+		nix, key, err := buildAdjacencyIndex(ctx, ds, ds.root(), m, prev, cols[0], cols[1])
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,8 @@
 // Package optimize compacts the tables of a branch (seed 000's Optimize):
 // small fragments are merged, deletion vectors folded into rewritten
-// fragments, and the key index built or extended to cover every fragment,
+// fragments, the key index built or extended to cover every fragment, and
+// each edge table's adjacency index (its persisted traversal index) built
+// to cover the new version,
 // so the cost of reads, key checks and version manifests depends on the
 // data, not on how many commits produced it.
 //
@@ -15,9 +17,11 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/pg"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
@@ -123,10 +127,14 @@ func attempt(ctx context.Context, g *graph.Graph, opts Options) (*Result, *graph
 				errs[i] = err
 				return
 			}
-			if !needsWork(ds, target, opts.MinSmallFragments) {
+			copts := table.CompactOptions{TargetRows: target, IndexKey: true}
+			if isEdgeTable(k) {
+				copts.Adjacency = [2]string{pg.ColSrc, pg.ColDst}
+			}
+			if !needsWork(ds, target, opts.MinSmallFragments, copts.Adjacency) {
 				return
 			}
-			st, err := ds.StageCompact(ctx, table.CompactOptions{TargetRows: target, IndexKey: true})
+			st, err := ds.StageCompact(ctx, copts)
 			if err != nil {
 				errs[i] = fmt.Errorf("compact %s: %w", k, err)
 				return
@@ -167,16 +175,24 @@ func attempt(ctx context.Context, g *graph.Graph, opts Options) (*Result, *graph
 }
 
 // needsWork: a table with small fragments past the threshold, or a key
-// index that does not cover every fragment.
-func needsWork(ds *table.Dataset, target int64, minSmall int) bool {
+// index (or, for an edge table, an adjacency index) that does not cover
+// every fragment as it is.
+func needsWork(ds *table.Dataset, target int64, minSmall int, adj [2]string) bool {
 	if len(ds.Manifest().Fragments) == 0 {
 		return false
 	}
 	if !ds.KeyIndexCovers() {
 		return true
 	}
+	if adj[0] != "" && !ds.AdjacencyCovers(adj[0], adj[1]) {
+		return true
+	}
 	return ds.SmallFragments(target) >= max(minSmall, 2) || hasDeletions(ds)
 }
+
+// isEdgeTable reports whether a manifest table key names an edge type's
+// table (its traversal index is the adjacency on src and dst).
+func isEdgeTable(key string) bool { return strings.HasPrefix(key, graph.EdgeTableKey("")) }
 
 func hasDeletions(ds *table.Dataset) bool {
 	for _, f := range ds.Manifest().Fragments {

@@ -284,7 +284,7 @@ func TestPointLookupUsesKeyIndex(t *testing.T) {
 	if r, err := Run(ctx, s, `query q() { match { $p: Person } return { count($p) as n } }`, "", nil); err != nil || rowsText(r) != "5" {
 		t.Fatalf("scan: %v %v", r, err)
 	}
-	if e = cacheOf(g2).entry(pinID(pin)); !e.nodes.full || len(e.nodes.byID) != 5 {
+	if e = cacheOf(g2).entry(pinID(pin)); !e.nodes.full || len(e.nodes.index()) != 5 {
 		t.Fatalf("after a scan: %+v", e.nodes)
 	}
 }

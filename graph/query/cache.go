@@ -240,11 +240,33 @@ func (rs *rowStore) value(row int, name string) any {
 // (full) or the rows found by key lookups so far, plus ids known absent. A
 // nodeRows is immutable once published; loading more makes a new one.
 type nodeRows struct {
-	full   bool
+	full bool
+	// colSet, on a full load of some columns only, names them (nil: every
+	// column was loaded).
+	colSet map[string]bool
+
 	rows   rowStore
-	byID   map[string]int
-	ids    []string // global row → id
+	byID   map[string]int // of a partial load; a full load builds it on first use (index)
+	ids    []string       // global row → id
 	absent map[string]bool
+
+	lazy     bool // byID is built by index on first use
+	lazyOnce sync.Once
+}
+
+// index returns the id → global row map (built once for a full load: a
+// scan that only filters and aggregates never needs it).
+func (nr *nodeRows) index() map[string]int {
+	if nr.lazy {
+		nr.lazyOnce.Do(func() {
+			m := make(map[string]int, len(nr.ids))
+			for i, id := range nr.ids {
+				m[id] = i
+			}
+			nr.byID = m
+		})
+	}
+	return nr.byID
 }
 
 // with returns a copy of nr extended by recs; looked-up ids that did not
@@ -275,14 +297,47 @@ func (nr *nodeRows) with(recs []arrow.Record, lookedUp []string) *nodeRows {
 	return out
 }
 
+// fullRows is a full load of recs: rows and ids now, the id map later.
+func fullRows(schema *arrow.Schema, recs []arrow.Record) *nodeRows {
+	nr := &nodeRows{full: true, lazy: true, rows: *newRowStore(schema, recs), absent: map[string]bool{}}
+	nr.ids = make([]string, 0, nr.rows.len())
+	for _, r := range recs {
+		idc := r.Column(r.Schema().FieldIndices(pg.ColID)[0]).(*array.String)
+		for i := 0; i < int(r.NumRows()); i++ {
+			nr.ids = append(nr.ids, idc.Value(i))
+		}
+	}
+	return nr
+}
+
+// hasCols reports whether nr holds every column of cols (nil: all).
+func (nr *nodeRows) hasCols(cols []string) bool {
+	if nr.colSet == nil {
+		return true
+	}
+	if cols == nil {
+		return false
+	}
+	for _, c := range cols {
+		if !nr.colSet[c] {
+			return false
+		}
+	}
+	return true
+}
+
 func (nr *nodeRows) size() int64 {
-	return nr.rows.bytes + int64(len(nr.byID))*80 + int64(len(nr.absent))*48
+	n := len(nr.byID)
+	if nr.lazy {
+		n = len(nr.ids) // counted as if built
+	}
+	return nr.rows.bytes + int64(n)*80 + int64(len(nr.absent))*48
 }
 
 // row returns the global row of a node id, and false when the node does not
 // exist (or, for a partly loaded table, was not loaded).
 func (nr *nodeRows) row(id string) (int, bool) {
-	r, ok := nr.byID[id]
+	r, ok := nr.index()[id]
 	return r, ok
 }
 
@@ -296,8 +351,11 @@ const (
 
 // nodeTable returns the loaded rows of a node type's table. With ids nil
 // the whole table is loaded; otherwise at least those ids are resolved
-// (through the key index when the table is not fully loaded).
-func nodeTable(ctx context.Context, s *graph.Snapshot, typ string, ids []string) (*nodeRows, error) {
+// (through the key index when the table is not fully loaded). cols lists
+// the columns the caller reads (nil: all): a whole-table load reads only
+// those (and those an earlier load of the version read), so an aggregate
+// over two properties decodes two columns and the id.
+func nodeTable(ctx context.Context, s *graph.Snapshot, typ string, ids, cols []string) (*nodeRows, error) {
 	pin, ok := s.Pin(graph.NodeTableKey(typ))
 	if !ok {
 		return nil, fmt.Errorf("%w: node type %s has no table in this snapshot", manifest.ErrCorrupt, typ)
@@ -307,11 +365,11 @@ func nodeTable(ctx context.Context, s *graph.Snapshot, typ string, ids []string)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	nr := e.nodes
-	if nr != nil && nr.full {
+	if nr != nil && nr.full && nr.hasCols(cols) {
 		return nr, nil
 	}
 	var missing []string
-	if ids != nil && nr != nil {
+	if ids != nil && nr != nil && !nr.full {
 		seen := map[string]bool{}
 		for _, id := range ids {
 			if _, ok := nr.byID[id]; !ok && !nr.absent[id] && !seen[id] {
@@ -332,14 +390,23 @@ func nodeTable(ctx context.Context, s *graph.Snapshot, typ string, ids []string)
 	if nr == nil {
 		nr = &nodeRows{rows: *newRowStore(ds.Schema(), nil), byID: map[string]int{}, absent: map[string]bool{}}
 	}
-	if ids == nil || (len(missing) > lookupMaxKeys && int64(len(missing))*lookupFullRatio > ds.RowCount()) {
-		recs, err := ds.Scan(ctx, table.ScanOptions{})
+	if ids == nil || nr.full || (len(missing) > lookupMaxKeys && int64(len(missing))*lookupFullRatio > ds.RowCount()) {
+		want := loadColumns(ds.Schema(), cols, nr)
+		recs, err := ds.Scan(ctx, table.ScanOptions{Columns: want})
 		if err != nil {
 			return nil, fmt.Errorf("scan %s: %w", pin.Key, err)
 		}
-		empty := &nodeRows{rows: *newRowStore(ds.Schema(), nil), byID: map[string]int{}, absent: map[string]bool{}}
-		nr = empty.with(recs, nil)
-		nr.full = true
+		schema := ds.Schema()
+		if want != nil {
+			schema = schemaOf(ds.Schema(), want)
+		}
+		nr = fullRows(schema, recs)
+		if want != nil {
+			nr.colSet = make(map[string]bool, len(want))
+			for _, c := range want {
+				nr.colSet[c] = true
+			}
+		}
 	} else {
 		rec, err := ds.Lookup(ctx, missing...)
 		if err != nil {
@@ -350,6 +417,42 @@ func nodeTable(ctx context.Context, s *graph.Snapshot, typ string, ids []string)
 	e.nodes = nr
 	c.account(e, nr.size()+edgeBytes(e.edges))
 	return nr, nil
+}
+
+// loadColumns is the column list of a full load: cols, the id, and what
+// nr (a full load with fewer columns) holds already, in schema order; nil
+// (every column) when cols is nil.
+func loadColumns(s *arrow.Schema, cols []string, nr *nodeRows) []string {
+	if cols == nil {
+		return nil
+	}
+	want := map[string]bool{pg.ColID: true}
+	for _, c := range cols {
+		want[c] = true
+	}
+	if nr != nil && nr.full {
+		for c := range nr.colSet {
+			want[c] = true
+		}
+	}
+	var out []string
+	for _, f := range s.Fields() {
+		if want[f.Name] {
+			out = append(out, f.Name)
+		}
+	}
+	if len(out) == s.NumFields() {
+		return nil
+	}
+	return out
+}
+
+func schemaOf(s *arrow.Schema, cols []string) *arrow.Schema {
+	fs := make([]arrow.Field, 0, len(cols))
+	for _, c := range cols {
+		fs = append(fs, s.Field(s.FieldIndices(c)[0]))
+	}
+	return arrow.NewSchema(fs, nil)
 }
 
 func edgeBytes(ix *edgeIndex) int64 {
@@ -389,11 +492,21 @@ func edgeTable(ctx context.Context, s *graph.Snapshot, typ string) (*edgeIndex, 
 	if err != nil {
 		return nil, err
 	}
-	recs, err := ds.Scan(ctx, table.ScanOptions{})
+	adj, err := ds.Adjacency(ctx, pg.ColSrc, pg.ColDst)
 	if err != nil {
-		return nil, fmt.Errorf("scan %s: %w", pin.Key, err)
+		return nil, fmt.Errorf("traversal index of %s: %w", pin.Key, err)
 	}
-	e.edges = buildEdgeIndex(ds.Schema(), recs)
-	c.account(e, e.edges.bytes)
-	return e.edges, nil
+	var ix *edgeIndex
+	ix = newEdgeIndex(adj, func(ctx context.Context) (*rowStore, error) {
+		recs, err := ds.Scan(ctx, table.ScanOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("scan %s: %w", pin.Key, err)
+		}
+		rs := newRowStore(ds.Schema(), recs)
+		c.account(e, ix.bytes+rs.bytes)
+		return rs, nil
+	})
+	e.edges = ix
+	c.account(e, ix.bytes)
+	return ix, nil
 }

@@ -1,36 +1,83 @@
 package query
 
 import (
+	"context"
+	"fmt"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/omnigraph-go/omnigraph/graph/manifest"
 	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/table"
 )
 
 // edgeIndex is the traversal index of one edge table version: the node ids
 // the edges touch interned to dense numbers, a CSR (edges by source) and a
-// CSC (edges by destination), and the edge rows themselves for edge
-// bindings. It is immutable once built and shared by concurrent queries.
+// CSC (edges by destination), and, loaded when an edge binding first needs
+// them, the edge rows themselves. The traversal part comes from the
+// table's adjacency (table.Dataset.Adjacency: its persisted index file when
+// it covers the version). It is immutable once built (the rows are set
+// once) and shared by concurrent queries.
 type edgeIndex struct {
-	nodes []string         // dense number → node id
-	dense map[string]int32 // node id → dense number
+	nodes []string // dense number → node id
+	adj   *table.Adjacency
+	dense map[string]int32 // node id → dense number, when adj is nil
 	src   []int32          // edge row → dense source
 	dst   []int32          // edge row → dense destination
 	// outOff[n]..outOff[n+1] indexes outEdges: the edge rows whose source
 	// is n, in row order; inOff/inEdges likewise by destination.
 	outOff, outEdges []int32
 	inOff, inEdges   []int32
-	// rows holds every column of the table; edge row r is row rowAt[r].off
-	// of rows[rowAt[r].rec].
-	rows  *rowStore
-	bytes int64
+	bytes            int64
+
+	// rows holds every column of the table (edge row r is global row r),
+	// nil until loadRows; loader reads them.
+	rowsMu sync.Mutex
+	rows   *rowStore
+	loader func(ctx context.Context) (*rowStore, error)
 
 	// rowOf caches, for the fully loaded node table versions this index
 	// was last used with, each dense node's row there (-1: no such node).
 	mu    sync.Mutex
 	rowOf map[*nodeRows][]int32
+}
+
+// newEdgeIndex wraps a table adjacency; loader reads the edge rows.
+func newEdgeIndex(a *table.Adjacency, loader func(ctx context.Context) (*rowStore, error)) *edgeIndex {
+	return &edgeIndex{
+		nodes: a.Nodes, adj: a, src: a.Src, dst: a.Dst,
+		outOff: a.OutOff, outEdges: a.OutEdges, inOff: a.InOff, inEdges: a.InEdges,
+		bytes: a.Bytes(), loader: loader,
+	}
+}
+
+// lookup returns the dense number of a node id (false: no edge touches it).
+func (ix *edgeIndex) lookup(id string) (int32, bool) {
+	if ix.adj != nil {
+		return ix.adj.Lookup(id)
+	}
+	d, ok := ix.dense[id]
+	return d, ok
+}
+
+// loadRows makes sure the edge rows are loaded (once per index).
+func (ix *edgeIndex) loadRows(ctx context.Context) error {
+	ix.rowsMu.Lock()
+	defer ix.rowsMu.Unlock()
+	if ix.rows != nil {
+		return nil
+	}
+	rs, err := ix.loader(ctx)
+	if err != nil {
+		return err
+	}
+	if rs.len() != len(ix.src) {
+		return fmt.Errorf("%w: edge table holds %d rows, its adjacency %d", manifest.ErrCorrupt, rs.len(), len(ix.src))
+	}
+	ix.rows = rs
+	return nil
 }
 
 // nodeRowsOf maps dense node numbers to rows of nr (a fully loaded node
@@ -43,10 +90,23 @@ func (ix *edgeIndex) nodeRowsOf(nr *nodeRows) []int32 {
 		return m
 	}
 	m := make([]int32, len(ix.nodes))
-	for d, id := range ix.nodes {
+	for d := range m {
 		m[d] = -1
-		if r, ok := nr.byID[id]; ok {
-			m[d] = int32(r)
+	}
+	if ix.adj != nil && nr.lazy {
+		// Look each node row up in the adjacency's dictionary rather than
+		// build the table's id map.
+		for row, id := range nr.ids {
+			if d, ok := ix.adj.Lookup(id); ok {
+				m[d] = int32(row)
+			}
+		}
+	} else {
+		byID := nr.index()
+		for d, id := range ix.nodes {
+			if r, ok := byID[id]; ok {
+				m[d] = int32(r)
+			}
 		}
 	}
 	if ix.rowOf == nil || len(ix.rowOf) >= 2 {
@@ -56,7 +116,8 @@ func (ix *edgeIndex) nodeRowsOf(nr *nodeRows) []int32 {
 	return m
 }
 
-// buildEdgeIndex builds the index from the table's records (full schema).
+// buildEdgeIndex builds the index from the table's records (full schema)
+// in memory, rows included.
 func buildEdgeIndex(schema *arrow.Schema, recs []arrow.Record) *edgeIndex {
 	rs := newRowStore(schema, recs)
 	n := rs.len()

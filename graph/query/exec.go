@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
+	"sync"
 
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/gq"
@@ -49,6 +49,10 @@ type executor struct {
 	edges map[string]*edgeIndex
 	sc    reachScratch
 	arena rowArena
+	cols  map[string][]string // neededColumns, computed on first load
+
+	prefetched bool           // prefetchEdges ran (prefetch.go)
+	prefetch   sync.WaitGroup // its background loads
 
 	scores map[*gq.Score]*scoreState // search.go
 	tok    map[string][]string       // analysed text values
@@ -119,7 +123,14 @@ func (ex *executor) loadNodes(ctx context.Context, typ string, ids []string) (*n
 	if nr := ex.nodes[typ]; nr != nil && nr.full {
 		return nr, nil
 	}
-	nr, err := nodeTable(ctx, ex.s, typ, ids)
+	if ex.cols == nil {
+		ex.cols = neededColumns(ex.rp)
+	}
+	cols, ok := ex.cols[typ]
+	if !ok {
+		cols = nil // a type the plan's variables do not name: every column
+	}
+	nr, err := nodeTable(ctx, ex.s, typ, ids, cols)
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +154,7 @@ func (ex *executor) edgeIndex(ctx context.Context, typ string) (*edgeIndex, erro
 // lookup through the key index when st.Key pins the whole key, a scan of
 // the table otherwise.
 func (ex *executor) scan(ctx context.Context, rows [][]ref, st *gq.ScanStep) ([][]ref, error) {
+	ex.prefetchEdges(ctx)
 	var nr *nodeRows
 	var cands []int32
 	if st.Key != nil {
@@ -243,6 +255,11 @@ func (ex *executor) expand(ctx context.Context, rows [][]ref, st *gq.ExpandStep)
 	if err != nil {
 		return nil, err
 	}
+	if st.EdgeVar >= 0 {
+		if err := ix.loadRows(ctx); err != nil {
+			return nil, err
+		}
+	}
 	d := toDir(st.Dir)
 	var out [][]ref
 	for i, r := range rows {
@@ -251,7 +268,7 @@ func (ex *executor) expand(ctx context.Context, rows [][]ref, st *gq.ExpandStep)
 				return nil, err
 			}
 		}
-		n, ok := ix.dense[r[st.From].id]
+		n, ok := ix.lookup(r[st.From].id)
 		if !ok {
 			continue // no edge touches this node
 		}
@@ -270,7 +287,7 @@ func (ex *executor) expand(ctx context.Context, rows [][]ref, st *gq.ExpandStep)
 		}
 		dests := ix.reach(n, d, st.MinHops, st.MaxHops, &ex.sc)
 		if st.ToBound {
-			want, ok := ix.dense[r[st.To].id]
+			want, ok := ix.lookup(r[st.To].id)
 			if ok && slices.Contains(dests, want) {
 				out = append(out, r)
 			}
@@ -519,19 +536,23 @@ func (ex *executor) group(rows [][]ref) []outRow {
 		}
 		return g
 	}
-	var kb strings.Builder
+	var kb []byte
 	for _, r := range rows {
-		vals := make([]any, len(rp.Columns))
-		kb.Reset()
-		for j, c := range rp.Columns {
+		kb = kb[:0]
+		for _, c := range rp.Columns {
 			if c.Group {
-				vals[j] = ex.column(c, r)
-				groupKey(&kb, sortValue(c, vals[j]))
+				kb = ex.appendGroupKey(kb, c, r)
 			}
 		}
-		k := kb.String()
-		g := groups[k]
+		g := groups[string(kb)] // no copy of the key for a lookup
 		if g == nil {
+			k := string(kb)
+			vals := make([]any, len(rp.Columns))
+			for j, c := range rp.Columns {
+				if c.Group {
+					vals[j] = ex.column(c, r)
+				}
+			}
 			g = newGroup(vals)
 			groups[k] = g
 			order = append(order, k)

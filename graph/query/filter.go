@@ -1,6 +1,7 @@
 package query
 
 import (
+	"math"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -61,47 +62,147 @@ func (ex *executor) filterRows(nr *nodeRows, p *gq.Predicate, cands []int32) ([]
 	default:
 		return nil, false
 	}
+	// One typed loop per chunk: the row loop neither switches on the
+	// column type nor on the operator, nor boxes a value.
+	lo, hi, ne := intRange(p.Op, ic)
+	first := nr.rows.recs[0].Column(ci).DataType()
+	for _, r := range nr.rows.recs {
+		if !arrow.TypeEqual(r.Column(ci).DataType(), first) {
+			return nil, false // never: the chunks share the table's schema
+		}
+	}
 	kept := cands[:0]
-	k := 0
 	starts := nr.rows.starts
-	var col arrow.Array
-	for _, row := range cands {
-		r := int(row)
-		for k+1 < len(starts) && starts[k+1] <= r {
-			k++
-			col = nil
+	for k, i := 0, 0; i < len(cands); k++ {
+		end := nr.rows.total
+		if k+1 < len(starts) {
+			end = starts[k+1]
 		}
-		if col == nil {
-			col = nr.rows.recs[k].Column(ci)
-		}
-		off := r - starts[k]
-		if col.IsNull(off) {
-			continue
-		}
-		var keep bool
+		col := nr.rows.recs[k].Column(ci)
+		nulls := col.NullN() > 0
+		base := starts[k]
 		switch a := col.(type) {
 		case *array.Int32:
-			keep = p.Op.Holds(cmpNum(int64(a.Value(off)), ic))
+			kept, i = keepInts(a.Int32Values(), col, nulls, cands, i, end, base, lo, hi, ne, ic, kept)
 		case *array.Int64:
-			keep = p.Op.Holds(cmpNum(a.Value(off), ic))
+			kept, i = keepInts(a.Int64Values(), col, nulls, cands, i, end, base, lo, hi, ne, ic, kept)
 		case *array.Date32:
-			keep = p.Op.Holds(cmpNum(int64(a.Value(off)), ic))
+			kept, i = keepInts(a.Date32Values(), col, nulls, cands, i, end, base, lo, hi, ne, ic, kept)
 		case *array.Timestamp:
-			keep = p.Op.Holds(cmpNum(int64(a.Value(off)), ic))
+			kept, i = keepInts(a.TimestampValues(), col, nulls, cands, i, end, base, lo, hi, ne, ic, kept)
 		case *array.String:
-			v := a.Value(off)
-			switch p.Op {
-			case gq.OpContains:
-				keep = strings.Contains(v, sc)
-			case gq.OpStartsWith:
-				keep = strings.HasPrefix(v, sc)
-			default:
-				keep = p.Op.Holds(strings.Compare(v, sc))
-			}
-		}
-		if keep {
-			kept = append(kept, row)
+			kept, i = keepStrings(a, nulls, cands, i, end, base, p.Op, sc, kept)
 		}
 	}
 	return kept, true
+}
+
+// intRange is the set of integers `v op c` admits: [lo, hi], or with ne
+// every integer but c (lo > hi: none).
+func intRange(op gq.CmpOp, c int64) (lo, hi int64, ne bool) {
+	switch op {
+	case gq.OpEq:
+		return c, c, false
+	case gq.OpNe:
+		return 0, 0, true
+	case gq.OpLt:
+		if c == math.MinInt64 {
+			return 1, 0, false
+		}
+		return math.MinInt64, c - 1, false
+	case gq.OpLe:
+		return math.MinInt64, c, false
+	case gq.OpGt:
+		if c == math.MaxInt64 {
+			return 1, 0, false
+		}
+		return c + 1, math.MaxInt64, false
+	case gq.OpGe:
+		return c, math.MaxInt64, false
+	}
+	return 1, 0, false
+}
+
+// keepInts appends to kept the candidates from cands[i:] below end (global
+// rows; the chunk starts at base) whose value lies in the range. kept
+// shares cands' array and never outruns i, so each candidate is written in
+// place and kept by advancing n: no branch on the outcome to mispredict.
+func keepInts[T ~int32 | ~int64](vals []T, col arrow.Array, nulls bool, cands []int32, i, end, base int, lo, hi int64, ne bool, c int64, kept []int32) ([]int32, int) {
+	n := len(kept)
+	buf := kept[:cap(kept)]
+	if !ne && lo > hi { // no integer passes
+		for i < len(cands) && int(cands[i]) < end {
+			i++
+		}
+		return kept, i
+	}
+	width := uint64(hi - lo)
+	for ; i < len(cands) && int(cands[i]) < end; i++ {
+		r := cands[i]
+		off := int(r) - base
+		if nulls && col.IsNull(off) {
+			continue
+		}
+		v := int64(vals[off])
+		pass := uint64(v-lo) <= width
+		if ne {
+			pass = v != c
+		}
+		buf[n] = r
+		if pass {
+			n++
+		}
+	}
+	return buf[:n], i
+}
+
+// keepStrings is keepInts for a string column and a string operator.
+func keepStrings(a *array.String, nulls bool, cands []int32, i, end, base int, op gq.CmpOp, sc string, kept []int32) ([]int32, int) {
+	const (
+		contains = iota
+		prefix
+		compare
+	)
+	mode := compare
+	switch op {
+	case gq.OpContains:
+		mode = contains
+	case gq.OpStartsWith:
+		mode = prefix
+	}
+	n := len(kept)
+	buf := kept[:cap(kept)] // as keepInts: written in place, kept by advancing n
+	for ; i < len(cands) && int(cands[i]) < end; i++ {
+		r := cands[i]
+		off := int(r) - base
+		if nulls && a.IsNull(off) {
+			continue
+		}
+		v := a.Value(off)
+		var keep bool
+		switch mode {
+		case contains:
+			keep = strings.Contains(v, sc)
+		case prefix:
+			keep = len(v) >= len(sc) && v[:len(sc)] == sc
+		default:
+			keep = op.Holds(strings.Compare(v, sc))
+		}
+		buf[n] = r
+		if keep {
+			n++
+		}
+	}
+	return buf[:n], i
+}
+
+// cmpInt is cmpNum for int64, small enough to inline in the row loops.
+func cmpInt(a, b int64) int {
+	if a < b {
+		return -1
+	}
+	if a > b {
+		return 1
+	}
+	return 0
 }

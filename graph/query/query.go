@@ -100,6 +100,7 @@ func Execute(ctx context.Context, s *graph.Snapshot, plan *gq.Plan, args *gq.Arg
 		return nil, fmt.Errorf("%w: %s changes data; run it with 'omnigraph mutate'", graph.ErrNotARead, plan.Name)
 	}
 	ex := &executor{s: s, rp: plan.Read, args: args, nodes: map[string]*nodeRows{}, edges: map[string]*edgeIndex{}, arena: rowArena{width: len(plan.Read.Vars)}}
+	defer ex.waitPrefetch()
 	rows, err := ex.match(ctx, [][]ref{make([]ref, len(plan.Read.Vars))}, plan.Read.Steps)
 	if err != nil {
 		return nil, err

@@ -234,7 +234,7 @@ func TestScanFastPathMatchesRowPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nr, err := nodeTable(ctx, s, "Person", nil)
+	nr, err := nodeTable(ctx, s, "Person", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -261,25 +262,34 @@ func evalCmp(op gq.CmpOp, l, r any) bool {
 }
 
 // groupKey appends an unambiguous encoding of a canonical value.
-func groupKey(b *strings.Builder, v any) {
+func groupKey(b []byte, v any) []byte {
 	switch x := v.(type) {
 	case nil:
-		b.WriteString("n;")
+		return append(b, "n;"...)
 	case string:
-		fmt.Fprintf(b, "s%d:%s;", len(x), x)
+		b = append(b, 's')
+		b = strconv.AppendInt(b, int64(len(x)), 10)
+		b = append(b, ':')
+		b = append(b, x...)
+		return append(b, ';')
+	case int64:
+		b = strconv.AppendInt(append(b, "int64"...), x, 10)
+		return append(b, ';')
+	case int32:
+		b = strconv.AppendInt(append(b, "int32"...), int64(x), 10)
+		return append(b, ';')
 	case float32:
-		fmt.Fprintf(b, "f%v;", normFloat(float64(x)))
+		return fmt.Appendf(b, "f%v;", normFloat(float64(x)))
 	case float64:
-		fmt.Fprintf(b, "f%v;", normFloat(x))
+		return fmt.Appendf(b, "f%v;", normFloat(x))
 	case []any:
-		b.WriteString("[")
+		b = append(b, '[')
 		for _, e := range x {
-			groupKey(b, e)
+			b = groupKey(b, e)
 		}
-		b.WriteString("];")
-	default:
-		fmt.Fprintf(b, "%T%v;", v, v)
+		return append(b, "];"...)
 	}
+	return fmt.Appendf(b, "%T%v;", v, v)
 }
 
 func normFloat(f float64) float64 {
@@ -298,4 +308,48 @@ func jsonValueOf(t pg.Type, v any) any {
 		return fmt.Sprint(f)
 	}
 	return (&pg.Property{Type: t}).JSONValue(v)
+}
+
+// appendGroupKey appends groupKey(sortValue(c, column value)) for column c
+// on row r, reading a string or integer property straight from its Arrow
+// column (no boxed value per row); other shapes take the general path.
+func (ex *executor) appendGroupKey(b []byte, c *gq.Column, r []ref) []byte {
+	if c.Kind == gq.ColumnProp {
+		if col, off, ok := ex.propColumn(c.Expr.Var, c.Expr.Prop.Name, r); ok {
+			if col.IsNull(off) {
+				return append(b, "n;"...)
+			}
+			switch a := col.(type) {
+			case *array.String:
+				v := a.Value(off)
+				b = append(b, 's')
+				b = strconv.AppendInt(b, int64(len(v)), 10)
+				b = append(b, ':')
+				b = append(b, v...)
+				return append(b, ';')
+			case *array.Int32:
+				b = strconv.AppendInt(append(b, "int32"...), int64(a.Value(off)), 10)
+				return append(b, ';')
+			case *array.Int64:
+				b = strconv.AppendInt(append(b, "int64"...), a.Value(off), 10)
+				return append(b, ';')
+			}
+		}
+	}
+	return groupKey(b, sortValue(c, ex.column(c, r)))
+}
+
+// propColumn locates property name of the node bound at slot in its
+// loaded rows: the Arrow column and offset (ok false: take ex.prop).
+func (ex *executor) propColumn(slot int, name string, r []ref) (arrow.Array, int, bool) {
+	b := r[slot]
+	if !b.set || b.nr == nil || ex.rp.Vars[slot].Kind == gq.VarEdge {
+		return nil, 0, false
+	}
+	ci, ok := b.nr.rows.cols[name]
+	if !ok {
+		return nil, 0, false
+	}
+	rec, off := b.nr.rows.locate(int(b.row))
+	return rec.Column(ci), off, true
 }

@@ -1,0 +1,308 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+var edgeSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.BinaryTypes.String},
+	{Name: "src", Type: arrow.BinaryTypes.String},
+	{Name: "dst", Type: arrow.BinaryTypes.String},
+}, nil)
+
+// edgeRecord makes n edges e<prefix><i> from node (i*7+off)%nodes to
+// (i*13+off)%nodes.
+func edgeRecord(prefix string, n, nodes, off int) arrow.Record {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, edgeSchema)
+	defer b.Release()
+	for i := 0; i < n; i++ {
+		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("e%s%06d", prefix, i))
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("n%05d", (i*7+off)%nodes))
+		b.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("n%05d", (i*13+off)%nodes))
+	}
+	return b.NewRecordBatch()
+}
+
+func appendEdges(t *testing.T, ds *Dataset, prefix string, n, nodes, off int) *Dataset {
+	t.Helper()
+	rec := edgeRecord(prefix, n, nodes, off)
+	defer rec.Release()
+	st, err := ds.StageAppend(context.Background(), rec)
+	return mustCommit(t, st, err)
+}
+
+// scanEdges renders every live edge row of ds in scan order as "src>dst".
+func scanEdges(t *testing.T, ds *Dataset) []string {
+	t.Helper()
+	recs, err := ds.Scan(context.Background(), ScanOptions{Columns: []string{"src", "dst"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseAll(recs)
+	var out []string
+	for _, r := range recs {
+		s, d := r.Column(0).(*array.String), r.Column(1).(*array.String)
+		for i := 0; i < int(r.NumRows()); i++ {
+			out = append(out, s.Value(i)+">"+d.Value(i))
+		}
+	}
+	return out
+}
+
+// adjEdges renders an adjacency's edge rows like scanEdges, and checks its
+// groupings agree with Src and Dst and Lookup with Nodes.
+func adjEdges(t *testing.T, a *Adjacency) []string {
+	t.Helper()
+	out := make([]string, len(a.Src))
+	for r := range a.Src {
+		out[r] = a.Nodes[a.Src[r]] + ">" + a.Nodes[a.Dst[r]]
+	}
+	seen := 0
+	for n := range a.Nodes {
+		if d, ok := a.Lookup(a.Nodes[n]); !ok || int(d) != n {
+			t.Fatalf("Lookup(%q) = %d %v, want %d", a.Nodes[n], d, ok, n)
+		}
+		out, in := a.Out(int32(n)), a.In(int32(n))
+		if !slices.IsSorted(out) || !slices.IsSorted(in) {
+			t.Fatalf("node %d: groups not ascending", n)
+		}
+		for _, e := range out {
+			if a.Src[e] != int32(n) {
+				t.Fatalf("edge %d in Out(%d) has source %d", e, n, a.Src[e])
+			}
+		}
+		for _, e := range in {
+			if a.Dst[e] != int32(n) {
+				t.Fatalf("edge %d in In(%d) has destination %d", e, n, a.Dst[e])
+			}
+		}
+		seen += len(out)
+	}
+	if seen != len(a.Src) {
+		t.Fatalf("groups hold %d edges, want %d", seen, len(a.Src))
+	}
+	if _, ok := a.Lookup("no such node"); ok {
+		t.Fatal("Lookup found a value that is no endpoint")
+	}
+	return out
+}
+
+func loadAdj(t *testing.T, ds *Dataset) *Adjacency {
+	t.Helper()
+	a, err := ds.Adjacency(context.Background(), "src", "dst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestAdjacencyIndex: an adjacency index built over a version is loaded
+// from its file with one GET on a fresh handle; later versions (appends,
+// deletes) patch it, older versions (time travel) use what they pinned,
+// and every answer equals the edges a scan returns at that version.
+func TestAdjacencyIndex(t *testing.T) {
+	ctx := context.Background()
+	store, cnt := countedStore()
+	ds, err := Create(ctx, store, "edges/Knows", edgeSchema, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds = appendEdges(t, ds, "a", 30_000, 5_000, 0)
+	ds = appendEdges(t, ds, "b", 20_000, 6_000, 3)
+	noIndex := ds
+	if a := loadAdj(t, ds); a.From != AdjacencyBuilt || !slices.Equal(adjEdges(t, a), scanEdges(t, ds)) {
+		t.Fatalf("without an index: from %s, edges differ from the scan", a.From)
+	}
+
+	st, err := ds.StageCreateAdjacencyIndex(ctx, "src", "dst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexed := mustCommit(t, st, nil)
+	if ix := indexed.Manifest().adjacencyIndex("src", "dst"); ix == nil || ix.Version != indexed.Version() || ix.Entries != 50_000 || !strings.Contains(ix.Path, "_indices/") {
+		t.Fatalf("index entry %+v", ix)
+	}
+	fresh, err := OpenVersion(ctx, store, "edges/Knows", MainBranch, indexed.Version())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cnt.Reset()
+	a := loadAdj(t, fresh)
+	if c := cnt.Snapshot(); c.Total != 1 || c.Get != 1 {
+		t.Fatalf("a covered version's adjacency cost %s, want one GET", c)
+	}
+	if a.From != AdjacencyFromIndex || !slices.Equal(adjEdges(t, a), scanEdges(t, fresh)) {
+		t.Fatalf("from the index: %s, edges differ from the scan", a.From)
+	}
+
+	// An append: the index holds the old fragments, the new one is read.
+	appended := appendEdges(t, indexed, "c", 5_000, 7_000, 11)
+	if appended.AdjacencyCovers("src", "dst") || appended.Manifest().AdjacencyUncovered("src", "dst") != 5_000 {
+		t.Fatalf("uncovered rows %d, want 5000", appended.Manifest().AdjacencyUncovered("src", "dst"))
+	}
+	// A delete in a covered fragment: that fragment is read again.
+	deleted := mc(t)(appended.StageDelete(ctx, In("id", "ea000007", "ea000100", "ec000001")))
+	for _, v := range []*Dataset{appended, deleted} {
+		fresh, err := OpenVersion(ctx, store, "edges/Knows", MainBranch, v.Version())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := loadAdj(t, fresh)
+		if a.From != AdjacencyPatched {
+			t.Fatalf("version %d: adjacency from %s, want patched", v.Version(), a.From)
+		}
+		if got, want := adjEdges(t, a), scanEdges(t, fresh); !slices.Equal(got, want) {
+			t.Fatalf("version %d: patched adjacency has %d edges, the scan %d (or they differ)", v.Version(), len(got), len(want))
+		}
+	}
+	if got := len(scanEdges(t, deleted)); got != 55_000-3 {
+		t.Fatalf("live edges after the delete: %d", got)
+	}
+
+	// Time travel: the version before the index builds from data.
+	old, err := OpenVersion(ctx, store, "edges/Knows", MainBranch, noIndex.Version())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := loadAdj(t, old); a.From != AdjacencyBuilt || !slices.Equal(adjEdges(t, a), scanEdges(t, old)) {
+		t.Fatalf("old version: from %s", a.From)
+	}
+
+	// Compaction rebuilds the index over the new fragments exactly.
+	compacted := mc(t)(deleted.StageCompact(ctx, CompactOptions{Adjacency: [2]string{"src", "dst"}}))
+	if !compacted.AdjacencyCovers("src", "dst") {
+		t.Fatalf("compaction left the adjacency stale: %+v", compacted.Manifest().Indexes)
+	}
+	fresh, err = OpenVersion(ctx, store, "edges/Knows", MainBranch, compacted.Version())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := loadAdj(t, fresh); a.From != AdjacencyFromIndex || !slices.Equal(adjEdges(t, a), scanEdges(t, fresh)) {
+		t.Fatalf("compacted: from %s", a.From)
+	}
+	if got := len(scanEdges(t, fresh)); got != 55_000-3 {
+		t.Fatalf("live edges after compaction: %d", got)
+	}
+}
+
+// TestAdjacencyIndexStaleOrMissing: a version whose index file is gone,
+// corrupt, or covers none of its fragments answers as without an index,
+// never with other edges.
+func TestAdjacencyIndexStaleOrMissing(t *testing.T) {
+	ctx := context.Background()
+	store := newStore()
+	ds, err := Create(ctx, store, "edges/Knows", edgeSchema, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds = appendEdges(t, ds, "a", 2_000, 300, 0)
+	ds = mc(t)(ds.StageCreateAdjacencyIndex(ctx, "src", "dst"))
+	want := scanEdges(t, ds)
+
+	// Overwritten: the old index covers nothing of the new version.
+	rec := edgeRecord("z", 100, 40, 1)
+	defer rec.Release()
+	over := mc(t)(ds.StageOverwrite(ctx, rec))
+	if a := loadAdj(t, over); a.From != AdjacencyBuilt || !slices.Equal(adjEdges(t, a), scanEdges(t, over)) {
+		t.Fatalf("overwritten: from %s", a.From)
+	}
+
+	// A corrupt or missing index file is not used: the same version
+	// answers from its data.
+	ix := ds.Manifest().adjacencyIndex("src", "dst")
+	for _, damage := range []func() error{
+		func() error { _, err := store.Put(ctx, ds.Path()+"/"+ix.Path, []byte("OGADJ01\ngarbage")); return err },
+		func() error { return store.Delete(ctx, ds.Path()+"/"+ix.Path) },
+	} {
+		if err := damage(); err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := OpenVersion(ctx, store, ds.Path(), MainBranch, ds.Version())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := fresh.Adjacency(ctx, "src", "dst")
+		if err != nil || a.From != AdjacencyBuilt || !slices.Equal(adjEdges(t, a), want) {
+			t.Fatalf("damaged index: %v (from %v)", err, a)
+		}
+	}
+	fresh, err := OpenVersion(ctx, store, ds.Path(), MainBranch, ds.Version())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh.Adjacency(ctx, "src", "nope"); err == nil {
+		t.Fatal("an unknown column was accepted")
+	}
+}
+
+// TestAdjacencyPlan: which fragments an index holds as they are now, by
+// id, row count and deletion file, whatever their position.
+func TestAdjacencyPlan(t *testing.T) {
+	ix := &Index{Kind: AdjacencyKind, Columns: []string{"src", "dst"}, Fragments: []string{"a", "b"}, Rows: []int64{10, 7}, Deletions: []string{"", "d1"}}
+	frag := func(id string, rows int64, del string, n int64) Fragment {
+		f := Fragment{ID: id, Rows: rows}
+		if del != "" {
+			f.Deletion = &DeletionFile{Path: del, Count: n}
+		}
+		return f
+	}
+	cases := []struct {
+		frags    []Fragment
+		starts   []int64
+		exact    bool
+		reusable int64
+	}{
+		{[]Fragment{frag("a", 10, "", 0), frag("b", 9, "d1", 2)}, []int64{0, 10}, true, 17},
+		{[]Fragment{frag("a", 10, "", 0), frag("b", 9, "d2", 3)}, []int64{0, -1}, false, 10},
+		{[]Fragment{frag("c", 5, "", 0), frag("d", 5, "", 0), frag("b", 9, "d1", 2)}, []int64{-1, -1, 10}, false, 7},
+		{[]Fragment{frag("b", 9, "d1", 2), frag("a", 10, "", 0)}, []int64{10, 0}, false, 17},
+		{nil, []int64{}, false, 0},
+	}
+	for i, c := range cases {
+		starts, exact, reusable := adjacencyPlan(&Manifest{Fragments: c.frags}, ix)
+		if !slices.Equal(starts, c.starts) || exact != c.exact || reusable != c.reusable {
+			t.Errorf("case %d: starts %v exact %v reusable %d, want %v %v %d", i, starts, exact, reusable, c.starts, c.exact, c.reusable)
+		}
+	}
+}
+
+// TestDecodeAdjacencyRejectsDamage: truncated or inconsistent index files
+// are ErrCorrupt (a load then builds from the data), never a panic.
+func TestDecodeAdjacencyRejectsDamage(t *testing.T) {
+	ctx := context.Background()
+	ds, err := Create(ctx, newStore(), "edges/Knows", edgeSchema, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds = appendEdges(t, ds, "a", 500, 60, 0)
+	a, err := ds.Adjacency(ctx, "src", "dst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := encodeAdjacency(a)
+	back, err := decodeAdjacency(good)
+	if err != nil || !slices.Equal(adjEdges(t, back), adjEdges(t, a)) {
+		t.Fatalf("round trip: %v", err)
+	}
+	for cut := 0; cut < len(good); cut += 97 {
+		if _, err := decodeAdjacency(good[:cut]); err == nil {
+			t.Fatalf("a file cut at %d bytes decoded", cut)
+		}
+	}
+	for pos := len(adjMagic); pos < len(good); pos += 13 {
+		bad := slices.Clone(good)
+		bad[pos] ^= 0xff
+		if _, err := decodeAdjacency(bad); err == nil || !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("byte %d flipped: %v, want ErrCorrupt", pos, err)
+		}
+	}
+}
