@@ -25,7 +25,7 @@ node Person {
 `
 
 // testGraph is a fresh read-write graph on a local directory.
-func testGraph(t *testing.T) *graph.Graph {
+func testGraph(t testing.TB) *graph.Graph {
 	t.Helper()
 	ctx := context.Background()
 	store, err := local.New(filepath.Join(t.TempDir(), "g"))
@@ -86,7 +86,7 @@ func (c *client) json(method, path, body string, hdr ...string) (int, map[string
 	return st, m
 }
 
-func newTestServer(t *testing.T, g *graph.Graph, cfg Config) (*Server, string) {
+func newTestServer(t testing.TB, g *graph.Graph, cfg Config) (*Server, string) {
 	t.Helper()
 	cfg.Graphs = []Graph{{ID: "default", G: g}}
 	s, err := New(cfg)
