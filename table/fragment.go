@@ -44,7 +44,8 @@ func writerProps(plain []string) *parquet.WriterProperties {
 // keyColumn is written without a dictionary.
 func encodeParquet(s *arrow.Schema, keyColumn string, recs []arrow.Record) ([]byte, error) {
 	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(s, &buf, writerProps([]string{keyColumn}), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	ps := parquetSchema(s)
+	w, err := pqarrow.NewFileWriter(ps, &buf, writerProps([]string{keyColumn}), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return nil, fmt.Errorf("parquet writer: %w", err)
 	}
@@ -56,7 +57,10 @@ func encodeParquet(s *arrow.Schema, keyColumn string, recs []arrow.Record) ([]by
 		// records; Write would start a row group per record, and a
 		// compaction of N one-row fragments would write N row groups
 		// (about 1.2 KB of page headers and statistics each).
-		if err := w.WriteBuffered(r); err != nil {
+		pr := toParquet(ps, r)
+		err := w.WriteBuffered(pr)
+		pr.Release()
+		if err != nil {
 			w.Close()
 			return nil, fmt.Errorf("parquet write: %w", err)
 		}
@@ -326,9 +330,7 @@ func (ff *fragmentFile) read(ctx context.Context, fields, rowGroups []int) ([]ar
 	defer rr.Release()
 	var out []arrow.Record
 	for rr.Next() {
-		rec := rr.RecordBatch()
-		rec.Retain()
-		out = append(out, rec)
+		out = append(out, fromParquet(rr.RecordBatch()))
 	}
 	if err := rr.Err(); err != nil && err != io.EOF {
 		releaseAll(out)

@@ -30,6 +30,7 @@ type FragmentWriter struct {
 	keys      []string
 	closed    bool
 	plain     []string
+	pschema   *arrow.Schema // the schema as written (parquetSchema)
 }
 
 // NewFragmentWriter starts a fragment of schema s whose key column is
@@ -40,7 +41,8 @@ func NewFragmentWriter(s *arrow.Schema, keyColumn string, plain ...string) (*Fra
 		return nil, err
 	}
 	fw := &FragmentWriter{schema: s, key: keyColumn, unordered: make([]bool, s.NumFields()), plain: plain}
-	w, err := pqarrow.NewFileWriter(s, &fw.buf, writerProps(append([]string{keyColumn}, plain...)), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	fw.pschema = parquetSchema(s)
+	w, err := pqarrow.NewFileWriter(fw.pschema, &fw.buf, writerProps(append([]string{keyColumn}, plain...)), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return nil, fmt.Errorf("parquet writer: %w", err)
 	}
@@ -60,7 +62,10 @@ func (fw *FragmentWriter) Write(rec arrow.Record) error {
 	if n == 0 {
 		return nil
 	}
-	if err := fw.w.Write(rec); err != nil {
+	pr := toParquet(fw.pschema, rec)
+	err := fw.w.Write(pr)
+	pr.Release()
+	if err != nil {
 		return fmt.Errorf("parquet write: %w", err)
 	}
 	st := computeStats(fw.schema, []arrow.Record{rec})
@@ -122,7 +127,7 @@ func (fw *FragmentWriter) Without(drop func(row int64) bool) (*FragmentWriter, e
 	var row int64
 	dropped := false
 	for tr.Next() {
-		rec := tr.RecordBatch()
+		rec := fromParquet(tr.RecordBatch())
 		var start int64
 		flush := func(end int64) error {
 			if end <= start {
@@ -144,10 +149,12 @@ func (fw *FragmentWriter) Without(drop func(row int64) bool) (*FragmentWriter, e
 				start = i + 1
 			}
 		}
-		if err := flush(rec.NumRows()); err != nil {
+		err := flush(rec.NumRows())
+		row += rec.NumRows()
+		rec.Release()
+		if err != nil {
 			return nil, err
 		}
-		row += rec.NumRows()
 	}
 	if err := tr.Err(); err != nil {
 		return nil, err
