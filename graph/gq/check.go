@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/graph/text"
 )
 
 // MaxHops bounds the max of a multi-hop traversal.
@@ -170,7 +171,7 @@ func suggest(want string, cands []string) string {
 	best := ""
 	bestD := 1 << 30
 	for _, c := range cands {
-		d := editDistance(strings.ToLower(want), strings.ToLower(c))
+		d := text.Levenshtein(strings.ToLower(want), strings.ToLower(c))
 		if d < bestD {
 			best, bestD = c, d
 		}
@@ -185,27 +186,6 @@ func suggest(want string, cands []string) string {
 		cands = append(cands[:12:12], "...")
 	}
 	return "known: " + strings.Join(cands, ", ")
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 func (c *checker) nodeNames() []string {

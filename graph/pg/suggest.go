@@ -3,6 +3,8 @@ package pg
 import (
 	"strconv"
 	"strings"
+
+	"github.com/omnigraph-go/omnigraph/graph/text"
 )
 
 // suggest returns the candidate closest to word, or "" when none is close
@@ -27,7 +29,7 @@ func didYouMean(word string, candidates []string) string {
 	return ""
 }
 
-// editDistance is the Levenshtein distance between a and b (bytes).
+// editDistance is the Levenshtein distance between a and b.
 func editDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 { // long names are never typos of each other worth suggesting
 		if a == b {
@@ -35,23 +37,7 @@ func editDistance(a, b string) int {
 		}
 		return 1 << 20
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return text.Levenshtein(a, b)
 }
 
 // formatNumber renders a float without exponent so the .pg lexer reads it

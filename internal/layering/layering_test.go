@@ -43,13 +43,16 @@ func allowed(pkg string) []string {
 		return []string{"backend"}
 	case pkg == "table":
 		return []string{"backend"}
-	case pkg == "graph/pg", pkg == "graph/text":
-		// Leaves: the schema language; text analysis and scoring.
+	case pkg == "graph/text":
+		// A leaf: text analysis, edit distance and scoring.
 		return nil
+	case pkg == "graph/pg":
+		// The schema language; its typo hints use text's edit distance.
+		return []string{"graph/text"}
 	case pkg == "graph/embed": // embedders (and @embed specs of a schema)
 		return []string{"graph/pg"}
 	case pkg == "graph/gq":
-		return []string{"graph/pg"}
+		return []string{"graph/pg", "graph/text"}
 	case pkg == "graph/manifest":
 		return []string{"backend"}
 	case pkg == "recovery":
