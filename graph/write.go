@@ -599,6 +599,27 @@ func Retry(ctx context.Context, n int, attempt func(ctx context.Context) (*Resul
 	return nil, fmt.Errorf("gave up after %d attempts: %w", max(n, 1), err)
 }
 
+// RetryOp is Retry for an operation whose attempts return their own
+// result beside the write's: it runs attempt up to n times (n <= 0:
+// DefaultWriteRetries) while the error is retryable, and returns the last
+// attempt's result.
+func RetryOp[T any](ctx context.Context, n int, attempt func(ctx context.Context) (T, *Result, error)) (T, error) {
+	if n <= 0 {
+		n = DefaultWriteRetries
+	}
+	var out T
+	_, err := Retry(ctx, n, func(ctx context.Context) (*Result, error) {
+		r, gr, err := attempt(ctx)
+		out = r
+		return gr, err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
+}
+
 // The recovery hooks, implemented in recovery.go (package recovery).
 
 // recoveryBarrier runs before a write captures its token: the in-process

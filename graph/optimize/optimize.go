@@ -69,20 +69,9 @@ type Result struct {
 
 // Run compacts the branch's tables as one graph commit.
 func Run(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
-	n := opts.Retries
-	if n <= 0 {
-		n = graph.DefaultWriteRetries
-	}
-	var out *Result
-	_, err := graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {
-		r, gr, err := attempt(ctx, g, opts)
-		out = r
-		return gr, err
+	return graph.RetryOp(ctx, opts.Retries, func(ctx context.Context) (*Result, *graph.Result, error) {
+		return attempt(ctx, g, opts)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 func attempt(ctx context.Context, g *graph.Graph, opts Options) (*Result, *graph.Result, error) {

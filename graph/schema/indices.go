@@ -63,20 +63,9 @@ const (
 // complete is a no-op. Declared @index groups are listed as pending (see
 // IndexPending.Reason); search indexes are not this command's.
 func EnsureIndices(ctx context.Context, g *graph.Graph, opts IndexOptions) (*IndexResult, error) {
-	n := opts.Retries
-	if n <= 0 {
-		n = graph.DefaultWriteRetries
-	}
-	var out *IndexResult
-	_, err := graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {
-		r, gr, err := ensureAttempt(ctx, g, opts)
-		out = r
-		return gr, err
+	return graph.RetryOp(ctx, opts.Retries, func(ctx context.Context) (*IndexResult, *graph.Result, error) {
+		return ensureAttempt(ctx, g, opts)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 func ensureAttempt(ctx context.Context, g *graph.Graph, opts IndexOptions) (*IndexResult, *graph.Result, error) {
