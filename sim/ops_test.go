@@ -72,6 +72,9 @@ type op struct {
 	// predicts (ok false: the read must fail, e.g. a missing branch).
 	read   func(ctx context.Context, g *graph.Graph) (string, error)
 	expect func(w *world) (want string, ok bool)
+	// travel is the commit a time-travel read reads: one older than the
+	// last cleanup may be reclaimed (an error, never other rows).
+	travel string
 }
 
 // line is one generated load line.

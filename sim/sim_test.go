@@ -61,10 +61,12 @@ type sim struct {
 
 	worlds  []*world
 	known   map[string]data // acknowledged commit id -> content
-	cleaned map[string]bool // commits that existed when a cleanup ran
 	audited map[string]bool // recovery audit rows already in the history
-	step    int
-	history []string
+	knownAt map[string]int  // when a commit's content became known
+	// lastCleanup is the step of the last confirmed cleanup.
+	lastCleanup int
+	step        int
+	history     []string
 
 	clock  time.Duration // the simulated clock: total re-issue pauses
 	logbuf logSink
@@ -133,8 +135,8 @@ func run(seed uint64, nops int, bug *planted) (err error) {
 		bug:     bug,
 		raw:     mem.New(),
 		known:   map[string]data{},
-		cleaned: map[string]bool{},
 		audited: map[string]bool{},
+		knownAt: map[string]int{},
 	}
 	s.log = slog.New(slog.NewJSONHandler(&s.logbuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	defer func() {
@@ -251,7 +253,8 @@ func (s *sim) timeTravelOp(r *rand.Rand, w *world) *op {
 	id := ids[r.IntN(len(ids))]
 	want := s.known[id]
 	return &op{
-		desc: "time travel to " + short(id),
+		travel: id,
+		desc:   "time travel to " + short(id),
 		read: func(ctx context.Context, g *graph.Graph) (string, error) {
 			snap, err := g.SnapshotAt(ctx, id)
 			if err != nil {
@@ -311,7 +314,7 @@ func (s *sim) do(ctx context.Context, o *op) error {
 				return nil
 			}
 		}
-		if err != nil && strings.HasPrefix(o.desc, "time travel") && s.cleanedShort(o.desc) {
+		if err != nil && o.travel != "" && s.knownAt[o.travel] <= s.lastCleanup {
 			s.logf("%s %s -> refused after a cleanup (%s)", who, o.desc, errClass(err))
 			return nil
 		}
@@ -377,6 +380,7 @@ func (s *sim) do(ctx context.Context, o *op) error {
 	}
 	var next []*world
 	var why []string
+	var contents []data // of the acknowledged commit, per world
 	for _, w := range cands {
 		p := o.predict(w)
 		if b := w.br[o.target]; o.target != "" && b != nil && b.pend != nil {
@@ -401,7 +405,7 @@ func (s *sim) do(ctx context.Context, o *op) error {
 			if res.commit != "" {
 				b := n.br[p.branch]
 				b.commits = append(b.commits, res.commit)
-				s.known[res.commit] = b.data.clone()
+				contents = append(contents, b.data)
 			}
 			next = append(next, n)
 		case "refused":
@@ -441,14 +445,12 @@ func (s *sim) do(ctx context.Context, o *op) error {
 		return s.failf("%s: the engine's outcome (%s, err %v) fits no model world: %s", o.desc, outcome, err, strings.Join(why, "; "))
 	}
 	s.worlds = dedupe(next)
-	if o.cleanup && err == nil {
-		for _, w := range s.worlds {
-			for _, b := range w.br {
-				for _, id := range b.commits {
-					s.cleaned[id] = true
-				}
-			}
-		}
+	if len(contents) > 0 && !slices.ContainsFunc(contents, func(d data) bool { return !equalData(d, contents[0]) }) {
+		s.remember(res.commit, contents[0])
+	}
+	if o.cleanup {
+		// even a failed cleanup may have deleted part of what it meant to
+		s.lastCleanup = s.step
 	}
 	if crashed {
 		return s.restart(true)
@@ -456,14 +458,10 @@ func (s *sim) do(ctx context.Context, o *op) error {
 	return nil
 }
 
-func (s *sim) cleanedShort(desc string) bool {
-	sh := strings.TrimPrefix(desc, "time travel to ")
-	for id := range s.cleaned {
-		if short(id) == sh {
-			return true
-		}
-	}
-	return false
+// remember records the content of commit id, for time travel.
+func (s *sim) remember(id string, d data) {
+	s.known[id] = d.clone()
+	s.knownAt[id] = s.step
 }
 
 func firstLine(m string) string {
@@ -755,7 +753,7 @@ func (s *sim) settle(ctx context.Context, full bool) error {
 		for _, w := range s.worlds {
 			for _, b := range w.br {
 				if id := b.commits[len(b.commits)-1]; s.known[id] == nil && len(s.worlds) == 1 {
-					s.known[id] = b.data.clone()
+					s.remember(id, b.data)
 				}
 			}
 		}
