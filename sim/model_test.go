@@ -115,6 +115,9 @@ type branch struct {
 	// roll the write forward (pend becomes data, with one commit), roll it
 	// back (one rollback commit, data unchanged) or discard it (nothing).
 	pend data
+	// drift: a table of this branch has a version no commit pins (a stray
+	// table commit): a write over it is refused until repair restores it.
+	drift bool
 }
 
 func (b *branch) clone() *branch {
@@ -178,6 +181,9 @@ func (w *world) fingerprint() string {
 		fmt.Fprintf(&b, "%s[%s]{%s}base{%s}%d", n, strings.Join(br.commits, ","), br.data, br.base, br.baseLen)
 		if br.pend != nil {
 			fmt.Fprintf(&b, "pend{%s}", br.pend)
+		}
+		if br.drift {
+			b.WriteString("drift")
 		}
 		b.WriteByte(';')
 	}

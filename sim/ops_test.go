@@ -2,6 +2,11 @@ package sim
 
 import (
 	"context"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/omnigraph-go/omnigraph/backend"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -72,6 +77,8 @@ type op struct {
 	// predicts (ok false: the read must fail, e.g. a missing branch).
 	read   func(ctx context.Context, g *graph.Graph) (string, error)
 	expect func(w *world) (want string, ok bool)
+	// stray marks the out-of-band table commit (never faulted).
+	stray bool
 	// travel is the commit a time-travel read reads: one older than the
 	// last cleanup may be reclaimed (an error, never other rows).
 	travel string
@@ -635,3 +642,80 @@ func queryOp(r *rand.Rand, br string) *op {
 		},
 	}
 }
+
+// strayOp commits a Person row to main's Person table outside the
+// manifest, as a writer of another version that armed no intent might:
+// uncovered drift. It goes straight to the store, not through the engine.
+func strayOp(raw backend.StorageAdapter) *op {
+	return &op{
+		desc:   "stray table commit on main's Person table",
+		write:  true,
+		target: "",
+		stray:  true,
+		exec: func(ctx context.Context, _ *graph.Graph) (written, error) {
+			g, err := graph.Open(ctx, raw, graph.OpenOptions{ReadOnly: true})
+			if err != nil {
+				return written{}, err
+			}
+			s, err := g.Snapshot(ctx, "main")
+			if err != nil {
+				return written{}, err
+			}
+			ds, err := s.OpenTable(ctx, "node:Person")
+			if err != nil {
+				return written{}, err
+			}
+			b := array.NewRecordBuilder(memory.DefaultAllocator, ds.Schema())
+			defer b.Release()
+			for i, f := range ds.Schema().Fields() {
+				switch f.Name {
+				case "id", "handle":
+					b.Field(i).(*array.StringBuilder).Append("stray")
+				default:
+					b.Field(i).AppendNull()
+				}
+			}
+			rec := b.NewRecordBatch()
+			defer rec.Release()
+			st, err := ds.StageAppend(ctx, rec)
+			if err != nil {
+				return written{}, err
+			}
+			_, err = table.Commit(ctx, st)
+			return written{}, err
+		},
+		predict: func(w *world) pred {
+			return pred{rule: commitNever, apply: func(w *world) { w.br["main"].drift = true }}
+		},
+	}
+}
+
+// repairOp runs repair --confirm: pending intents are resolved, drift is
+// restored (with a commit or without: the model allows both).
+func repairOp() *op {
+	return &op{
+		desc:  "repair --confirm",
+		write: true,
+		exec: func(ctx context.Context, g *graph.Graph) (written, error) {
+			rep, err := g.Repair(ctx, true)
+			if err != nil {
+				return written{}, err
+			}
+			if rep.Applied {
+				return written{commit: maybeCommit, extra: fmt.Sprintf("restored %d drift", len(rep.Drift))}, nil
+			}
+			return written{}, nil
+		},
+		predict: func(w *world) pred {
+			return pred{branch: "main", rule: commitMaybe, apply: func(w *world) {
+				for _, b := range w.br {
+					b.drift = false
+				}
+			}}
+		},
+	}
+}
+
+// maybeCommit is what a write reports that may have published a commit
+// whose id it does not return.
+const maybeCommit = "?"

@@ -63,8 +63,10 @@ type sim struct {
 	known   map[string]data // acknowledged commit id -> content
 	audited map[string]bool // recovery audit rows already in the history
 	knownAt map[string]int  // when a commit's content became known
-	// lastCleanup is the step of the last confirmed cleanup.
+	// lastCleanup is the step of the last cleanup.
 	lastCleanup int
+	restarted   bool            // the process restarted during this step
+	seen        map[string]data // what the checks read, by branch, commit and version
 	step        int
 	history     []string
 
@@ -137,6 +139,7 @@ func run(seed uint64, nops int, bug *planted) (err error) {
 		known:   map[string]data{},
 		audited: map[string]bool{},
 		knownAt: map[string]int{},
+		seen:    map[string]data{},
 	}
 	s.log = slog.New(slog.NewJSONHandler(&s.logbuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	defer func() {
@@ -179,11 +182,19 @@ func run(seed uint64, nops int, bug *planted) (err error) {
 		return err
 	}
 	for s.step = 1; s.step <= nops; s.step++ {
-		if err := s.do(ctx, s.gen()); err != nil {
+		o := s.gen()
+		s.restarted = false
+		if err := s.do(ctx, o); err != nil {
 			return err
 		}
 		full := s.step%fullEvery == 0 || s.step == nops
-		if err := s.settle(ctx, full); err != nil {
+		if !o.write && !s.restarted && !full {
+			continue // a read changed nothing to check
+		}
+		// A cleanup or a recovery may touch any version: read everything
+		// again rather than what earlier checks read at the same heads.
+		fresh := full || o.cleanup || s.restarted
+		if err := s.settle(ctx, full, fresh); err != nil {
 			return err
 		}
 	}
@@ -220,11 +231,15 @@ func (s *sim) gen() *op {
 		o = queryOp(r, br)
 	case x < 82:
 		o = readOp(br)
-	case x < 88:
+	case x < 87:
 		o = s.timeTravelOp(r, w)
-	case x < 90:
+	case x < 88:
+		o = strayOp(s.raw)
+	case x < 89:
+		o = repairOp()
+	case x < 91:
 		o = &op{desc: "restart (clean)", client: -2}
-	case x < 92:
+	case x < 93:
 		o = &op{desc: "restart (crash between operations)", client: -3}
 	default:
 		o = mergeOp(user)
@@ -323,7 +338,10 @@ func (s *sim) do(ctx context.Context, o *op) error {
 		return s.failf("%s: the engine answered %q (err %v); the model expects %q (of %d worlds)", o.desc, got, err, want, len(s.worlds))
 	}
 
-	fdesc := s.armFault()
+	fdesc := ""
+	if !o.stray {
+		fdesc = s.armFault()
+	}
 	s.spy.reset()
 	res, err := o.exec(ctx, g)
 	fired := s.spy.fired()
@@ -402,13 +420,29 @@ func (s *sim) do(ctx context.Context, o *op) error {
 			}
 			n := w.clone()
 			p.apply(n)
-			if res.commit != "" {
+			if res.commit == maybeCommit {
+				m := n.clone()
+				m.br[p.branch].commits = append(m.br[p.branch].commits, "")
+				next = append(next, m)
+			} else if res.commit != "" {
 				b := n.br[p.branch]
 				b.commits = append(b.commits, res.commit)
 				contents = append(contents, b.data)
 			}
 			next = append(next, n)
 		case "refused":
+			if o.stray {
+				next = append(next, w) // a second stray finds its version taken
+				continue
+			}
+			drifted := false
+			for _, b := range w.br {
+				drifted = drifted || b.drift
+			}
+			if drifted && (errClass(err) == "drift" || errClass(err) == "cleanup-refused") {
+				next = append(next, w) // refused over drift, as it must be
+				continue
+			}
 			if p.refuse == "" && !fired && !(o.cleanup && errClass(err) == "cleanup-refused") {
 				why = append(why, "the model accepts it ("+p.why+") and no fault fired")
 				continue
@@ -445,7 +479,7 @@ func (s *sim) do(ctx context.Context, o *op) error {
 		return s.failf("%s: the engine's outcome (%s, err %v) fits no model world: %s", o.desc, outcome, err, strings.Join(why, "; "))
 	}
 	s.worlds = dedupe(next)
-	if len(contents) > 0 && !slices.ContainsFunc(contents, func(d data) bool { return !equalData(d, contents[0]) }) {
+	if res.commit != maybeCommit && len(contents) > 0 && !slices.ContainsFunc(contents, func(d data) bool { return !equalData(d, contents[0]) }) {
 		s.remember(res.commit, contents[0])
 	}
 	if o.cleanup {
@@ -538,6 +572,7 @@ func (s *sim) restart(crash bool) error {
 		}
 	}
 	s.clients = nil
+	s.restarted = true
 	for attempt := 0; ; attempt++ {
 		s.proc = graph.NewProcess()
 		s.inj.Reset()
@@ -561,6 +596,15 @@ func (s *sim) restart(crash bool) error {
 				return s.failf("reopen: error message carries %q: %v", msg, err)
 			}
 		}
+		if !crashed && errors.Is(err, recovery.ErrForeign) && attempt < 3 {
+			// Foreign table state under an intent: the open fails closed
+			// (by design); the operator runs repair --confirm.
+			s.logf("reopen -> refused: foreign table state under an intent; repair --confirm")
+			if err := s.repairAtOpen(ctx); err != nil {
+				return err
+			}
+			continue
+		}
 		if !crashed {
 			return s.failf("reopen after a restart: %v", err)
 		}
@@ -574,6 +618,34 @@ func (s *sim) restart(crash bool) error {
 		s.tune(g)
 		s.clients = append(s.clients, g)
 	}
+	return nil
+}
+
+// repairAtOpen runs repair --confirm through OpenForRepair, as an operator
+// would when a read-write open fails closed, and advances the oracle as
+// repairOp does.
+func (s *sim) repairAtOpen(ctx context.Context) error {
+	g, err := graph.OpenForRepair(ctx, s.store, graph.OpenOptions{Actor: "operator", Process: s.proc})
+	if err != nil {
+		return s.failf("open for repair: %v", err)
+	}
+	s.tune(g)
+	rep, err := g.Repair(ctx, true)
+	if err != nil {
+		return s.failf("repair: %v", err)
+	}
+	s.logf("repair -> applied=%v drift=%d recovered=%d%s", rep.Applied, len(rep.Drift), len(rep.Recovered), s.audits(ctx))
+	var next []*world
+	for _, w := range s.worlds {
+		n := w.clone()
+		for _, b := range n.br {
+			b.drift = false
+		}
+		m := n.clone()
+		m.br["main"].commits = append(m.br["main"].commits, "")
+		next = append(next, n, m)
+	}
+	s.worlds = dedupe(next)
 	return nil
 }
 
@@ -626,7 +698,7 @@ type obsBranch struct {
 	full    bool
 }
 
-func (s *sim) observe(ctx context.Context, full bool) (*observed, error) {
+func (s *sim) observe(ctx context.Context, full, fresh bool) (*observed, error) {
 	bs, err := s.ro.Branches(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("branches: %w", err)
@@ -637,9 +709,13 @@ func (s *sim) observe(ctx context.Context, full bool) (*observed, error) {
 		if err != nil {
 			return nil, fmt.Errorf("snapshot %s: %w", b.Name, err)
 		}
-		d, err := readData(ctx, snap)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", b.Name, err)
+		ck := fmt.Sprintf("%s|%s|%d", b.Name, snap.CommitID(), snap.Version())
+		d := s.seen[ck]
+		if fresh || d == nil {
+			if d, err = readData(ctx, snap); err != nil {
+				return nil, fmt.Errorf("read %s: %w", b.Name, err)
+			}
+			s.seen[ck] = d
 		}
 		limit := tailLen
 		if full {
@@ -710,7 +786,7 @@ func (w *world) matches(o *observed) (bool, string) {
 // settle compares storage with the oracle after an operation: some world
 // must be exactly what storage shows; once no recovery intent is pending
 // the outcome is final and only the matching worlds remain.
-func (s *sim) settle(ctx context.Context, full bool) error {
+func (s *sim) settle(ctx context.Context, full, fresh bool) error {
 	if out := s.logbuf.take(); out != "" {
 		low := strings.ToLower(out)
 		for _, bad := range logtest.Forbidden {
@@ -723,7 +799,7 @@ func (s *sim) settle(ctx context.Context, full bool) error {
 	if err != nil {
 		return s.failf("pending intents: %v", err)
 	}
-	o, err := s.observe(ctx, full)
+	o, err := s.observe(ctx, full, fresh)
 	if err != nil {
 		return s.failf("observe: %v", err)
 	}
@@ -763,7 +839,7 @@ func (s *sim) settle(ctx context.Context, full bool) error {
 		if err := s.restart(true); err != nil {
 			return err
 		}
-		return s.settle(ctx, full)
+		return s.settle(ctx, full, true)
 	}
 	return nil
 }
