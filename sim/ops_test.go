@@ -6,9 +6,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/omnigraph-go/omnigraph/backend"
 	"errors"
 	"fmt"
+	"github.com/omnigraph-go/omnigraph/backend"
 	"math/rand/v2"
 	"slices"
 	"sort"

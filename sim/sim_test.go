@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/internal/logtest"
 	"github.com/omnigraph-go/omnigraph/recovery"
+	"github.com/omnigraph-go/omnigraph/table"
 )
 
 var (
@@ -343,7 +345,9 @@ func (s *sim) do(ctx context.Context, o *op) error {
 		fdesc = s.armFault()
 	}
 	s.spy.reset()
-	res, err := o.exec(ctx, g)
+	octx, cancel := s.spy.dies(ctx)
+	res, err := o.exec(octx, g)
+	cancel()
 	fired := s.spy.fired()
 	crashed := s.inj.Crashed()
 	s.inj.Reset()
@@ -355,6 +359,9 @@ func (s *sim) do(ctx context.Context, o *op) error {
 	outcome := "ok"
 	switch {
 	case err == nil:
+	case crashed:
+		// the process died: its caller never heard how the write ended
+		outcome = "unknown"
 	case errors.Is(err, backend.ErrUnknown), errors.Is(err, graph.ErrRecoveryRequired):
 		outcome = "unknown"
 	default:
@@ -582,7 +589,9 @@ func (s *sim) restart(crash bool) error {
 			s.inj.CrashAtWrite(k)
 			fdesc = fmt.Sprintf(" [fault crash at write %d]", k)
 		}
-		g, err := graph.Open(ctx, s.store, graph.OpenOptions{Actor: "c0", Process: s.proc})
+		octx, cancel := s.spy.dies(ctx)
+		g, err := graph.Open(octx, s.store, graph.OpenOptions{Actor: "c0", Process: s.proc})
+		cancel()
 		crashed := s.inj.Crashed()
 		s.inj.Reset()
 		if err == nil && !crashed {
@@ -825,6 +834,11 @@ func (s *sim) settle(ctx context.Context, full, fresh bool) error {
 		return s.failf("storage fits none of the model's %d worlds:\n    %s", len(cands), strings.Join(why, "\n    "))
 	}
 	s.worlds = dedupe(keep)
+	if len(pending) == 0 && fresh {
+		if err := s.checkPins(ctx); err != nil {
+			return err
+		}
+	}
 	if len(pending) == 0 {
 		for _, w := range s.worlds {
 			for _, b := range w.br {
@@ -844,6 +858,47 @@ func (s *sim) settle(ctx context.Context, full, fresh bool) error {
 	return nil
 }
 
+// checkPins: once no intent is pending and no stray commit is known, every
+// table a branch has written (its own table branch) has its live HEAD at
+// the version the branch's head pins: recovery left no table ahead of, or
+// behind, the manifest.
+func (s *sim) checkPins(ctx context.Context) error {
+	for _, w := range s.worlds {
+		for _, b := range w.br {
+			if b.drift {
+				return nil
+			}
+		}
+	}
+	bs, err := s.ro.Branches(ctx)
+	if err != nil {
+		return s.failf("branches: %v", err)
+	}
+	for _, b := range bs {
+		snap, err := s.ro.Snapshot(ctx, b.Name)
+		if err != nil {
+			return s.failf("snapshot %s: %v", b.Name, err)
+		}
+		own := b.Name
+		if b.Name != "main" {
+			own = fmt.Sprintf("%s@%d", b.Name, b.Incarnation)
+		}
+		for _, p := range snap.Tables() {
+			if p.Branch != own {
+				continue // inherited: the parent's table branch moves on its own
+			}
+			h, err := table.LatestVersion(ctx, s.raw, p.Path, p.Branch)
+			if err != nil {
+				return s.failf("table head of %s on %s: %v", p.Key, b.Name, err)
+			}
+			if h != p.Version {
+				return s.failf("%s on %s: table HEAD %d, manifest pin %d, with no intent pending", p.Key, b.Name, h, p.Version)
+			}
+		}
+	}
+	return nil
+}
+
 // leak returns the forbidden fragment an error message carries, if any: a
 // user-facing message never names a storage key or internal path.
 func leak(err error) string {
@@ -859,8 +914,9 @@ func leak(err error) string {
 // spy notes whether a fault fired during one operation.
 type spy struct {
 	backend.StorageAdapter
-	mu  sync.Mutex
-	hit bool
+	mu   sync.Mutex
+	hit  bool
+	kill context.CancelFunc // ends the operation's context on a crash
 }
 
 func (p *spy) reset() { p.mu.Lock(); p.hit = false; p.mu.Unlock() }
@@ -874,9 +930,28 @@ func (p *spy) note(err error) error {
 	if err != nil && (errors.Is(err, fault.ErrInjected) || errors.Is(err, fault.ErrCrashed)) {
 		p.mu.Lock()
 		p.hit = true
+		if errors.Is(err, fault.ErrCrashed) && p.kill != nil {
+			p.kill()
+		}
 		p.mu.Unlock()
 	}
 	return err
+}
+
+// dies returns the context of one operation: it ends when the store
+// crashes, so that a dead process's re-issue pauses end at once (the handles
+// of a graph.Open still on the wall clock) and it stops at its next wait.
+func (p *spy) dies(ctx context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(ctx)
+	p.mu.Lock()
+	p.kill = cancel
+	p.mu.Unlock()
+	return c, func() {
+		p.mu.Lock()
+		p.kill = nil
+		p.mu.Unlock()
+		cancel()
+	}
 }
 
 func (p *spy) Get(ctx context.Context, key string) ([]byte, backend.Attrs, error) {
@@ -927,6 +1002,30 @@ func (p *spy) DeletePrefix(ctx context.Context, prefix string) error {
 	return p.note(p.StorageAdapter.DeletePrefix(ctx, prefix))
 }
 
+// defaultLog captures what the engine logs to slog.Default (the handles a
+// read-write open makes before the simulation can point them at its run's
+// log); TestSimulation scans it at the end.
+var defaultLog logSink
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	slog.SetDefault(slog.New(slog.NewJSONHandler(&defaultLog, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	os.Exit(m.Run())
+}
+
+// scanDefaultLog fails t when a default-logger line carries a forbidden
+// string.
+func scanDefaultLog(t *testing.T) {
+	out := defaultLog.take()
+	low := strings.ToLower(out)
+	for _, bad := range logtest.Forbidden {
+		if strings.Contains(low, strings.ToLower(bad)) {
+			t.Errorf("a log line carries %q:\n%s", bad, out)
+			return
+		}
+	}
+}
+
 // TestSimulation runs seeds first..first+seeds-1 (or only -seed) of -ops
 // operations each, in parallel, and fails with the seed, its history and
 // a replay command for every failing one.
@@ -964,6 +1063,7 @@ func TestSimulation(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
+	scanDefaultLog(t)
 	if len(failed) > 0 {
 		slices.Sort(failed)
 		t.Logf("failing seeds: %v", failed)
