@@ -29,6 +29,7 @@ var (
 	seedsFlag = flag.Int("seeds", 200, "sim: how many seeds TestSimulation runs")
 	opsFlag   = flag.Int("ops", 200, "sim: operations per seed")
 	firstFlag = flag.Uint64("first", 1, "sim: the first seed of TestSimulation")
+	traceFlag = flag.Bool("trace", false, "sim: print the history of every seed, passing or not")
 )
 
 // clients is how many read-write handles (logical clients) one simulated
@@ -133,6 +134,11 @@ func (s *sim) logf(format string, args ...any) {
 
 // run executes one seed of nops operations; bug (nil: none) plants a bug.
 func run(seed uint64, nops int, bug *planted) (err error) {
+	return runTraced(seed, nops, bug, nil)
+}
+
+// runTraced is run; trace, when set, receives the history of a passing run.
+func runTraced(seed uint64, nops int, bug *planted, trace func([]string)) (err error) {
 	s := &sim{
 		seed:    seed,
 		rng:     rand.New(rand.NewPCG(seed, seed^0x5eed)),
@@ -183,6 +189,9 @@ func run(seed uint64, nops int, bug *planted) (err error) {
 	if err := s.restart(false); err != nil {
 		return err
 	}
+	if trace != nil {
+		defer func() { trace(s.history) }()
+	}
 	for s.step = 1; s.step <= nops; s.step++ {
 		o := s.gen()
 		s.restarted = false
@@ -214,7 +223,13 @@ func (s *sim) gen() *op {
 	}
 	user := userBranches[r.IntN(len(userBranches))]
 	var o *op
+	drifted := false
+	for _, b := range w.br {
+		drifted = drifted || b.drift
+	}
 	switch x := r.IntN(100); {
+	case drifted && x < 8:
+		o = repairOp() // an operator notices drift soon
 	case x < 22:
 		o = loadOp(r, br)
 	case x < 42:
@@ -231,8 +246,10 @@ func (s *sim) gen() *op {
 		o = cleanupOp(1 + r.IntN(3))
 	case x < 76:
 		o = queryOp(r, br)
-	case x < 82:
+	case x < 80:
 		o = readOp(br)
+	case x < 82:
+		o = exportOp(br)
 	case x < 87:
 		o = s.timeTravelOp(r, w)
 	case x < 88:
@@ -1049,7 +1066,11 @@ func TestSimulation(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for seed := range work {
-				if err := run(seed, *opsFlag, nil); err != nil {
+				var trace func([]string)
+				if *traceFlag {
+					trace = func(h []string) { t.Logf("seed %d:\n  %s", seed, strings.Join(h, "\n  ")) }
+				}
+				if err := runTraced(seed, *opsFlag, nil, trace); err != nil {
 					mu.Lock()
 					failed = append(failed, seed)
 					mu.Unlock()
