@@ -829,13 +829,16 @@ func (s *sim) settle(ctx context.Context, full, fresh bool) error {
 	if err != nil {
 		return s.failf("observe: %v", err)
 	}
-	cands := s.worlds
-	if len(pending) == 0 {
-		// no recovery intent is left: every pending write has ended
-		cands = nil
-		for _, w := range s.worlds {
-			cands = append(cands, w.resolved()...)
+	// A pending write may have ended (a recovery resolved it; its sidecar
+	// may outlive that when its delete fails); once no intent is left in
+	// storage, every pending write has ended.
+	var cands []*world
+	for _, w := range s.worlds {
+		rs := w.resolved()
+		if len(pending) > 0 && len(rs) > 1 {
+			cands = append(cands, w)
 		}
+		cands = append(cands, rs...)
 	}
 	var keep []*world
 	var why []string
