@@ -17,7 +17,7 @@ import (
 
 // planted is a deliberately planted bug: a storage wrapper that misbehaves
 // (wrap, below the fault injector), or an engine seam of internal/plant
-// switched on for the run (arm returns the switch-off). faults, when set,
+// switched on while its seeds run (arm returns the switch-off). faults, when set,
 // replaces the run's fault schedule.
 type planted struct {
 	name   string
@@ -77,6 +77,11 @@ func TestPlantedBugsAreCaught(t *testing.T) {
 // firstFailing runs seeds 1..n with bug planted and returns the smallest
 // failing seed and its failure.
 func firstFailing(bug *planted, n, ops int) (uint64, error) {
+	if bug.arm != nil {
+		// once for all the parallel runs: per run, interleaved restores
+		// could leave the switch on for the next bug
+		defer bug.arm()()
+	}
 	var (
 		mu    sync.Mutex
 		best  uint64

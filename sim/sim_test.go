@@ -165,9 +165,6 @@ func runTraced(seed uint64, nops int, bug *planted, trace func([]string)) (err e
 	s.inj = fault.New(under)
 	s.spy = &spy{StorageAdapter: s.inj}
 	s.store = s.spy
-	if bug != nil && bug.arm != nil {
-		defer bug.arm()()
-	}
 	ctx := context.Background()
 	g, err := graph.Init(ctx, s.store, schema, graph.InitOptions{Actor: "init"})
 	if err != nil {
