@@ -25,11 +25,11 @@ import (
 )
 
 var (
-	seedFlag  = flag.Uint64("seed", 0, "sim: run only this seed (0: seeds 1..-seeds)")
-	seedsFlag = flag.Int("seeds", 200, "sim: how many seeds TestSimulation runs")
-	opsFlag   = flag.Int("ops", 200, "sim: operations per seed")
-	firstFlag = flag.Uint64("first", 1, "sim: the first seed of TestSimulation")
-	traceFlag = flag.Bool("trace", false, "sim: print the history of every seed, passing or not")
+	seedFlag    = flag.Uint64("seed", 0, "sim: run only this seed (0: seeds 1..-seeds)")
+	seedsFlag   = flag.Int("seeds", 200, "sim: how many seeds TestSimulation runs")
+	opsFlag     = flag.Int("ops", 200, "sim: operations per seed")
+	firstFlag   = flag.Uint64("first", 1, "sim: the first seed of TestSimulation")
+	historyFlag = flag.Bool("history", false, "sim: log the history of every seed, passing or not")
 )
 
 // clients is how many read-write handles (logical clients) one simulated
@@ -1067,7 +1067,7 @@ func TestSimulation(t *testing.T) {
 			defer wg.Done()
 			for seed := range work {
 				var trace func([]string)
-				if *traceFlag {
+				if *historyFlag {
 					trace = func(h []string) { t.Logf("seed %d:\n  %s", seed, strings.Join(h, "\n  ")) }
 				}
 				if err := runTraced(seed, *opsFlag, nil, trace); err != nil {
