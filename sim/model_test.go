@@ -110,6 +110,15 @@ type branch struct {
 	// main only, so the base is always one of this branch's commits.
 	base    data
 	baseLen int
+	// mainLen is the length of main's commits at that sync point, and by
+	// says what made it: 'f' the fork, 'b' a merge of this branch into main,
+	// 'm' a merge of main into this branch. Merges run one at a time, so
+	// each sync point descends from the one before: the newest is the base.
+	mainLen int
+	by      byte
+	// pendSync is the sync point a pending merge on this branch (its
+	// target) makes when it rolls forward, for the branch named.
+	pendSync *pendSync
 	// pend is a write on this branch whose outcome is unknown and whose
 	// publish did not land: storage shows data, and a recovery may still
 	// roll the write forward (pend becomes data, with one commit), roll it
@@ -128,7 +137,24 @@ func (b *branch) clone() *branch {
 	if b.pend != nil {
 		c.pend = b.pend.clone()
 	}
+	if b.pendSync != nil {
+		ps := *b.pendSync
+		ps.base = ps.base.clone()
+		c.pendSync = &ps
+	}
 	return &c
+}
+
+// pendSync is the merge bookkeeping of a pending merge.
+type pendSync struct {
+	branch           string
+	base             data
+	baseLen, mainLen int
+	by               byte
+}
+
+func (b *branch) setSync(base data, baseLen, mainLen int, by byte) {
+	b.base, b.baseLen, b.mainLen, b.by = base.clone(), baseLen, mainLen, by
 }
 
 // resolutions are the three ways recovery can end a pending write on br.
@@ -137,10 +163,18 @@ func (w *world) resolutions(br string) []*world {
 	f := forward.br[br]
 	f.data, f.pend = f.pend, nil
 	f.commits = append(f.commits, "")
+	if ps := f.pendSync; ps != nil {
+		if u := forward.br[ps.branch]; u != nil {
+			u.setSync(ps.base, ps.baseLen, ps.mainLen, ps.by)
+		}
+	}
 	b := back.br[br]
 	b.pend = nil
 	b.commits = append(b.commits, "")
 	discard.br[br].pend = nil
+	for _, x := range []*world{forward, back, discard} {
+		x.br[br].pendSync = nil
+	}
 	return []*world{forward, back, discard}
 }
 
@@ -178,9 +212,12 @@ func (w *world) fingerprint() string {
 	var b strings.Builder
 	for _, n := range slices.Sorted(maps.Keys(w.br)) {
 		br := w.br[n]
-		fmt.Fprintf(&b, "%s[%s]{%s}base{%s}%d", n, strings.Join(br.commits, ","), br.data, br.base, br.baseLen)
+		fmt.Fprintf(&b, "%s[%s]{%s}base{%s}%d,%d%c", n, strings.Join(br.commits, ","), br.data, br.base, br.baseLen, br.mainLen, br.by)
 		if br.pend != nil {
 			fmt.Fprintf(&b, "pend{%s}", br.pend)
+		}
+		if ps := br.pendSync; ps != nil {
+			fmt.Fprintf(&b, "psync{%s %s %d,%d%c}", ps.branch, ps.base, ps.baseLen, ps.mainLen, ps.by)
 		}
 		if br.drift {
 			b.WriteString("drift")
@@ -209,8 +246,10 @@ type pred struct {
 	apply  func(w *world)
 	branch string // the branch whose history a commit extends
 	rule   commitRule
-	// merged marks a merge (apply also records the new base).
-	why string
+	// sync names the user branch whose sync point a merge moves (apply
+	// moves it; a pending merge carries it in pendSync).
+	sync string
+	why  string
 }
 
 // threeWay merges src into tgt over base per entity, as graph/merge does:

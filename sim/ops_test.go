@@ -381,7 +381,9 @@ func createOp(name string) *op {
 			}
 			return pred{rule: commitNever, apply: func(w *world) {
 				m := w.br["main"]
-				w.br[name] = &branch{data: m.data.clone(), commits: slices.Clone(m.commits), base: m.data.clone(), baseLen: len(m.commits)}
+				b := &branch{data: m.data.clone(), commits: slices.Clone(m.commits)}
+				b.setSync(m.data, len(m.commits), len(m.commits), 'f')
+				w.br[name] = b
 			}}
 		},
 	}
@@ -403,34 +405,53 @@ func deleteOp(name string) *op {
 	}
 }
 
-func mergeOp(src string) *op {
+// mergeOp merges src into dst; one of them is main, the other a user
+// branch (merges between user branches are not generated).
+func mergeOp(src, dst string) *op {
+	user := src
+	if src == "main" {
+		user = dst
+	}
 	return &op{
-		desc:   "merge " + src + " into main",
+		desc:   "merge " + src + " into " + dst,
 		write:  true,
-		target: "main",
+		target: dst,
 		exec: func(ctx context.Context, g *graph.Graph) (written, error) {
-			res, err := merge.Run(ctx, g, src, "main", merge.Options{})
+			res, err := merge.Run(ctx, g, src, dst, merge.Options{})
 			if err != nil {
 				return written{}, err
 			}
 			return written{commit: commitOf(res.Commit), extra: string(res.Outcome)}, nil
 		},
 		predict: func(w *world) pred {
-			s := w.br[src]
-			if s == nil {
+			u := w.br[user]
+			if u == nil {
 				return pred{refuse: "notfound"}
 			}
-			if len(s.commits) == s.baseLen {
-				return pred{branch: "main", rule: commitNever, apply: func(*world) {}, why: "up to date"}
+			s, t, m := w.br[src], w.br[dst], w.br["main"]
+			upToDate := false
+			if src == "main" {
+				upToDate = (u.by == 'f' || u.by == 'm') && len(m.commits) == u.mainLen
+			} else {
+				upToDate = (u.by == 'f' || u.by == 'b') && len(u.commits) == u.baseLen
 			}
-			out, conflicts := threeWay(s.base, s.data, w.br["main"].data)
+			if upToDate {
+				return pred{branch: dst, rule: commitNever, apply: func(*world) {}, why: "up to date"}
+			}
+			out, conflicts := threeWay(u.base, s.data, t.data)
 			if len(conflicts) > 0 {
 				return pred{refuse: "conflict", why: strings.Join(conflicts, ",")}
 			}
-			return pred{branch: "main", rule: commitMust, apply: func(w *world) {
-				s := w.br[src]
-				w.br["main"].data = out.clone()
-				s.base, s.baseLen = s.data.clone(), len(s.commits)
+			return pred{branch: dst, rule: commitMust, sync: user, apply: func(w *world) {
+				s, t, u, m := w.br[src], w.br[dst], w.br[user], w.br["main"]
+				t.data = out.clone()
+				// the sync point: the source head merged, with the
+				// lengths after the merge commit lands on the target
+				if src == "main" {
+					u.setSync(s.data, len(u.commits)+1, len(m.commits), 'm')
+				} else {
+					u.setSync(s.data, len(u.commits), len(m.commits)+1, 'b')
+				}
 			}}
 		},
 	}

@@ -219,6 +219,9 @@ func (s *sim) gen() *op {
 		br = "main"
 	}
 	user := userBranches[r.IntN(len(userBranches))]
+	if live := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "main" }); len(live) > 0 && r.IntN(5) > 0 {
+		user = live[r.IntN(len(live))] // mostly a branch that exists
+	}
 	var o *op
 	drifted := false
 	for _, b := range w.br {
@@ -236,7 +239,7 @@ func (s *sim) gen() *op {
 	case x < 52:
 		o = deleteOp(user)
 	case x < 62:
-		o = mergeOp(user)
+		o = mergeOp(user, "main")
 	case x < 66:
 		o = optimizeOp(br)
 	case x < 68:
@@ -258,7 +261,7 @@ func (s *sim) gen() *op {
 	case x < 93:
 		o = &op{desc: "restart (crash between operations)", client: -3}
 	default:
-		o = mergeOp(user)
+		o = mergeOp("main", user)
 	}
 	if o.client == 0 {
 		o.client = r.IntN(clients)
@@ -487,6 +490,9 @@ func (s *sim) do(ctx context.Context, o *op) error {
 				b := n.br[p.branch]
 				pendingW := w.clone()
 				pendingW.br[p.branch].pend = b.data.clone()
+				if u := n.br[p.sync]; p.sync != "" && u != nil {
+					pendingW.br[p.branch].pendSync = &pendSync{branch: p.sync, base: u.base.clone(), baseLen: u.baseLen, mainLen: u.mainLen, by: u.by}
+				}
 				next = append(next, pendingW)
 				b.commits = append(b.commits, "")
 				if p.rule == commitMaybe {
