@@ -621,6 +621,11 @@ func TestForeignDriftFailsOpenClosed(t *testing.T) {
 	if !errors.Is(err, recovery.ErrForeign) {
 		t.Fatalf("open = %v, want a fail-closed ErrForeign", err)
 	}
+	// The message names the operation, never the sidecar's storage key
+	// (found by the simulation, sim seed 5).
+	if strings.Contains(err.Error(), "__recovery") || !strings.Contains(err.Error(), "omnigraph recovery list") {
+		t.Fatalf("open error names a storage key or no next step: %v", err)
+	}
 	if keys, _ := recovery.Pending(ctx, r.fault); len(keys) != 1 {
 		t.Fatalf("the sidecar was not kept: %v", keys)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/internal/plant"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
@@ -155,6 +156,8 @@ func classify(ts []TableAssessment) Classification {
 	case len(ts) == 0 || count[NoMovement] == len(ts):
 		return ClassNoMovement
 	case count[RolledPastExpected] == len(ts):
+		return ClassRolledPastExpected
+	case plant.On(plant.RollForwardUnconfirmed) && count[RolledPastExpected] > 0:
 		return ClassRolledPastExpected
 	}
 	return ClassIncompletePhaseB

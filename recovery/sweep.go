@@ -204,8 +204,8 @@ func Resolve(ctx context.Context, store backend.StorageAdapter, sc *Sidecar, opt
 			return out, err
 		}
 	case a.Class == ClassUnexpectedAtP1 || a.Class == ClassUnexpectedMultistep:
-		return out, fmt.Errorf("%w: operation %s (%s): %s; recovery will not adopt or restore through it, the sidecar %s is kept for inspection",
-			ErrForeign, in.OperationID, a.Class, describe(a), Key(in.OperationID))
+		return out, fmt.Errorf("%w: operation %s (%s): %s; recovery will not adopt or restore through it, its sidecar is kept for inspection (omnigraph recovery list; omnigraph repair --confirm rolls it back)",
+			ErrForeign, in.OperationID, a.Class, describe(a))
 	case a.Class == ClassRolledPastExpected && !a.AuthorityMoved:
 		if err := opts.Manifests.Publish(ctx, in.Entry); err != nil {
 			return out, fmt.Errorf("roll forward operation %s: %w", in.OperationID, err)

@@ -4,7 +4,9 @@
 //
 // Retention is graph-level: per live branch, the newest Keep manifest
 // versions (or those newer than OlderThan), plus its genesis (the fork
-// point, which a merge base and its inheritance read). Every table version
+// point, which a merge base and its inheritance read) and every merged
+// parent its merge commits name (the base of that source's next merge).
+// Every table version
 // one of those manifest versions pins is kept, and so is every table
 // branch's newest version and every version a table fork was made from.
 // Older manifest versions stay listed in history, but time travel to them
@@ -262,12 +264,23 @@ func retained(ctx context.Context, man *manifest.Store, opts Options, now time.T
 		}
 	}
 	kept := 0
+	// byID holds every version walked, by commit id; merged the second
+	// parents of their merge commits.
+	byID := map[string]*manifest.Entry{}
+	var merged []string
+	pinned := map[*manifest.Entry]bool{}
 	for _, r := range refs {
 		if !r.Live() {
 			continue
 		}
 		n := 0
 		err := man.Versions(ctx, r.Branch, r.Incarnation, r.Version, func(e *manifest.Entry) (bool, error) {
+			if e.Commit != nil {
+				byID[e.Commit.ID] = e
+				if len(e.Commit.Parents) > 1 {
+					merged = append(merged, e.Commit.Parents[1:]...)
+				}
+			}
 			n++
 			within := n == 1 || (opts.Keep > 0 && n <= opts.Keep)
 			if opts.OlderThan > 0 && e.Commit != nil && now.Sub(time.UnixMicro(e.Commit.TimeMicros)) < opts.OlderThan {
@@ -278,12 +291,24 @@ func retained(ctx context.Context, man *manifest.Store, opts Options, now time.T
 			// and its merge base read it.
 			if within || e.Version == 1 {
 				pin(e)
+				pinned[e] = true
 				kept++
 			}
 			return true, nil
 		})
 		if err != nil {
 			return nil, nil, nil, 0, err
+		}
+	}
+	// A merged parent (the source head a merge recorded) is the base of
+	// that source's next merge: keep its tables however old it is. One on
+	// a deleted branch is no base any more (a branch with descendants
+	// cannot be deleted).
+	for _, id := range merged {
+		if e := byID[id]; e != nil && !pinned[e] {
+			pin(e)
+			pinned[e] = true
+			kept++
 		}
 	}
 	paths := make([]string, 0, len(keep))

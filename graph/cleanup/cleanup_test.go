@@ -24,6 +24,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/graph/cleanup"
 	"github.com/omnigraph-go/omnigraph/graph/export"
 	"github.com/omnigraph-go/omnigraph/graph/load"
+	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
 	"github.com/omnigraph-go/omnigraph/graph/optimize"
 	"github.com/omnigraph-go/omnigraph/graph/query"
@@ -543,5 +544,61 @@ func TestCleanupStorageAgainstAFreshCopy(t *testing.T) {
 	r2, err := query.Head(ctx, fg, "main", q, "", nil)
 	if err != nil || fmt.Sprint(r1.Rows) != fmt.Sprint(r2.Rows) || fmt.Sprint(r1.Rows) != "[[101000 89 b000000]]" {
 		t.Fatalf("answers: cleaned %v, fresh %v (%v)", r1.Rows, r2.Rows, err)
+	}
+}
+
+// TestCleanupKeepsTheBaseOfTheNextMerge is the simulation's finding (sim
+// seeds 3, 5 and 15 of the first 20): after a branch was merged, the base
+// of its next merge is its head at that merge (the merge commit's second
+// parent), not its fork point. Cleanup kept only the fork point, so a
+// `--keep 1` made every later merge of the branch fail on a missing table
+// version. Now the merged parents of every live branch's history keep
+// their tables, and the next merge runs and merges the right rows.
+func TestCleanupKeepsTheBaseOfTheNextMerge(t *testing.T) {
+	ctx := context.Background()
+	store := mem.New()
+	g, err := graph.Init(ctx, store, schema, graph.InitOptions{Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := `mutation m($h: String, $a: I32) { insert Person { handle: $h, age: $a } }`
+	mut(t, g, "main", ins, map[string]any{"h": "base", "a": 1})
+	if _, err := g.CreateBranch(ctx, "feature", "main"); err != nil {
+		t.Fatal(err)
+	}
+	mut(t, g, "feature", ins, map[string]any{"h": "f1", "a": 2})
+	if _, err := merge.Run(ctx, g, "feature", "main", merge.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// after the merge, both sides move on: the next merge is three-way
+	// over feature's head at the first merge
+	for i := range 3 {
+		mut(t, g, "feature", ins, map[string]any{"h": fmt.Sprintf("f%d", i+2), "a": 3})
+		mut(t, g, "main", ins, map[string]any{"h": fmt.Sprintf("m%d", i), "a": 4})
+	}
+	if _, err := cleanup.Run(ctx, g, cleanup.Options{Keep: 1, Confirm: true}); err != nil {
+		t.Fatal(err)
+	}
+	// a fresh handle: nothing of the first merge is cached
+	if g, err = graph.Open(ctx, store, graph.OpenOptions{Actor: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := merge.Run(ctx, g, "feature", "main", merge.Options{})
+	if err != nil {
+		t.Fatalf("the merge after cleanup: %v", err)
+	}
+	if res.Outcome != merge.Merged || res.Inserted != 3 || res.Deleted != 0 {
+		t.Fatalf("merge %+v, want a three-way merge inserting f2..f4", res)
+	}
+	got, err := query.Head(ctx, g, "main", `query q() { match { $p: Person } return { $p.handle } order { $p.handle } }`, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hs []string
+	for _, r := range got.Rows {
+		hs = append(hs, fmt.Sprint(r[0]))
+	}
+	if s := strings.Join(hs, " "); s != "base f1 f2 f3 f4 m0 m1 m2" {
+		t.Fatalf("main holds %s", s)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/internal/plant"
 )
 
 // The re-issue rule: a manifest create whose answer was lost, timed out or
@@ -140,6 +141,9 @@ func (m *Store) create(ctx context.Context, key, branch string, v uint64, data [
 		case backend.IsPrecondition(err):
 			// A re-issue found the version taken: by an earlier attempt
 			// of ours, or by another writer. The bytes tell which.
+			if plant.On(plant.PublishTwice) {
+				return fmt.Errorf("%w: branch %q version %d was published by another writer", ErrHeadMoved, branch, v)
+			}
 			got, _, rerr := m.s.Get(ctx, key)
 			switch {
 			case rerr == nil && bytes.Equal(got, data):

@@ -24,6 +24,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/graph/change"
 	"github.com/omnigraph-go/omnigraph/graph/manifest"
 	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/internal/plant"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
@@ -292,6 +293,9 @@ func (m *merger) classify(ctx context.Context) error {
 }
 
 func (m *merger) apply(t tableRef, c *Change) {
+	if c.Op == OpDelete && plant.On(plant.MergeDropDelete) {
+		return
+	}
 	if c.Op == OpDelete {
 		if m.dels[t.key] == nil {
 			m.dels[t.key] = map[string]bool{}
