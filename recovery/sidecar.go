@@ -41,6 +41,10 @@ var (
 	// does not own (another writer's commit, or one burying this write's).
 	// Recovery fails closed and keeps the sidecar.
 	ErrForeign = errors.New("recovery: foreign table movement")
+	// ErrAuditNotWritten: a repair or recovery took effect (it published)
+	// but its audit row could not be written. The change stands; only the
+	// log of it is missing.
+	ErrAuditNotWritten = errors.New("recovery: the audit row was not written")
 	// ErrDeferred: the sidecar needs a rollback, which only a read-write
 	// open (Full mode) performs.
 	ErrDeferred = errors.New("a pending recovery sidecar requires rollback — reopen the graph read-write")
