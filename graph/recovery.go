@@ -444,9 +444,6 @@ type RepairReport struct {
 	Applied bool `json:"applied"`
 	// Records are the audit rows written, one per repaired branch.
 	Records []recovery.Record `json:"records,omitempty"`
-	// Warnings say what a confirmed repair did but could not record (an
-	// audit row that failed to write after the repair was published).
-	Warnings []string `json:"warnings,omitempty"`
 }
 
 // OpenForRepair opens the graph read-write for Repair without the
@@ -548,11 +545,11 @@ func (g *Graph) Repair(ctx context.Context, confirm bool) (*RepairReport, error)
 		if rec != nil {
 			rep.Records = append(rep.Records, *rec)
 		}
-		if errors.Is(err, recovery.ErrAuditNotWritten) {
-			// The branch is repaired (published); say what is missing
-			// rather than fail a change that stands.
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("branch %q was repaired, but its audit row could not be written (failure class %s); the repair commit is in 'omnigraph commit list'", b, backend.KindOf(err)))
-			continue
+		if errors.Is(err, recovery.ErrAuditNotWritten) && rec != nil {
+			// The repair stands (published): not a refusal, and not
+			// complete either — its audit row is missing.
+			rep.Applied = true
+			return rep, fmt.Errorf("branch %q was repaired (commit %s) and the repair stands (see 'omnigraph commit list'), but its audit row could not be written: %w", b, rec.CommitID, err)
 		}
 		if err != nil {
 			return rep, err

@@ -360,9 +360,9 @@ func (f failAudit) PutIfAbsent(ctx context.Context, key string, data []byte) (ba
 // TestRepairWhoseAuditRowFailsReportsTheRepair is the simulation's finding
 // (sim seeds 118, 153): a confirmed repair whose audit row cannot be
 // written after the repair was published used to fail like a refusal while
-// main had the new commit. It now reports the repair as applied, with a
-// warning that names the branch and no storage key, and the graph is
-// repaired (a write succeeds and nothing is lost).
+// main had the new commit. It now fails with ErrAuditNotWritten, saying the
+// repair stands and naming its commit (no storage key), with the report
+// marked applied; the graph is repaired (a write succeeds, nothing lost).
 func TestRepairWhoseAuditRowFailsReportsTheRepair(t *testing.T) {
 	ctx := context.Background()
 	r := newCrashRig(t, "mem")
@@ -383,11 +383,11 @@ func TestRepairWhoseAuditRowFailsReportsTheRepair(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := g.Repair(ctx, true)
-	if err != nil || !rep.Applied || len(rep.Records) != 1 || len(rep.Warnings) != 1 {
-		t.Fatalf("repair with a failing audit row: %+v, %v; want applied with one warning", rep, err)
+	if !errors.Is(err, recovery.ErrAuditNotWritten) || rep == nil || !rep.Applied || len(rep.Records) != 1 {
+		t.Fatalf("repair with a failing audit row: %+v, %v; want ErrAuditNotWritten with the repair applied", rep, err)
 	}
-	if w := rep.Warnings[0]; !strings.Contains(w, `"main"`) || strings.Contains(w, recovery.AuditDir) || strings.Contains(w, "__") {
-		t.Fatalf("warning %q", w)
+	if m := err.Error(); !strings.Contains(m, `"main"`) || !strings.Contains(m, rep.Records[0].CommitID) || !strings.Contains(m, "stands") || strings.Contains(m, "__") {
+		t.Fatalf("message %q: want the branch, the commit and that the repair stands, and no storage key", m)
 	}
 	after, err := g.Commits(ctx, "main", 0)
 	if err != nil || len(after) != len(before)+1 || after[0].ID != rep.Records[0].CommitID {

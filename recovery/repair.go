@@ -133,7 +133,8 @@ func RepairBranch(ctx context.Context, store backend.StorageAdapter, man Manifes
 	}
 	rec.RecoveredMicros = now.UnixMicro()
 	if err := AppendAudit(ctx, store, rec); err != nil {
-		// The repair is published: report it done, with the missing row.
+		// The repair is published: the caller reports it as standing,
+		// with its audit row missing.
 		return rec, fmt.Errorf("%w: %w", ErrAuditNotWritten, err)
 	}
 	return rec, nil

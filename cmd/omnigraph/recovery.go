@@ -210,7 +210,4 @@ func printRepair(a *app, rep *graph.RepairReport, confirm bool) {
 	for _, r := range rep.Records {
 		fmt.Fprintf(w, "repaired branch %s: commit %s\n", r.Branch, r.CommitID)
 	}
-	for _, m := range rep.Warnings {
-		fmt.Fprintln(w, "warning:", m)
-	}
 }
