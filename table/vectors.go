@@ -72,6 +72,21 @@ func toParquet(ps *arrow.Schema, rec arrow.Record) arrow.Record {
 func fixedToList(fl *array.FixedSizeList) arrow.Array {
 	t := fl.DataType().(*arrow.FixedSizeListType)
 	n := int(t.Len())
+	if fl.NullN() == 0 {
+		// No null entry: the list shares the child values; only the
+		// offsets are new.
+		offsets := make([]int32, fl.Len()+1)
+		for i := range offsets {
+			offsets[i] = int32(i * n)
+		}
+		child := array.NewSlice(fl.ListValues(), int64(fl.Offset()*n), int64((fl.Offset()+fl.Len())*n))
+		defer child.Release()
+		data := array.NewData(arrow.ListOfField(t.ElemField()), fl.Len(),
+			[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets))},
+			[]arrow.ArrayData{child.Data()}, 0, 0)
+		defer data.Release()
+		return array.MakeFromData(data)
+	}
 	vals := fl.ListValues().(*array.Float32)
 	b := array.NewListBuilderWithField(memory.DefaultAllocator, t.ElemField())
 	defer b.Release()
@@ -153,6 +168,20 @@ func fixedSizeOf(f arrow.Field) (int, bool) {
 }
 
 func listToFixed(l *array.List, n int, elem arrow.Field) arrow.Array {
+	if l.NullN() == 0 && l.Len() > 0 {
+		// No null entry: every entry holds n values (the writer wrote
+		// them so), contiguous in the child; the vectors share it.
+		start, _ := l.ValueOffsets(0)
+		_, end := l.ValueOffsets(l.Len() - 1)
+		if int(end-start) == l.Len()*n {
+			child := array.NewSlice(l.ListValues(), start, end)
+			defer child.Release()
+			data := array.NewData(arrow.FixedSizeListOfField(int32(n), elem), l.Len(), []*memory.Buffer{nil},
+				[]arrow.ArrayData{child.Data()}, 0, 0)
+			defer data.Release()
+			return array.MakeFromData(data)
+		}
+	}
 	b := array.NewFixedSizeListBuilderWithField(memory.DefaultAllocator, int32(n), elem)
 	defer b.Release()
 	vb := b.ValueBuilder().(*array.Float32Builder)

@@ -95,4 +95,14 @@ func TestNullableVectorsWithNulls(t *testing.T) {
 	if got := vectorRows(t, ds); got != want {
 		t.Fatalf("after compaction: %s\nwant %s", got, want)
 	}
+	// Vectors without a null (the shared-values path), from a sliced record.
+	full := vectorRecord(t, 10, []bool{false, false, false, false})
+	defer full.Release()
+	part := full.NewSlice(1, 4)
+	defer part.Release()
+	ds = mc(t)(ds.StageAppend(ctx, part))
+	want += "d011=[11,11.5,-11] d012=[12,12.5,-12] d013=[13,13.5,-13] "
+	if got := vectorRows(t, ds); got != want {
+		t.Fatalf("after a null-free sliced append: %s\nwant %s", got, want)
+	}
 }
