@@ -28,6 +28,7 @@ type compactor struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	done    chan struct{}
+	running bool
 	runs    int // finished checks, for tests
 }
 
@@ -58,11 +59,12 @@ func (c *compactor) close() {
 	<-c.done
 }
 
-// idle reports the finished checks and whether none is pending (tests).
+// idle reports the finished checks and whether none is pending or
+// running (tests).
 func (c *compactor) idle() (int, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.runs, len(c.pending) == 0
+	return c.runs, len(c.pending) == 0 && !c.running
 }
 
 func (c *compactor) loop() {
@@ -73,20 +75,26 @@ func (c *compactor) loop() {
 			return
 		case <-c.wake:
 		}
+		// Take the requests before running: a write that lands during a
+		// run asks again, and the wake it leaves brings the loop back.
 		c.mu.Lock()
 		branches := make([]string, 0, len(c.pending))
 		for b := range c.pending {
 			branches = append(branches, b)
 		}
+		clear(c.pending)
+		c.running = true
 		c.mu.Unlock()
 		sort.Strings(branches)
 		for _, b := range branches {
 			c.run(b)
 			c.mu.Lock()
-			delete(c.pending, b)
 			c.runs++
 			c.mu.Unlock()
 		}
+		c.mu.Lock()
+		c.running = false
+		c.mu.Unlock()
 	}
 }
 
