@@ -252,8 +252,11 @@ func MapError(err error, graphID string) *Failure {
 			Error: "the graph's storage is not in a state this server can use; see the server log", Code: CodeInternal, Class: "graph_state",
 		}}
 	}
+	// A typed unknown outcome was answered above, so KindUnknown here is
+	// KindOf's default for an error with no typed evidence at all: class
+	// "internal", an opaque failure (StopCause), not a storage failure.
 	class := "internal"
-	if k := backend.KindOf(err); k != backend.KindNone {
+	if k := backend.KindOf(err); k != backend.KindNone && k != backend.KindUnknown {
 		class = "storage_" + k.String()
 	}
 	return &Failure{Status: http.StatusInternalServerError, Body: ErrorOutput{
@@ -261,4 +264,34 @@ func MapError(err error, graphID string) *Failure {
 		Code:  CodeInternal,
 		Class: class,
 	}}
+}
+
+// The causes of StopCause.
+const (
+	// StopRecoveryRequired: a write returned RecoveryRequired. Its durable
+	// effects (table commits, possibly a publication) are in storage but
+	// this process has not adopted them, and only a read-write open (a
+	// restart) settles them for certain (seed 001: "a publication adopted
+	// in storage but not in memory").
+	StopRecoveryRequired = "recovery_required"
+	// StopOpaqueFailure: a write failed with no typed evidence of what it
+	// did: neither an engine error nor a classified storage failure
+	// (MapError's class "internal"), so its effects are not known to be
+	// scoped to its own storage keys.
+	StopOpaqueFailure = "opaque_failure"
+)
+
+// StopCause is why a failed write (err, answered f) must stop the server,
+// or "" when the server keeps serving: a definite failure, an ordinary
+// conflict, or an unknown outcome scoped to the write's own keys (500
+// outcome_unknown) fails that write only.
+func StopCause(err error, f *Failure) string {
+	var rr *graph.RecoveryRequired
+	switch {
+	case errors.As(err, &rr):
+		return StopRecoveryRequired
+	case f.Status == http.StatusInternalServerError && f.Body.Class == "internal":
+		return StopOpaqueFailure
+	}
+	return ""
 }

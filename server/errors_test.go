@@ -118,3 +118,39 @@ func TestMapErrorEveryEngineError(t *testing.T) {
 		t.Fatalf("recovery_required: %+v", r.Body)
 	}
 }
+
+// TestStopCause pins which failed writes stop the server (seed 001 "When
+// the server stops"): RecoveryRequired and an opaque failure do; every
+// other typed failure, including an unknown outcome scoped to the write's
+// own keys and a poisoned key, fails that write only.
+func TestStopCause(t *testing.T) {
+	storage := func(k backend.Kind) error { return backend.NewError("put", "nodes/x", k, errors.New("injected")) }
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"recovery required", &graph.RecoveryRequired{OperationID: "OP1", Reason: "r"}, StopRecoveryRequired},
+		{"recovery required wrapping a storage failure", &graph.RecoveryRequired{OperationID: "OP1", Err: storage(backend.KindPermanent)}, StopRecoveryRequired},
+		{"opaque", errors.New("boom"), StopOpaqueFailure},
+		{"outcome unknown", &graph.OutcomeUnknown{Branch: "main", CommitID: "C9", Err: storage(backend.KindUnknown)}, ""},
+		{"storage unknown", storage(backend.KindUnknown), ""},
+		{"storage permanent", storage(backend.KindPermanent), ""},
+		{"storage transient", storage(backend.KindTransient), ""},
+		{"poisoned key", &poison.Error{Op: "put"}, ""},
+		{"lease lost", &clusterlock.LostError{Reason: clusterlock.ReasonLapsed}, ""},
+		{"cancelled", context.Canceled, ""},
+		{"key conflict", &graph.KeyConflict{EntityKind: "node", TypeName: "Person", EntityID: "a"}, ""},
+		{"read set changed", &graph.ReadSetChanged{Branch: "main", Member: "graph_head"}, ""},
+		{"invalid input", graph.ErrInvalidInput, ""},
+		{"corrupt manifest", manifest.ErrCorrupt, ""},
+	} {
+		err := fmt.Errorf("wrapped: %w", tc.err)
+		if got := StopCause(err, MapError(err, "default")); got != tc.want {
+			t.Errorf("%s: StopCause %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if f := MapError(errors.New("boom"), "default"); f.Body.Class != "internal" {
+		t.Errorf("an untyped error's class is %q, want internal", f.Body.Class)
+	}
+}

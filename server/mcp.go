@@ -194,7 +194,7 @@ func (s *Server) runTool(r *request, name string, run func() (any, error)) (out 
 	}()
 	out, err := run()
 	if err != nil {
-		return nil, MapError(err, r.graphID)
+		return nil, s.stopOn(r, err, MapError(err, r.graphID))
 	}
 	return out, nil
 }

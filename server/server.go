@@ -43,8 +43,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Version is reported by /healthz.
 	Version string
-	// OnFatal is called (once per event) when the server must stop: a
-	// handler panicked. Admission is already closed when it runs.
+	// OnFatal is called (once per event) when the server must stop (seed
+	// 001 "When the server stops"): a handler panicked ("panic"), a write
+	// returned RecoveryRequired ("recovery_required": durable effects in
+	// storage this process has not adopted), or a write failed opaquely
+	// ("opaque_failure": no typed evidence of what it did). Admission is
+	// already closed for every graph when it runs; the caller exits 2.
 	OnFatal func(reason string)
 	// AutoOptimize runs the automatic compaction (optimize.Auto) of a
 	// graph's branch in the background after each write to it, as the CLI
@@ -156,6 +160,9 @@ type request struct {
 	graphID string
 	g       *graph.Graph
 	actor   string // "" in open mode
+	// admitted: the request took a write slot (it is a write that reached
+	// the engine), so a failure of it may stop the server (stopOn).
+	admitted bool
 }
 
 // statusWriter records the status for the request log.
@@ -230,7 +237,7 @@ func (s *Server) wrap(rt Route) http.Handler {
 			err = tooLarge(lb.resource, lb.limit, 0)
 		}
 		if err != nil {
-			f := MapError(err, req.graphID)
+			f := s.stopOn(req, err, MapError(err, req.graphID))
 			w.class = f.Body.Class
 			if f.Status >= 500 && w.class != "" {
 				s.log.Warn("request failed", "route", rt.OperationID, "status", f.Status, "failure_class", w.class)
@@ -287,15 +294,45 @@ func (s *Server) prepare(rt Route, req *request) *Failure {
 // panicked handles a panic of a route or tool: admission closes, the
 // server is told to stop, and the answer is outcome unknown.
 func (s *Server) panicked(what, graphID string) *Failure {
-	s.adm.close()
-	s.log.Error("handler panicked; admission closed, the server stops", "route", what, "stack", string(debug.Stack()))
-	if s.cfg.OnFatal != nil {
-		s.cfg.OnFatal("panic")
-	}
+	s.log.Error("handler panicked", "route", what, "stack", string(debug.Stack()))
+	s.stop("panic", graphID)
 	return &Failure{Status: http.StatusInternalServerError, Body: ErrorOutput{
 		Error: "the request failed inside the server and its outcome is unknown; if it was a write, check GET /graphs/" + graphID + "/commits before sending it again",
 		Code:  CodeInternal, OutcomeUnknown: &OutcomeUnknown{Check: "GET /graphs/" + graphID + "/commits"}, Class: "panic",
 	}}
+}
+
+// stop closes admission for every graph and tells the caller to stop the
+// process (OnFatal, which exits 2).
+func (s *Server) stop(cause, graphID string) {
+	s.adm.close()
+	s.log.Error("the server must stop: admission is closed for every graph and the process exits 2", "cause", cause, "graph", graphID)
+	if s.cfg.OnFatal != nil {
+		s.cfg.OnFatal(cause)
+	}
+}
+
+// stopOn stops the server when a failed write leaves this process unsure
+// of what storage holds (StopCause), and returns the write's answer. A
+// write's other failures, and every read failure, stop nothing: their
+// uncertainty, if any, is scoped to the write's own storage keys.
+func (s *Server) stopOn(r *request, err error, f *Failure) *Failure {
+	if !r.admitted {
+		return f
+	}
+	cause := StopCause(err, f)
+	if cause == "" {
+		return f
+	}
+	if cause == StopOpaqueFailure && f.Body.OutcomeUnknown == nil {
+		g := *f
+		commits := "GET /graphs/" + r.graphID + "/commits"
+		g.Body.Error = "the write failed inside the server with no evidence of what it did (failure class " + f.Body.Class + "), so its outcome is unknown and the server stops; check " + commits + " once it has restarted before sending it again"
+		g.Body.OutcomeUnknown = &OutcomeUnknown{Check: commits}
+		f = &g
+	}
+	s.stop(cause, r.graphID)
+	return f
 }
 
 // admitWrite takes the actor's and the graph's write slot; a read-only
@@ -309,6 +346,7 @@ func (r *request) admitWrite() (func(), error) {
 	if f != nil {
 		return nil, f
 	}
+	r.admitted = true
 	return release, nil
 }
 
