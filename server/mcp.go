@@ -94,7 +94,11 @@ func MCPTools() []string {
 
 type mcpTool struct {
 	tool *mcp.Tool
-	add  func(*Server, *mcp.Server, *mcp.Tool)
+	// action is the policy action of the tool's operation: tools/list
+	// shows the tool to an actor only when the policy permits it on the
+	// graph (see listFilter).
+	action Action
+	add    func(*Server, *mcp.Server, *mcp.Tool)
 }
 
 func readOnly() *mcp.ToolAnnotations { return &mcp.ToolAnnotations{ReadOnlyHint: true} }
@@ -105,31 +109,31 @@ func destructive(d bool) *mcp.ToolAnnotations {
 
 func mcpTools() []mcpTool {
 	return []mcpTool{
-		tool("graph_query", "Run a read query (.gq source) on one snapshot of a branch or on a commit (snapshot); rows come back as JSON objects, with graph_commit_id (the head read)", readOnly(),
+		tool("graph_query", ActionRead, "Run a read query (.gq source) on one snapshot of a branch or on a commit (snapshot); rows come back as JSON objects, with graph_commit_id (the head read)", readOnly(),
 			func(r *request, in QueryRequest) (any, error) { return r.opQuery(in) }),
-		tool("graph_mutate", "Run a mutation (.gq source) as one commit on a branch; with if_graph_commit it writes only while the branch head is that commit", destructive(true),
+		tool("graph_mutate", ActionChange, "Run a mutation (.gq source) as one commit on a branch; with if_graph_commit it writes only while the branch head is that commit", destructive(true),
 			func(r *request, in MutateInput) (any, error) {
 				return r.opMutate(in.MutateRequest, strings.TrimSpace(in.IfGraphCommit))
 			}),
-		tool("graph_load", "Load a graph batch as one commit: NDJSON text in data (lines {\"type\":T,\"data\":{...}} or {\"edge\":E,\"from\":src,\"to\":dst,\"data\":{...}}) or the same objects in records; mode merge (upsert, default), append (strict insert) or overwrite", destructive(true),
+		tool("graph_load", ActionLoad, "Load a graph batch as one commit: NDJSON text in data (lines {\"type\":T,\"data\":{...}} or {\"edge\":E,\"from\":src,\"to\":dst,\"data\":{...}}) or the same objects in records; mode merge (upsert, default), append (strict insert) or overwrite", destructive(true),
 			func(r *request, in LoadRequest) (any, error) { return r.opLoadJSON(in) }),
-		tool("graph_snapshot", "A branch head: manifest version, commit and per-type table versions and row counts", readOnly(),
+		tool("graph_snapshot", ActionRead, "A branch head: manifest version, commit and per-type table versions and row counts", readOnly(),
 			func(r *request, in BranchInput) (any, error) { return r.opSnapshot(in.Branch) }),
-		tool("schema_get", "The accepted .pg schema source of a branch", readOnly(),
+		tool("schema_get", ActionRead, "The accepted .pg schema source of a branch", readOnly(),
 			func(r *request, in BranchInput) (any, error) { return r.opSchema(in.Branch) }),
-		tool("branch_list", "List the live branches", readOnly(),
+		tool("branch_list", ActionRead, "List the live branches", readOnly(),
 			func(r *request, _ NoInput) (any, error) { return r.opBranches() }),
-		tool("branch_create", "Create a branch from the head of another (default main)", destructive(false),
+		tool("branch_create", ActionBranchCreate, "Create a branch from the head of another (default main)", destructive(false),
 			func(r *request, in BranchCreateRequest) (any, error) { return r.opBranchCreate(in) }),
-		tool("branch_delete", "Delete a branch", destructive(true),
+		tool("branch_delete", ActionBranchDelete, "Delete a branch", destructive(true),
 			func(r *request, in BranchNameInput) (any, error) { return r.opBranchDelete(in.Name) }),
-		tool("branch_merge", "Merge a branch into another (default main); conflicts fail with status 409 and merge_conflicts", destructive(true),
+		tool("branch_merge", ActionBranchMerge, "Merge a branch into another (default main); conflicts fail with status 409 and merge_conflicts", destructive(true),
 			func(r *request, in MergeRequest) (any, error) { return r.opMerge(in) }),
-		tool("commit_list", "The commits reachable from a branch head, newest first", readOnly(),
+		tool("commit_list", ActionRead, "The commits reachable from a branch head, newest first", readOnly(),
 			func(r *request, in CommitsInput) (any, error) { return r.opCommits(in.Branch, in.Limit) }),
-		tool("commit_get", "One commit", readOnly(),
+		tool("commit_get", ActionRead, "One commit", readOnly(),
 			func(r *request, in CommitInput) (any, error) { return r.opCommit(in.CommitID) }),
-		tool("commit_changes", "The entity changes of a commit against its first parent (inserted, updated, deleted rows with before and after)", readOnly(),
+		tool("commit_changes", ActionRead, "The entity changes of a commit against its first parent (inserted, updated, deleted rows with before and after)", readOnly(),
 			func(r *request, in ChangesInput) (any, error) {
 				if in.Limit < 0 {
 					return nil, badRequest("limit must be 0 (all) or a positive whole number")
@@ -143,9 +147,9 @@ func mcpTools() []mcpTool {
 // In. The SDK validates the arguments against it; they are then decoded
 // again with json.Number, as the HTTP routes decode bodies, so integer
 // parameters keep their precision.
-func tool[In any](name, desc string, ann *mcp.ToolAnnotations, op func(*request, In) (any, error)) mcpTool {
+func tool[In any](name string, act Action, desc string, ann *mcp.ToolAnnotations, op func(*request, In) (any, error)) mcpTool {
 	t := &mcp.Tool{Name: name, Description: desc, Annotations: ann}
-	return mcpTool{tool: t, add: func(s *Server, ms *mcp.Server, t *mcp.Tool) {
+	return mcpTool{tool: t, action: act, add: func(s *Server, ms *mcp.Server, t *mcp.Tool) {
 		mcp.AddTool(ms, t, func(ctx context.Context, req *mcp.CallToolRequest, _ In) (*mcp.CallToolResult, any, error) {
 			hr, _ := ctx.Value(requestKey{}).(*request)
 			if hr == nil {
@@ -211,9 +215,12 @@ func (s *Server) newMCP() http.Handler {
 	ms := mcp.NewServer(&mcp.Implementation{Name: "omnigraph", Version: s.cfg.Version}, &mcp.ServerOptions{
 		Instructions: "Tools over one OmniGraph graph: graph_query reads, graph_mutate and graph_load write one commit each. An error result's structured content is the HTTP error envelope with its status; status 500 with outcome_unknown means a write may have landed: check commit_list before sending it again.",
 	})
+	actions := map[string]Action{}
 	for _, t := range mcpTools() {
 		t.add(s, ms, t.tool)
+		actions[t.tool.Name] = t.action
 	}
+	ms.AddReceivingMiddleware(s.listFilter(actions))
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
 		JSONResponse: true,
@@ -226,6 +233,38 @@ func (s *Server) newMCP() http.Handler {
 		// wrap already bounds the body.
 		MaxRequestBodyBytes: -1,
 	})
+}
+
+// listFilter filters tools/list by the policy: an actor sees a tool only
+// when the policy permits the tool's action with the graph itself as the
+// resource (Omnigraph::Graph::"<id>", as for listing branches), so a grant
+// on the whole graph lists the tool and a grant on some branches only does
+// not. Listing is a view, not the gate: tools/call is decided per call as
+// on the tool's route (a branch-only grant still calls the tool on its
+// branches; a denied call is an error result with status 403).
+func (s *Server) listFilter(actions map[string]Action) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			lr, ok := res.(*mcp.ListToolsResult)
+			if err != nil || method != "tools/list" || !ok {
+				return res, err
+			}
+			hr, _ := ctx.Value(requestKey{}).(*request)
+			if hr == nil {
+				return nil, errors.New("tools/list reached the server outside an HTTP request")
+			}
+			shown := make([]*mcp.Tool, 0, len(lr.Tools))
+			for _, t := range lr.Tools {
+				if act, known := actions[t.Name]; known && s.allowed(hr.actor, hr.graphID, act) {
+					shown = append(shown, t)
+				}
+			}
+			out := *lr
+			out.Tools = shown
+			return &out, nil
+		}
+	}
 }
 
 func handleMCP(r *request) (int, any, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/query"
 )
 
 // bearer adds a bearer token to every request of the MCP client and
@@ -292,5 +293,78 @@ func TestMCPRawJSONRPC(t *testing.T) {
 	if h.Get("Content-Type") != "application/json" || h.Get("Mcp-Session-Id") != "" || res == nil ||
 		fmt.Sprint(res["structuredContent"]) != "map[branches:[main]]" || res["isError"] == true {
 		t.Fatalf("raw tools/call: %v %v", h, m)
+	}
+}
+
+// TestMCPToolsListByPolicy: tools/list shows each actor only the tools
+// whose action the policy permits it on the graph (the resource of the
+// listing decision), with the SDK's own client and two actors: alice,
+// allowed everything, sees every tool; rita, allowed read only, sees the
+// read tools and none that writes. A grant on one branch only does not
+// list the tool, but the call is still decided per call as on its route:
+// bob, who may change branch topic and read, does not see graph_mutate,
+// calls it on topic (it lands) and is refused (403) on main.
+func TestMCPToolsListByPolicy(t *testing.T) {
+	g := testGraph(t)
+	if _, err := g.CreateBranch(context.Background(), "topic", "main"); err != nil {
+		t.Fatal(err)
+	}
+	tokens, secrets := tokensFor(t, "alice", "rita", "bob")
+	pol, err := ParsePolicy("test", []byte(`
+@id("alice-all") permit (principal == Omnigraph::Actor::"alice", action, resource);
+@id("readers") permit (principal, action == Omnigraph::Action::"read", resource in Omnigraph::Graph::"default");
+@id("bob-topic") permit (principal == Omnigraph::Actor::"bob", action == Omnigraph::Action::"change", resource == Omnigraph::Branch::"default/topic");
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, base := newTestServer(t, g, Config{Tokens: tokens, Policy: pol})
+	list := func(actor string) ([]string, *mcp.ClientSession) {
+		t.Helper()
+		cs, err := mcpConnect(t, base, secrets[actor])
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatalf("%s tools/list: %v", actor, err)
+		}
+		var names []string
+		for _, tl := range res.Tools {
+			names = append(names, tl.Name)
+			if tl.InputSchema == nil {
+				t.Errorf("%s: tool %s listed without its input schema", actor, tl.Name)
+			}
+		}
+		slices.Sort(names)
+		return names, cs
+	}
+	reads := []string{"branch_list", "commit_changes", "commit_get", "commit_list", "graph_query", "graph_snapshot", "schema_get"}
+	if got, _ := list("alice"); !slices.Equal(got, MCPTools()) {
+		t.Fatalf("alice sees %v, want every tool %v", got, MCPTools())
+	}
+	if got, _ := list("rita"); !slices.Equal(got, reads) {
+		t.Fatalf("rita sees %v, want the read tools %v", got, reads)
+	}
+	got, bob := list("bob")
+	if !slices.Equal(got, reads) {
+		t.Fatalf("bob sees %v, want the read tools %v (a branch-only grant lists nothing more)", got, reads)
+	}
+	res := callTool(t, bob, "graph_mutate", map[string]any{"query": `mutation m() { insert Person { name: "bo" } }`, "branch": "topic"})
+	if res.IsError {
+		t.Fatalf("bob's graph_mutate on topic: %v", structured(t, res))
+	}
+	res = callTool(t, bob, "graph_mutate", map[string]any{"query": `mutation m() { insert Person { name: "bo" } }`})
+	if te := structured(t, res); !res.IsError || te["status"] != 403.0 || te["code"] != "forbidden" {
+		t.Fatalf("bob's graph_mutate on main: %v", te)
+	}
+	for branch, want := range map[string]string{"topic": "[[bo]]", "main": "[]"} {
+		r, err := query.Head(context.Background(), g, branch, `query q() { match { $p: Person } return { $p.name } }`, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(r.Rows); got != want {
+			t.Fatalf("people on %s: %s, want %s", branch, got, want)
+		}
 	}
 }
