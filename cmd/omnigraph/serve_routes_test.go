@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/internal/testenv"
 )
@@ -46,8 +50,10 @@ func raw(t *testing.T, method, url, token, ctype, body string, hdr ...string) (i
 // the real binary, on a local graph and on the S3 emulator (leased lock):
 // shapes, status codes and data content, auth (401 without or with a bad
 // token, 403 for a denied action), the body limit (413), a stale
-// conditional mutate (412), a merge conflict (409), and the MCP endpoint.
-// Admission (429) and injected 500/503 are in the server package's tests.
+// conditional mutate (412), a merge conflict (409), the MCP endpoint,
+// and admission (429 with Retry-After, see admission429). Injected
+// 500/503 are in TestServeProcessInjectedFailuresS3 and
+// TestServeProcessStopCauses.
 func TestServeProcessEveryRoute(t *testing.T) {
 	t.Run("local", func(t *testing.T) { runEveryRoute(t, filepath.Join(t.TempDir(), "graph")) })
 	t.Run("s3", func(t *testing.T) { runEveryRoute(t, testenv.S3(t)) })
@@ -63,7 +69,7 @@ func runEveryRoute(t *testing.T, url string) {
 	if err := os.WriteFile(policy, []byte(routePolicy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base, cmd, wait := startServe(t, "--store", url, "--tokens", tokens, "--policy", policy, "--max-body-bytes", "4096")
+	base, cmd, wait := startServe(t, "--store", url, "--tokens", tokens, "--policy", policy, "--max-body-bytes", "4096", "--max-writes-per-actor", "2")
 	g := base + "/graphs/default"
 	js := "application/json"
 	must := func(what string, got, want int, body string) {
@@ -156,6 +162,8 @@ func runEveryRoute(t *testing.T, url string) {
 	if lines := strings.Count(body, "\n"); lines != 5 || !strings.Contains(body, `"ada"`) || hdr.Get("Omnigraph-Graph-Commit") == "" {
 		t.Fatalf("export (%d lines): %s", lines, body)
 	}
+	admission429(t, g, alice)
+
 	st, body, _ = raw(t, "POST", g+"/mcp", alice, js, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
 		"Accept", "application/json, text/event-stream")
 	must("mcp initialize", st, 200, body)
@@ -245,4 +253,155 @@ func TestServeProcessInjectedFailuresS3(t *testing.T) {
 	if got["after"] != 1 || got["lost"] > 1 || got["refused"] > 1 {
 		t.Fatalf("people after the failures: %v", got)
 	}
+}
+
+// heldLoad is a load/ndjson in flight whose body the server is still
+// reading.
+type heldLoad struct {
+	pw   *io.PipeWriter
+	rest string
+	done chan heldAnswer
+}
+
+type heldAnswer struct {
+	status int
+	body   string
+	err    error
+}
+
+// holdLoad starts a load/ndjson of body and returns once the server holds
+// it in flight, with no sleep: the request says Expect: 100-continue and
+// its body is a pipe the test has not written yet. net/http answers 100
+// Continue on the handler's first read of the body, and the load reads it
+// only after the policy check and its admission slot, so once the client
+// saw the 100 the write holds its slot until finish sends the body. A
+// write refused before the engine (429, 403) answers without a 100.
+func holdLoad(t *testing.T, url, token, body string) *heldLoad {
+	t.Helper()
+	pr, pw := io.Pipe()
+	got100 := make(chan struct{})
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{Got100Continue: func() { close(got100) }})
+	req, _ := http.NewRequestWithContext(ctx, "POST", url, pr)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Expect", "100-continue")
+	// A transport of its own: it waits for the 100 before it sends the
+	// body (the default transport would send it after one second).
+	tr := &http.Transport{ExpectContinueTimeout: time.Hour}
+	t.Cleanup(tr.CloseIdleConnections)
+	h := &heldLoad{pw: pw, rest: body, done: make(chan heldAnswer, 1)}
+	go func() {
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			h.done <- heldAnswer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		h.done <- heldAnswer{status: resp.StatusCode, body: string(b), err: err}
+	}()
+	select {
+	case <-got100:
+		return h
+	case a := <-h.done:
+		t.Fatalf("the held load was answered before the server read its body: %d %s %v", a.status, a.body, a.err)
+	case <-time.After(time.Minute):
+		t.Fatal("the server never read the held load's body")
+	}
+	return nil
+}
+
+// finish sends the held load's body and returns its answer.
+func (h *heldLoad) finish(t *testing.T) (int, string) {
+	t.Helper()
+	if _, err := io.WriteString(h.pw, h.rest); err != nil {
+		t.Fatal(err)
+	}
+	h.pw.Close()
+	a := <-h.done
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	return a.status, a.body
+}
+
+// admission429 pins per-actor admission through the real binary
+// (--max-writes-per-actor 2): with two of alice's loads held in flight, her
+// third write is 429 too_many_requests with Retry-After and the error
+// envelope, on a route and as an MCP error result, and writes nothing;
+// the held loads then land, each exactly once (one commit each, its rows
+// once), and alice is admitted again.
+func admission429(t *testing.T, g, alice string) {
+	t.Helper()
+	before := commitIDs(t, g, alice)
+	h1 := holdLoad(t, g+"/load/ndjson?mode=append", alice, `{"type":"Company","data":{"name":"held1"}}`+"\n")
+	h2 := holdLoad(t, g+"/load/ndjson?mode=append", alice, `{"type":"Company","data":{"name":"held2"}}`+"\n")
+	st, body, hdr := raw(t, "POST", g+"/mutate", alice, "application/json", `{"query":"mutation m() { insert Company { name: \"refused\" } }"}`)
+	if st != 429 || hdr.Get("Retry-After") != "1" {
+		t.Fatalf("alice's third write: %d, Retry-After %q: %s", st, hdr.Get("Retry-After"), body)
+	}
+	var env map[string]any
+	if err := json.Unmarshal([]byte(body), &env); err != nil || env["code"] != "too_many_requests" || !strings.Contains(fmt.Sprint(env["error"]), `"alice"`) {
+		t.Fatalf("429 envelope: %s", body)
+	}
+	st, body, _ = raw(t, "POST", g+"/load/ndjson?mode=append", alice, "application/x-ndjson", `{"type":"Company","data":{"name":"refused"}}`+"\n")
+	if st != 429 {
+		t.Fatalf("alice's third write as a load: %d %s", st, body)
+	}
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"graph_mutate","arguments":{"query":"mutation m() { insert Company { name: \"refused\" } }"}}}`
+	res := mcpCall(t, g+"/mcp", alice, call)
+	if te, _ := res["structuredContent"].(map[string]any); res["isError"] != true || te["status"] != 429.0 || te["code"] != "too_many_requests" || te["retry_after_seconds"] != 1.0 {
+		t.Fatalf("alice's third write over MCP: %v", res)
+	}
+	var landed []string
+	for i, h := range []*heldLoad{h1, h2} {
+		st, body := h.finish(t)
+		var out struct {
+			Commit struct {
+				ID string `json:"graph_commit_id"`
+			} `json:"commit"`
+			Types map[string]int `json:"types"`
+		}
+		if err := json.Unmarshal([]byte(body), &out); st != 200 || err != nil || out.Commit.ID == "" || out.Types["Company"] != 1 {
+			t.Fatalf("held load %d: %d %s", i+1, st, body)
+		}
+		landed = append(landed, out.Commit.ID)
+	}
+	after := commitIDs(t, g, alice)
+	if len(after) != len(before)+2 {
+		t.Fatalf("commits: %d before the held loads, %d after; want 2 more (the 429s wrote nothing)", len(before), len(after))
+	}
+	for _, id := range landed {
+		if n := slices.Index(after, id); n < 0 || slices.Index(after[n+1:], id) >= 0 {
+			t.Fatalf("held load commit %s appears %d times in %v", id, strings.Count(strings.Join(after, " "), id), after)
+		}
+	}
+	st, body, _ = raw(t, "POST", g+"/query", alice, "application/json", `{"query":"query q() { match { $c: Company } return { $c.name } order { $c.name } }"}`)
+	if st != 200 || !strings.Contains(body, `"rows":[{"c.name":"acme"},{"c.name":"held1"},{"c.name":"held2"}]`) {
+		t.Fatalf("companies after the held loads: %d %s", st, body)
+	}
+	// Both slots are free again.
+	st, body, _ = raw(t, "POST", g+"/mutate", alice, "application/json", `{"query":"mutation m() { delete Company where name = \"held2\" }"}`)
+	if st != 200 {
+		t.Fatalf("alice after her writes finished: %d %s", st, body)
+	}
+}
+
+// commitIDs lists main's commit ids, newest first.
+func commitIDs(t *testing.T, g, token string) []string {
+	t.Helper()
+	st, body, _ := raw(t, "GET", g+"/commits", token, "", "")
+	var out struct {
+		Commits []struct {
+			ID string `json:"graph_commit_id"`
+		} `json:"commits"`
+	}
+	if err := json.Unmarshal([]byte(body), &out); st != 200 || err != nil {
+		t.Fatalf("commits: %d %s", st, body)
+	}
+	ids := make([]string, len(out.Commits))
+	for i, c := range out.Commits {
+		ids[i] = c.ID
+	}
+	return ids
 }
