@@ -188,8 +188,9 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	for _, sg := range graphs {
 		g, closeFn, err := openServed(ctx, log, o, sg, fatal)
 		if err != nil {
+			err = startRefusal(log, sg.id, err)
 			if len(graphs) > 1 {
-				return fmt.Errorf("graph %q: %w", sg.id, err)
+				err = fmt.Errorf("graph %q: %w", sg.id, err)
 			}
 			return err
 		}
@@ -271,6 +272,9 @@ func openServed(ctx context.Context, log *slog.Logger, o serveOptions, sg served
 	if err != nil {
 		return nil, nil, err
 	}
+	if wrapServedStore != nil {
+		raw = wrapServedStore(raw)
+	}
 	store := logging.Wrap(poison.Wrap(raw), log)
 	release := func() error { return nil }
 	defer func() {
@@ -333,12 +337,44 @@ func openServed(ctx context.Context, log *slog.Logger, o serveOptions, sg served
 	if err != nil {
 		return nil, nil, err
 	}
+	if afterWriteOpen != nil && !o.readOnly {
+		afterWriteOpen(ctx, g)
+	}
 	return g, func() error {
 		g.Close()
 		rerr := release()
 		store.Close()
 		return releaseErr(rerr)
 	}, nil
+}
+
+// wrapServedStore, when set (tests only), wraps each served graph's store
+// as it is opened, under the server's own wrappers (fault injection at
+// startup).
+var wrapServedStore func(backend.StorageAdapter) backend.StorageAdapter
+
+// startRefusal is the error of a graph the server could not open. A
+// definite refusal keeps its exit code: a usage error, a held lock (3), no
+// graph at the location (1), a start cancelled by a signal. Any other
+// failure is an uncertain startup (seed 001): the server cannot tell what
+// storage holds or whether it owns it (a storage request without a
+// definite answer, a recovery intent it could not resolve, a fencing probe
+// or first heartbeat that failed), so nothing is served and it exits 2,
+// like a server that had to stop; an orchestrator restarts it.
+func startRefusal(log *slog.Logger, id string, err error) error {
+	var ce exitCodeError
+	var ue usageError
+	switch {
+	case errors.As(err, &ce), errors.As(err, &ue), errors.Is(err, graph.ErrNoGraph),
+		errors.Is(err, context.Canceled):
+		return err
+	}
+	class := "internal"
+	if k := backend.KindOf(err); k != backend.KindNone {
+		class = "storage_" + k.String()
+	}
+	log.Error("the server could not start with certainty; it serves nothing and exits 2", "graph", id, "failure_class", class)
+	return exitCodeError{code: exitServerStopped, err: fmt.Errorf("uncertain startup, the server serves nothing (restart it): %w", err)}
 }
 
 // loadPolicy reads a Cedar policy file; "" is the default policy.
