@@ -23,8 +23,10 @@ import (
 )
 
 // exitServerStopped is the exit code of a server that stopped because it
-// can no longer serve safely: its leased writer lock was lost, or a
-// handler panicked. An orchestrator restarts it (docs/server.md).
+// can no longer serve safely (seed 001 "When the server stops"): its
+// leased writer lock was lost, a handler panicked, a write returned
+// RecoveryRequired or failed opaquely (server.StopCause), or its start was
+// uncertain (startRefusal). An orchestrator restarts it (docs/server.md).
 const exitServerStopped = 2
 
 // serveLogLevel is the server's level when OMNIGRAPH_LOG_LEVEL is unset:
@@ -63,7 +65,8 @@ func init() {
 				"s3:// and gs://); --read-only takes no lock and serves reads of the latest\n" +
 				"head. Prints OMNIGRAPH_LISTEN_ADDR=host:port on stdout once it serves.\n" +
 				"SIGTERM drains in-flight requests (up to --drain-timeout), releases the lock\n" +
-				"and exits 0; a lost lease or a handler panic exits 2.",
+				"and exits 0. A lost lease, a handler panic, a write answered\n" +
+				"recovery_required or failing opaquely, or an uncertain start exits 2.",
 			Args: cobra.NoArgs,
 			RunE: func(c *cobra.Command, args []string) error {
 				o.set = c.Flags().Changed
