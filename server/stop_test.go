@@ -233,3 +233,24 @@ func TestServerStopsOnOpaqueWriteFailure(t *testing.T) {
 func containsAny(s string, subs ...string) bool {
 	return slices.ContainsFunc(subs, func(sub string) bool { return strings.Contains(s, sub) })
 }
+
+// TestServerStopsOnRoutePanic: a panic inside a route's engine work (on
+// the request's goroutine) is contained by the route's wrap: 500
+// outcome_unknown of class panic, and the server stops as for the other
+// causes. TestMCPToolPanic covers a tool.
+func TestServerStopsOnRoutePanic(t *testing.T) {
+	var f fatals
+	_, base, g, store := twoGraphServer(t, Config{OnFatal: f.on})
+	clear := graph.Failpoints.Set(g.ID(), graph.FailpointPostPhaseB, func() error { panic("injected") })
+	defer clear()
+	st, m := (&client{t: t, base: base}).json("POST", "/graphs/default/mutate", `{"query":"mutation m() { insert Person { name: \"p\" } }"}`)
+	mustStatus(t, "the panicking write", st, 500, m)
+	if m["failure_class"] != "panic" || m["outcome_unknown"] == nil || strings.Contains(fmt.Sprint(m), "injected") {
+		t.Fatalf("panic answer: %v", m)
+	}
+	mustStopped(t, base, &f, "panic")
+	clear()
+	if got := restartedNames(t, store); got["p"] > 1 {
+		t.Fatalf("people after the restart: %v", got)
+	}
+}

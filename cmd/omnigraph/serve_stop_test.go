@@ -21,6 +21,7 @@ import (
 //     before its publish (the post-Phase-B failpoint): RecoveryRequired.
 //   - opaque_failure: the first write fails after its intent is armed with
 //     an error that carries no typed evidence.
+//   - panic: the first write panics after its table commits.
 //   - startup_unknown: the first storage request of the start has an
 //     unknown outcome.
 const serveFaultEnv = "OMNIGRAPH_CLI_CHILD_SERVE_FAULT"
@@ -47,6 +48,18 @@ func init() {
 		afterWriteOpen = func(_ context.Context, g *graph.Graph) {
 			graph.Failpoints.Set(g.ID(), graph.FailpointPostPhaseA, once(errors.New("injected: opaque")))
 		}
+	case "panic":
+		afterWriteOpen = func(_ context.Context, g *graph.Graph) {
+			fired := once(errors.New("injected: panic"))
+			// Post-Phase-B runs on the request's goroutine (Phase A's arm
+			// runs on one of its own, where a panic is not the server's).
+			graph.Failpoints.Set(g.ID(), graph.FailpointPostPhaseB, func() error {
+				if err := fired(); err != nil {
+					panic(err)
+				}
+				return nil
+			})
+		}
 	case "startup_unknown":
 		wrapServedStore = func(s backend.StorageAdapter) backend.StorageAdapter {
 			inj := fault.New(s)
@@ -60,7 +73,8 @@ func init() {
 // through the real binary on a local graph with two served graphs
 // (--config): a write that returns RecoveryRequired (its table commits
 // are in storage, not adopted in memory) answers 503 recovery_required,
-// and one that fails opaquely answers 500 with outcome_unknown; either way
+// one that fails opaquely answers 500 with outcome_unknown, and one that
+// panics answers 500 outcome_unknown of class panic; in every case
 // the server closes admission for every graph (the other graph's requests
 // are refused too) and exits 2, releasing its unleased locks, so a
 // restart needs no operator step. The restarted server's read-write open
@@ -73,6 +87,7 @@ func TestServeProcessStopCauses(t *testing.T) {
 	}{
 		{"recovery_required", `"recovery_required":{"operation_id":"`, 503},
 		{"opaque_failure", `"outcome_unknown":{"check":"GET /graphs/people/commits"}`, 500},
+		{"panic", `"failure_class":"panic"`, 500},
 	} {
 		t.Run(tc.cause, func(t *testing.T) {
 			root := t.TempDir()
