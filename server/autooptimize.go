@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"runtime/debug"
 	"sort"
 	"sync"
 
@@ -15,12 +16,15 @@ import (
 // write's response never waits for it. Requests coalesce per branch: a
 // burst of writes costs one check. Auto yields to any concurrent write it
 // races (one attempt), and its failures are logged, never reported to a
-// client: the writes it follows were already acknowledged.
+// client: the writes it follows were already acknowledged. A failure that
+// is a stop cause of a client's write (a panic, RecoveryRequired, an
+// opaque failure: StopCause) stops the server the same way.
 type compactor struct {
 	g         *graph.Graph
 	graphID   string
 	threshold int
 	log       *slog.Logger
+	stop      func(cause string)
 
 	mu      sync.Mutex
 	pending map[string]bool
@@ -32,9 +36,9 @@ type compactor struct {
 	runs    int // finished checks, for tests
 }
 
-func newCompactor(g *graph.Graph, graphID string, threshold int, log *slog.Logger) *compactor {
+func newCompactor(g *graph.Graph, graphID string, threshold int, log *slog.Logger, stop func(cause string)) *compactor {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &compactor{g: g, graphID: graphID, threshold: threshold, log: log, pending: map[string]bool{},
+	c := &compactor{g: g, graphID: graphID, threshold: threshold, log: log, stop: stop, pending: map[string]bool{},
 		wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	go c.loop()
 	return c
@@ -101,8 +105,9 @@ func (c *compactor) loop() {
 func (c *compactor) run(branch string) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.log.Error("automatic optimize panicked; writes continue, compaction is off until a restart", "graph", c.graphID, "branch", branch)
+			c.log.Error("automatic optimize panicked", "graph", c.graphID, "branch", branch, "stack", string(debug.Stack()))
 			c.cancel()
+			c.stop("panic")
 		}
 	}()
 	res, err := optimize.Auto(c.ctx, c.g, optimize.AutoOptions{Branch: branch, Threshold: c.threshold})
@@ -111,7 +116,12 @@ func (c *compactor) run(branch string) {
 	case err != nil && graph.IsRetryable(err):
 		c.log.Debug("automatic optimize yielded to a concurrent write", "graph", c.graphID, "branch", branch)
 	case err != nil:
-		c.log.Warn("automatic optimize failed; the writes it followed succeeded", "graph", c.graphID, "branch", branch, "failure_class", MapError(err, c.graphID).Body.Class)
+		f := MapError(err, c.graphID)
+		c.log.Warn("automatic optimize failed; the writes it followed succeeded", "graph", c.graphID, "branch", branch, "failure_class", f.Body.Class)
+		if cause := StopCause(err, f); cause != "" {
+			c.cancel()
+			c.stop(cause)
+		}
 	case res != nil && res.Commit != nil:
 		c.log.Info("automatic optimize", "graph", c.graphID, "branch", branch, "commit", res.Commit.ID, "tables", len(res.Tables))
 	}

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,5 +64,56 @@ func TestServerAutoOptimize(t *testing.T) {
 				t.Fatalf("rows after the writes: %v, %v", r, err)
 			}
 		})
+	}
+}
+
+// TestServerAutoOptimizeStopCause: the background compaction is a write
+// like a client's, so a stop cause in it stops the server too: a
+// compaction that stops after its table commits (RecoveryRequired, the
+// post-Phase-B failpoint on its write, which comes after the client's
+// last) closes admission for every graph and tells OnFatal, though no
+// client saw it; the client's acknowledged writes all survive the
+// restart's recovery.
+func TestServerAutoOptimizeStopCause(t *testing.T) {
+	stopped := make(chan string, 1)
+	var f fatals
+	_, base, g, store := twoGraphServer(t, Config{AutoOptimize: true, AutoOptimizeThreshold: 4, OnFatal: func(cause string) {
+		f.on(cause)
+		stopped <- cause
+	}})
+	c := &client{t: t, base: base}
+	mutate := func(i int) {
+		t.Helper()
+		st, m := c.json("POST", "/graphs/default/mutate", fmt.Sprintf(`{"query":"mutation m() { insert Person { name: \"p%d\" } }"}`, i))
+		mustStatus(t, fmt.Sprint("mutate ", i), st, 200, m)
+	}
+	// Three one-row commits: below the threshold, no compaction writes.
+	for i := 0; i < 3; i++ {
+		mutate(i)
+	}
+	// From here the pipeline's writes are the client's fourth (which
+	// passes) and then the compaction it brings over the threshold.
+	var hits atomic.Int32
+	clear := graph.Failpoints.Set(g.ID(), graph.FailpointPostPhaseB, func() error {
+		if hits.Add(1) == 2 {
+			return errors.New("injected: the compaction stopped after its table commits")
+		}
+		return nil
+	})
+	defer clear()
+	mutate(3)
+	select {
+	case cause := <-stopped:
+		if cause != StopRecoveryRequired {
+			t.Fatalf("the compaction's stop cause %q, want %q", cause, StopRecoveryRequired)
+		}
+	case <-time.After(time.Minute): // a guard against a hang, not a timing assertion
+		t.Fatalf("the compaction never stopped the server (%d pipeline writes reached the failpoint)", hits.Load())
+	}
+	mustStopped(t, base, &f, StopRecoveryRequired)
+	clear()
+	got := restartedNames(t, store)
+	if len(got) != 4 || got["p0"] != 1 || got["p3"] != 1 {
+		t.Fatalf("people after the restart: %v", got)
 	}
 }

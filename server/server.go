@@ -107,7 +107,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AutoOptimize && !cfg.ReadOnly {
 		s.compactors = map[string]*compactor{}
 		for _, g := range cfg.Graphs {
-			s.compactors[g.ID] = newCompactor(g.G, g.ID, cfg.AutoOptimizeThreshold, cfg.Logger)
+			id := g.ID
+			s.compactors[id] = newCompactor(g.G, id, cfg.AutoOptimizeThreshold, cfg.Logger, func(cause string) { s.stop(cause, id) })
 		}
 	}
 	sort.Strings(s.ids)
