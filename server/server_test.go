@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -487,6 +488,43 @@ func TestOpenAPIMatchesMux(t *testing.T) {
 			if _, ok := schemaTypes[name]; !ok && name != "" && name != "NDJSON" && name != "OpenAPI" {
 				t.Errorf("route %s names schema %q, which the document lacks", rt.OperationID, name)
 			}
+		}
+	}
+}
+
+// TestDocsShowEveryRoute: docs/server.md has a curl example for every
+// route of the table (the paths as the examples spell them: $B the
+// server, $G a graph, $ID a commit, feature a branch), so a route added
+// to the table without its example fails here.
+func TestDocsShowEveryRoute(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "server.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, rt := range Routes() {
+		p := strings.NewReplacer("/graphs/{graph_id}", "$G", "{commit_id}", "$ID", "{branch}", "feature").Replace(rt.Path)
+		if !strings.HasPrefix(p, "$G") {
+			p = "$B" + p
+		}
+		want := "curl"
+		switch {
+		case rt.Method == "DELETE":
+			want = "curl -X DELETE"
+		case rt.Method == "POST" && rt.Path != "/graphs/{graph_id}/load/ndjson":
+			want = "curl $H"
+		}
+		found := false
+		for _, line := range strings.Split(doc, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), want) && (strings.Contains(line, p+" ") || strings.Contains(line, p+"?") || strings.Contains(line, p+`"`) || strings.HasSuffix(line, p) || strings.Contains(line, p+" \\")) {
+				found = true
+			}
+		}
+		if !found && rt.Path == "/graphs/{graph_id}/load/ndjson" {
+			found = strings.Contains(doc, `"`+p+"?")
+		}
+		if !found {
+			t.Errorf("docs/server.md has no %q example of %s %s (as %s)", want, rt.Method, rt.Path, p)
 		}
 	}
 }
