@@ -7,6 +7,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,6 +72,10 @@ type Server struct {
 	log    *slog.Logger
 	// compactors run each graph's automatic compaction (AutoOptimize).
 	compactors map[string]*compactor
+	// writesCtx is cancelled by Close: the only cancellation an admitted
+	// write sees (admitWrite).
+	writesCtx    context.Context
+	cancelWrites context.CancelFunc
 }
 
 // graphIDRE is the rule for graph ids (upstream's).
@@ -94,6 +99,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Policy = DefaultPolicy()
 	}
 	s := &Server{cfg: cfg, graphs: map[string]*graph.Graph{}, adm: newAdmission(cfg.Limits), mux: http.NewServeMux(), policy: cfg.Policy, log: cfg.Logger}
+	s.writesCtx, s.cancelWrites = context.WithCancel(context.Background())
 	for _, g := range cfg.Graphs {
 		if err := ValidGraphID(g.ID); err != nil {
 			return nil, err
@@ -137,10 +143,12 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // stopping); in-flight requests run on.
 func (s *Server) CloseAdmission() { s.adm.close() }
 
-// Close stops the background work (automatic compaction), cancelling a
-// run in flight, and waits for it. Call it after the HTTP server drained
-// and before the writer lock is released.
+// Close cancels the writes still in flight (those the drain did not
+// wait for) and stops the background work (automatic compaction),
+// cancelling a run in flight, and waits for it. Call it after the HTTP
+// server drained and before the writer lock is released.
 func (s *Server) Close() {
+	s.cancelWrites()
 	for _, c := range s.compactors {
 		c.close()
 	}
@@ -348,7 +356,19 @@ func (r *request) admitWrite() (func(), error) {
 		return nil, f
 	}
 	r.admitted = true
-	return release, nil
+	// An admitted write runs to its end whatever its client does: a
+	// disconnect or client timeout must not cut a write between its table
+	// commits and its publish (that would need recovery, and stop the
+	// server). Only the server's own Close cancels it. Its body, if still
+	// being read, fails on its own when the client goes.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	unhook := context.AfterFunc(r.s.writesCtx, cancel)
+	r.Request = r.Request.WithContext(ctx)
+	return func() {
+		unhook()
+		cancel()
+		release()
+	}, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

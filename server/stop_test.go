@@ -254,3 +254,50 @@ func TestServerStopsOnRoutePanic(t *testing.T) {
 		t.Fatalf("people after the restart: %v", got)
 	}
 }
+
+// TestAdmittedWriteOutlivesItsClient: an admitted write runs to its end
+// when its client goes away mid-write (its request context is cancelled
+// after its intent is armed, before its table commits): it lands, once,
+// and nothing stops the server, so a client that disconnects cannot leave
+// a write needing recovery. The server's Close is what cancels a write
+// still in flight.
+func TestAdmittedWriteOutlivesItsClient(t *testing.T) {
+	var f fatals
+	s, _, g, _ := twoGraphServer(t, Config{OnFatal: f.on})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clear := graph.Failpoints.Set(g.ID(), graph.FailpointPostPhaseA, func() error {
+		cancel() // the client is gone
+		return nil
+	})
+	defer clear()
+	hr := httptest.NewRequestWithContext(ctx, "POST", "/graphs/default/mutate", nil)
+	r := &request{Request: hr, s: s, graphID: "default", g: g}
+	out, err := r.opMutate(MutateRequest{Query: `mutation m() { insert Person { name: "gone" } }`}, "")
+	if err != nil || out.Commit == nil {
+		t.Fatalf("the write whose client went away: %+v, %v", out, err)
+	}
+	if ctx.Err() == nil {
+		t.Fatal("the failpoint did not cancel the client's context")
+	}
+	clear()
+	cs, err := g.Commits(context.Background(), "main", 0)
+	if err != nil || len(cs) != 2 || cs[0].ID != out.Commit.GraphCommitID {
+		t.Fatalf("commits: %v, %v", cs, err)
+	}
+	if got := f.String(); got != "[]" {
+		t.Fatalf("a departed client stopped the server: %s", got)
+	}
+
+	// Close cancels a write still in flight.
+	ctx2 := context.Background()
+	clear = graph.Failpoints.Set(g.ID(), graph.FailpointPostPhaseA, func() error {
+		s.Close()
+		return nil
+	})
+	defer clear()
+	r = &request{Request: httptest.NewRequestWithContext(ctx2, "POST", "/graphs/default/mutate", nil), s: s, graphID: "default", g: g}
+	if _, err := r.opMutate(MutateRequest{Query: `mutation m() { insert Person { name: "cut" } }`}, ""); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a write in flight at Close: %v, want it cancelled", err)
+	}
+}
