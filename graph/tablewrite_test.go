@@ -197,7 +197,14 @@ func TestRacingTableWritesHaveOneWinnerAndNoDrift(t *testing.T) {
 	}
 }
 
-func TestPublishFailureAfterEffectsIsRecoveryRequired(t *testing.T) {
+// TestRefusedPublishIsSettledInProcess: a manifest publish the store
+// refuses with a definite answer after the table commits publishes nothing
+// (seed 001), so the writer settles its own intent while it still holds the
+// gates instead of leaving it for a restart: its table effects are all
+// there, so recovery rolls it forward and the write is acknowledged once:
+// its own commit is the head, its row is there once, pins equal table
+// HEADs, no intent is left, and the next write lands on the same handle.
+func TestRefusedPublishIsSettledInProcess(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)
 	g := r.open(t, graph.OpenOptions{})
@@ -209,16 +216,63 @@ func TestPublishFailureAfterEffectsIsRecoveryRequired(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Conditional puts of the effect phase: the recovery sidecar, the table
-	// commit, then the manifest publish. Refuse the publish.
+	// commit, then the manifest publish. Refuse the publish once.
 	r.fault.FailNth(fault.CondPut, 3, backend.KindPermanent)
+	res, err := w.Commit(ctx)
+	if err != nil {
+		t.Fatalf("Commit = %v, want the write settled in process", err)
+	}
+	s, _ := r.open(t, graph.OpenOptions{ReadOnly: true}).Snapshot(ctx, "main")
+	if s.CommitID() != w.CommitID() || res.Commit.ID != w.CommitID() || rowsOf(t, s)[personKey] != 1 {
+		t.Fatalf("after the settled write: head %s (result %s, write %s), rows %d", s.CommitID(), res.Commit.ID, w.CommitID(), rowsOf(t, s)[personKey])
+	}
+	head, err := table.LatestVersion(ctx, r.mem, graph.NodeTablePath("Person"), "main")
+	if pin, _ := s.Pin(personKey); err != nil || pin.Version != head {
+		t.Fatalf("the Person pin is %d and its HEAD %d (%v)", pin.Version, head, err)
+	}
+	if p, err := g.PendingRecovery(ctx); err != nil || len(p) != 0 {
+		t.Fatalf("pending recoveries after the write: %d (%v)", len(p), err)
+	}
+	res = insert(t, g, "main", "bob")
+	if got := rowsOf(t, res.Snapshot)[personKey]; got != 2 {
+		t.Fatalf("Person rows after the next write = %d, want 2", got)
+	}
+}
+
+// TestRefusedPublishWhoseUndoFailsIsRecoveryRequired: when the store keeps
+// refusing, the undo cannot publish either, so the intent stays and the
+// write answers RecoveryRequired; a fresh read-write open resolves it.
+func TestRefusedPublishWhoseUndoFailsIsRecoveryRequired(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	g := r.open(t, graph.OpenOptions{})
+	w, err := g.BeginWrite(ctx, "main", graph.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Stage(ctx, personKey, appendPeople("ada")); err != nil {
+		t.Fatal(err)
+	}
+	for n := 3; n < 40; n++ {
+		r.fault.FailNth(fault.CondPut, n, backend.KindPermanent)
+	}
 	_, err = w.Commit(ctx)
 	var rr *graph.RecoveryRequired
 	if !errors.As(err, &rr) || rr.OperationID != w.OperationID() || !errors.Is(err, graph.ErrRecoveryRequired) {
 		t.Fatalf("Commit = %v, want RecoveryRequired for operation %s", err, w.OperationID())
 	}
+	r.fault.Reset()
 	s, _ := r.open(t, graph.OpenOptions{ReadOnly: true}).Snapshot(ctx, "main")
 	if s.CommitID() == w.CommitID() {
 		t.Fatal("a failed publish is visible")
+	}
+	fresh := r.open(t, graph.OpenOptions{})
+	if p, err := fresh.PendingRecovery(ctx); err != nil || len(p) != 0 {
+		t.Fatalf("pending recoveries after a read-write open: %d (%v)", len(p), err)
+	}
+	s, _ = fresh.Snapshot(ctx, "main")
+	if n := rowsOf(t, s)[personKey]; n > 1 {
+		t.Fatalf("Person rows after recovery = %d, want 0 or 1", n)
 	}
 }
 

@@ -339,7 +339,7 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 			// first: undo our table effects and prepare again.
 			return w.lostRace(ctx, intent, "graph_head", err)
 		}
-		return nil, &RecoveryRequired{OperationID: w.opID, Reason: "the manifest publish failed after the table commits", Err: err}
+		return w.refusedPublish(ctx, intent, err)
 	}
 	g.rememberPublished(intent.Entry)
 	for _, tw := range w.tables {
@@ -453,6 +453,29 @@ func (w *Write) lostRace(ctx context.Context, intent *manifest.Intent, member st
 		return &Result{Commit: commitInfo(e), Snapshot: &Snapshot{g: w.g, entry: e}}, nil
 	}
 	return nil, w.changed(member, fmt.Sprint(w.base.Version), "moved by another writer")
+}
+
+// refusedPublish settles a write whose manifest publish the store refused
+// with a definite answer (not a lost one): nothing was published, so the
+// writer resolves its own intent while it still holds the gates rather than
+// leave it for a restart (seed 001: a refused manifest request fails only
+// its write, and the server keeps serving). Its table effects are all
+// there, so recovery normally rolls it forward and the write is
+// acknowledged once; a rollback answers the refusal. Only if recovery
+// cannot finish (the store keeps refusing) does the intent stay:
+// *RecoveryRequired, which a read-write open resolves.
+func (w *Write) refusedPublish(ctx context.Context, intent *manifest.Intent, cause error) (*Result, error) {
+	out, err := w.g.undoIntent(ctx, intent)
+	if err != nil {
+		return nil, &RecoveryRequired{OperationID: w.opID, Reason: "the manifest publish failed after the table commits, and undoing them failed", Err: errors.Join(cause, err)}
+	}
+	if out.Record != nil && out.Record.RecoveryKind == recovery.RolledForward {
+		// Recovery published the intact write: it landed, once.
+		e := intent.Entry
+		w.g.remember(e, "")
+		return &Result{Commit: commitInfo(e), Snapshot: &Snapshot{g: w.g, entry: e}}, nil
+	}
+	return nil, fmt.Errorf("publish commit %s on branch %q (the store refused it; the write's table changes were undone and nothing was published): %w", w.commit, w.base.Branch, cause)
 }
 
 func (w *Write) changed(member, expected, actual string) error {

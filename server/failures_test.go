@@ -30,6 +30,9 @@ func (f *failingPublish) PutIfAbsent(ctx context.Context, key string, data []byt
 			return backend.Attrs{}, backend.NewError("put_if_absent", key, backend.KindUnknown, fmt.Errorf("injected: no answer"))
 		case 2:
 			return backend.Attrs{}, backend.NewError("put_if_absent", key, backend.KindPermanent, fmt.Errorf("injected: refused"))
+		case 3: // refuse once
+			f.mode.Store(0)
+			return backend.Attrs{}, backend.NewError("put_if_absent", key, backend.KindPermanent, fmt.Errorf("injected: refused once"))
 		}
 	}
 	return f.StorageAdapter.PutIfAbsent(ctx, key, data)
@@ -39,8 +42,11 @@ func (f *failingPublish) PutIfAbsent(ctx context.Context, key string, data []byt
 // the wire: a write whose publish got no answer through every re-issue is
 // 500 with outcome_unknown (branch, commit id and where to check) and the
 // server keeps serving (the uncertainty is scoped to that write's keys);
-// once the store heals the next write succeeds. A write whose publish
-// failed after its table commits is 503 recovery_required with its
+// once the store heals the next write succeeds. A publish refused once
+// fails only its write's storage request: the writer settles its own
+// intent in process and the write is acknowledged, the server serving on
+// (seed 001). A write whose publish keeps failing after its table commits
+// is 503 recovery_required with its
 // operation id, and it stops the server (seed 001: its effects are in
 // storage and not adopted in memory): OnFatal is told and every later
 // request is refused. No response names a storage key, and after the
@@ -91,6 +97,13 @@ func TestServerStorageFailuresOverHTTP(t *testing.T) {
 		t.Fatalf("a scoped unknown outcome stopped the server: %s", got)
 	}
 
+	fp.mode.Store(3)
+	st, m = mutate("refused-once")
+	mustStatus(t, "a publish refused once", st, 200, m)
+	if got := f.String(); got != "[]" {
+		t.Fatalf("one refused storage request stopped the server: %s", got)
+	}
+
 	fp.mode.Store(2)
 	st, m = mutate("refused")
 	mustStatus(t, "publish refused after the table commits", st, 503, m)
@@ -108,7 +121,7 @@ func TestServerStorageFailuresOverHTTP(t *testing.T) {
 	fp.mode.Store(0)
 	g.Close()
 	counts := restartedNames(t, inner)
-	if counts["after"] != 1 || counts["lost"] > 1 || counts["refused"] > 1 {
+	if counts["after"] != 1 || counts["refused-once"] != 1 || counts["lost"] > 1 || counts["refused"] > 1 {
 		t.Fatalf("rows after the restart: %v", counts)
 	}
 }
