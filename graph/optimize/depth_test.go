@@ -150,8 +150,9 @@ func measureDepth(tb testing.TB, r *depthRig) depthCost {
 
 // TestCostFlatWithDepth pins issue 14's graph-level bounds on real one-row
 // commits written with the automatic compaction on: a cold aggregate read
-// (fresh process: open + query) after 2,000 commits costs at most 1.5x the
-// requests and serial round trips of the same read after 10; a one-row
+// (fresh process: open + query) after 2,000 commits costs no more requests
+// and serial round trips than the same read after 10 (the issue allows
+// 1.5x), and at most 4 round trips; a one-row
 // commit writes at most 16 KiB at either depth; a warm read after a
 // one-row write costs at most 3 requests; and the answers are right.
 func TestCostFlatWithDepth(t *testing.T) {
@@ -180,8 +181,17 @@ func TestCostFlatWithDepth(t *testing.T) {
 	if want := "[[1999 59]]"; deep.answer != want {
 		t.Errorf("depth 2000 answer %s, want %s", deep.answer, want)
 	}
-	if float64(deep.cold.Total) > 1.5*float64(shallow.cold.Total) || float64(deep.cold.RoundTrips) > 1.5*float64(shallow.cold.RoundTrips) {
-		t.Errorf("cold aggregate: depth 2000 %s against depth 10 %s, budget 1.5x", deep.cold, shallow.cold)
+	// The issue's budget is 1.5x. Automatic compaction keeps a table under
+	// DefaultAutoThreshold small fragments at rest at any depth, and the
+	// depth-10 table already holds threshold-1 of them, so the deep read
+	// costs no more than the shallow one; the version manifest and the
+	// schema are read in one round (query.Run opens the named tables while
+	// the schema loads).
+	if deep.cold.Total > shallow.cold.Total || deep.cold.RoundTrips > shallow.cold.RoundTrips {
+		t.Errorf("cold aggregate: depth 2000 %s against depth 10 %s, budget 1.0x", deep.cold, shallow.cold)
+	}
+	if deep.cold.RoundTrips > 4 {
+		t.Errorf("cold aggregate at depth 2000: %s, budget 4 round trips (list, graph manifest, schema with table manifest, fragments)", deep.cold)
 	}
 }
 
