@@ -502,6 +502,13 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 			break
 		}
 		prev := (&Manifest{Indexes: old}).adjacencyIndex(cols[0], cols[1])
+		// A tiered run that wrote only small fragments keeps the index
+		// too: a traversal patches it with the fragments it does not cover
+		// (adjacencyPlan), and rebuilding it costs O(table edges) a run.
+		if opts.TierRatio > 0 && prev != nil && smallOutput(newFrags) {
+			m.Indexes = append(m.Indexes, *prev)
+			continue
+		}
 		nix, key, err := buildAdjacencyIndex(ctx, ds, ds.root(), m, prev, cols[0], cols[1])
 		if err != nil {
 			return nil, err
@@ -511,6 +518,17 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 	}
 	st.finish(m, ds.m.Version, OpCompact)
 	return st, nil
+}
+
+// smallOutput reports whether a compaction wrote only small fragments
+// (at most inlineKeyRows rows each, so their keys are inline).
+func smallOutput(frags []Fragment) bool {
+	for _, f := range frags {
+		if f.Rows > inlineKeyRows {
+			return false
+		}
+	}
+	return true
 }
 
 // keysReachable reports whether a key check on m finds every key without

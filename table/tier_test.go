@@ -115,3 +115,41 @@ func TestTieredCompactionBoundsFragmentsAndRewrites(t *testing.T) {
 		rec.Release()
 	}
 }
+
+// TestTieredCompactionKeepsAdjacencyIndex: on an edge table, a tiered run
+// that writes only small fragments keeps the adjacency index (a traversal
+// patches it with the rewritten fragments) instead of rebuilding it over
+// every edge, a full compaction rebuilds it, and the adjacency equals the
+// scan's edges throughout.
+func TestTieredCompactionKeepsAdjacencyIndex(t *testing.T) {
+	ctx := context.Background()
+	ds, err := Create(ctx, newStore(), "edges/Knows", edgeSchema, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adj := [2]string{"src", "dst"}
+	ds = appendEdges(t, ds, "base", 2000, 300, 0)
+	ds = mc(t)(ds.StageCompact(ctx, CompactOptions{IndexKey: true, Adjacency: adj}))
+	built := ds.Manifest().adjacencyIndex("src", "dst").UUID
+	for i := 0; i < 12; i++ {
+		ds = appendEdges(t, ds, fmt.Sprintf("c%02d", i), 1, 300, i)
+	}
+	ds = mc(t)(ds.StageCompact(ctx, CompactOptions{IndexKey: true, Adjacency: adj, TierRatio: 2}))
+	if n := len(ds.Manifest().Fragments); n >= 12 {
+		t.Fatalf("tiered run left %d fragments", n)
+	}
+	ix := ds.Manifest().adjacencyIndex("src", "dst")
+	if ix == nil || ix.UUID != built {
+		t.Fatalf("tiered run of small fragments replaced the adjacency index: %+v", ix)
+	}
+	if a := loadAdj(t, ds); a.From != AdjacencyPatched || !slices.Equal(adjEdges(t, a), scanEdges(t, ds)) {
+		t.Fatalf("after the tiered run: from %s, edges differ from the scan", a.From)
+	}
+	ds = mc(t)(ds.StageCompact(ctx, CompactOptions{IndexKey: true, Adjacency: adj}))
+	if ix := ds.Manifest().adjacencyIndex("src", "dst"); ix == nil || ix.UUID == built || !ds.AdjacencyCovers("src", "dst") {
+		t.Fatalf("a full compaction must rebuild the index over the result: %+v", ix)
+	}
+	if a := loadAdj(t, ds); !slices.Equal(adjEdges(t, a), scanEdges(t, ds)) {
+		t.Fatal("after the full compaction: edges differ from the scan")
+	}
+}
