@@ -13,6 +13,10 @@ const (
 	// FailpointPostPhaseC: the manifest is published, the sidecar not yet
 	// deleted.
 	FailpointPostPhaseC = "write.post_phase_c"
+	// FailpointMaintenanceRebase: an optimize lost the graph head after
+	// its table effects and is about to move its intent onto the new head
+	// (maintenance.go).
+	FailpointMaintenanceRebase = "write.maintenance_rebase"
 	// Recovery's own boundaries (see package recovery).
 	FailpointRecoveryPostRestore = "recovery.post_restore"
 	FailpointRecoveryPostPublish = "recovery.post_publish"

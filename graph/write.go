@@ -334,6 +334,9 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 		case errors.Is(err, manifest.ErrHeadMoved) && effects == 0:
 			g.disarmIntent(ctx, intent)
 			return nil, w.changed("graph_head", fmt.Sprint(w.base.Version), "a newer version")
+		case errors.Is(err, manifest.ErrHeadMoved) && w.opts.Kind == KindOptimize:
+			// The maintenance-class publish (maintenance.go).
+			return w.rebaseMaintenance(ctx, intent, err)
 		case errors.Is(err, manifest.ErrHeadMoved):
 			// A writer the gates do not see (another process) published
 			// first: undo our table effects and prepare again.
@@ -341,6 +344,13 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 		}
 		return w.refusedPublish(ctx, intent, err)
 	}
+	return w.published(ctx, intent), nil
+}
+
+// published finishes a write whose publish of intent.Entry landed: the
+// caches, then Phase D.
+func (w *Write) published(ctx context.Context, intent *manifest.Intent) *Result {
+	g := w.g
 	g.rememberPublished(intent.Entry)
 	for _, tw := range w.tables {
 		if tw.committed != nil {
@@ -351,7 +361,7 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 	if err := g.disarmIntent(ctx, intent); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the write is committed, but its recovery intent could not be removed (the next open removes it): %v", backend.Redact(err.Error())))
 	}
-	return res, nil
+	return res
 }
 
 // recheck compares the live branch head with the captured token: one List.
@@ -489,20 +499,8 @@ func (w *Write) changed(member, expected, actual string) error {
 // publish with its pre-minted commit.
 func (w *Write) plan(keys []string) *manifest.Intent {
 	tb := tableBranch(w.base.Branch, w.base.Incarnation)
-	next := w.base.Clone()
-	actor := w.g.actor
-	if w.opts.Actor != "" {
-		actor = w.opts.Actor
-	}
-	parents := []string{w.base.Head}
-	if w.opts.MergedParent != "" {
-		parents = append(parents, w.opts.MergedParent)
-	}
-	next.Kind = manifest.KindCommit
-	next.Version = w.base.Version + 1
-	next.Fork = nil
-	next.Commit = &manifest.Commit{ID: w.commit, Parents: parents, Actor: actor, TimeMicros: nowMicros()}
-	next.Head = w.commit
+	next := w.nextEntry(w.base)
+	actor := next.Commit.Actor
 	if w.opts.SchemaIdentity != "" {
 		next.SchemaIdentity = w.opts.SchemaIdentity
 	}
@@ -533,6 +531,27 @@ func (w *Write) plan(keys []string) *manifest.Intent {
 	}
 	intent.Entry = next
 	return intent
+}
+
+// nextEntry is the manifest version this write's commit makes on top of
+// from (its base, or for a maintenance publish the head that moved past
+// it), before its own pins are set.
+func (w *Write) nextEntry(from *manifest.Entry) *manifest.Entry {
+	next := from.Clone()
+	actor := w.g.actor
+	if w.opts.Actor != "" {
+		actor = w.opts.Actor
+	}
+	parents := []string{from.Head}
+	if w.opts.MergedParent != "" {
+		parents = append(parents, w.opts.MergedParent)
+	}
+	next.Kind = manifest.KindCommit
+	next.Version = from.Version + 1
+	next.Fork = nil
+	next.Commit = &manifest.Commit{ID: w.commit, Parents: parents, Actor: actor, TimeMicros: nowMicros()}
+	next.Head = w.commit
+	return next
 }
 
 // setPin replaces the pin of p.Key in e.

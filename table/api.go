@@ -250,6 +250,16 @@ type CompactOptions struct {
 	// it covers the new version exactly; a compaction with nothing else
 	// to do still builds a missing or stale one.
 	Adjacency [2]string
+	// TierRatio, when > 0, makes the compaction size-tiered: of the small
+	// fragments it rewrites only the smallest ones, sorted by live rows,
+	// the two smallest and each next one while it holds at most TierRatio
+	// times the rows selected so far (and every fragment with deletions,
+	// whatever its size). Each run still merges at least two fragments, so
+	// a writer that compacts whenever a table holds N small fragments keeps
+	// it under N, while a row is rewritten about log(table rows) times
+	// instead of once per run (automatic compaction uses it). 0: every
+	// small fragment is rewritten.
+	TierRatio float64
 }
 
 // CleanupOptions bound what Cleanup may delete.

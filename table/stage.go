@@ -1,6 +1,7 @@
 package table
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -350,6 +351,9 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 			hasDel = hasDel || f.Deletion != nil
 		}
 	}
+	if opts.TierRatio > 0 {
+		cand = smallestTier(cand, opts.TierRatio)
+	}
 	needIndex := opts.IndexKey && len(ds.m.Fragments) > 0 && !ds.KeyIndexCovers()
 	adj := opts.Adjacency
 	wantAdj := adj[0] != "" && adj[1] != ""
@@ -373,6 +377,16 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 		if rows(pending) == 0 {
 			return nil
 		}
+		// One record: the pending slices (one per source fragment, often
+		// one row each) would otherwise be encoded, and cached, one by one.
+		if len(pending) > 1 {
+			one, err := concatRecords(ds.schema, pending)
+			if err != nil {
+				return err
+			}
+			releaseAll(pending)
+			pending = []arrow.Record{one}
+		}
 		f, key, err := writeFragment(ctx, ds.store, ds.path, ds.root(), ds.schema, ds.m.KeyColumn, pending)
 		if err != nil {
 			return err
@@ -388,26 +402,42 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 		ds.cache.put(key, d, d.bytes())
 		return nil
 	}
-	for _, f := range cand {
-		recs, _, err := ds.readMatching(ctx, f, nil, all, nil, Predicate{}, nil)
+	// The candidates are read a wave at a time (eachFragment: 16 in
+	// flight), then appended in manifest order.
+	for lo := 0; lo < len(cand); lo += readParallelism {
+		wave := cand[lo:min(lo+readParallelism, len(cand))]
+		read := make([][]arrow.Record, len(wave))
+		err := eachFragment(ctx, wave, func(ctx context.Context, i int, f Fragment) error {
+			recs, _, err := ds.readMatching(ctx, f, nil, all, nil, Predicate{}, nil)
+			read[i] = recs
+			return err
+		})
 		if err != nil {
+			for _, recs := range read {
+				releaseAll(recs)
+			}
 			releaseAll(pending)
 			return nil, err
 		}
-		for i, r := range recs {
-			// Split r so no rewritten fragment exceeds target rows.
-			for off := int64(0); off < r.NumRows(); {
-				n := min(target-rows(pending), r.NumRows()-off)
-				pending = append(pending, r.NewSlice(off, off+n))
-				off += n
-				if rows(pending) >= target {
-					if err := flush(); err != nil {
-						releaseAll(recs[i:])
-						return nil, err
+		for w, recs := range read {
+			for i, r := range recs {
+				// Split r so no rewritten fragment exceeds target rows.
+				for off := int64(0); off < r.NumRows(); {
+					n := min(target-rows(pending), r.NumRows()-off)
+					pending = append(pending, r.NewSlice(off, off+n))
+					off += n
+					if rows(pending) >= target {
+						if err := flush(); err != nil {
+							releaseAll(recs[i:])
+							for _, rest := range read[w+1:] {
+								releaseAll(rest)
+							}
+							return nil, err
+						}
 					}
 				}
+				r.Release()
 			}
-			r.Release()
 		}
 	}
 	if err := flush(); err != nil {
@@ -440,6 +470,14 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 		if ix.Kind != "key" || len(col) == 0 {
 			continue
 		}
+		// A tiered run that wrote only small fragments keeps the index:
+		// their keys are inline (a key check reads them, not the file), and
+		// entries of the fragments it replaced are never consulted. Only a
+		// run that writes a larger fragment rebuilds it (O(table rows)).
+		if opts.TierRatio > 0 && ix.Path != "" && keysReachable(ix, m) {
+			m.Indexes = append(m.Indexes, ix)
+			continue
+		}
 		nix, key, err := buildKeyIndex(ctx, ds, ds.root(), m, ix.Column, col[0])
 		if err != nil {
 			return nil, err
@@ -464,6 +502,13 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 			break
 		}
 		prev := (&Manifest{Indexes: old}).adjacencyIndex(cols[0], cols[1])
+		// A tiered run that wrote only small fragments keeps the index
+		// too: a traversal patches it with the fragments it does not cover
+		// (adjacencyPlan), and rebuilding it costs O(table edges) a run.
+		if opts.TierRatio > 0 && prev != nil && smallOutput(newFrags) {
+			m.Indexes = append(m.Indexes, *prev)
+			continue
+		}
 		nix, key, err := buildAdjacencyIndex(ctx, ds, ds.root(), m, prev, cols[0], cols[1])
 		if err != nil {
 			return nil, err
@@ -473,6 +518,61 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 	}
 	st.finish(m, ds.m.Version, OpCompact)
 	return st, nil
+}
+
+// smallOutput reports whether a compaction wrote only small fragments
+// (at most inlineKeyRows rows each, so their keys are inline).
+func smallOutput(frags []Fragment) bool {
+	for _, f := range frags {
+		if f.Rows > inlineKeyRows {
+			return false
+		}
+	}
+	return true
+}
+
+// keysReachable reports whether a key check on m finds every key without
+// reading a file the key index ix does not cover: each fragment is
+// covered by ix or carries its keys inline.
+func keysReachable(ix Index, m *Manifest) bool {
+	covered := make(map[string]bool, len(ix.Fragments))
+	for _, id := range ix.Fragments {
+		covered[id] = true
+	}
+	for _, f := range m.Fragments {
+		if !covered[f.ID] && f.Keys == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// smallestTier is the size-tiered choice of CompactOptions.TierRatio among
+// the candidates, kept in manifest order: every fragment with deletions,
+// the two with the fewest live rows, and each next one by size while its
+// live rows are at most ratio times the rows chosen so far.
+func smallestTier(cand []Fragment, ratio float64) []Fragment {
+	if len(cand) < 2 {
+		return cand
+	}
+	bySize := slices.Clone(cand)
+	slices.SortStableFunc(bySize, func(a, b Fragment) int { return cmp.Compare(a.LiveRows(), b.LiveRows()) })
+	pick := map[string]bool{}
+	var total int64
+	for i, f := range bySize {
+		if i >= 2 && float64(f.LiveRows()) > ratio*float64(total) {
+			break
+		}
+		pick[f.ID] = true
+		total += f.LiveRows()
+	}
+	var out []Fragment
+	for _, f := range cand {
+		if pick[f.ID] || f.Deletion != nil {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // KeyIndexCovers reports whether this version has a key index on its key

@@ -7,7 +7,7 @@ package mem
 import (
 	"context"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,7 +28,12 @@ type object struct {
 type Store struct {
 	mu      sync.Mutex
 	objects map[string]object
-	next    uint64
+	// keys are the objects' keys, sorted: a List or a prefix walk costs
+	// O(log n + page), as on an object store, not a scan of every key (a
+	// history of thousands of commits would make every write's List cost
+	// grow with depth).
+	keys []string
+	next uint64
 }
 
 // New returns an empty store.
@@ -72,8 +77,29 @@ func (s *Store) attrs(key string, o object) backend.Attrs {
 func (s *Store) put(key string, data []byte) backend.Attrs {
 	s.next++
 	o := object{data: append([]byte(nil), data...), version: s.next, mod: time.Now()}
+	if _, ok := s.objects[key]; !ok {
+		i, _ := slices.BinarySearch(s.keys, key)
+		s.keys = slices.Insert(s.keys, i, key)
+	}
 	s.objects[key] = o
 	return s.attrs(key, o)
+}
+
+// remove deletes one key (the caller holds mu).
+func (s *Store) remove(key string) {
+	if _, ok := s.objects[key]; !ok {
+		return
+	}
+	delete(s.objects, key)
+	if i, ok := slices.BinarySearch(s.keys, key); ok {
+		s.keys = slices.Delete(s.keys, i, i+1)
+	}
+}
+
+// from is the index of the first key at or after k (the caller holds mu).
+func (s *Store) from(k string) int {
+	i, _ := slices.BinarySearch(s.keys, k)
+	return i
 }
 
 // Get implements backend.StorageAdapter.
@@ -167,18 +193,20 @@ func (s *Store) List(ctx context.Context, prefix string, opts backend.ListOption
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	keys := make([]string, 0)
-	for k := range s.objects {
-		if strings.HasPrefix(k, prefix) && k > opts.StartAfter {
-			keys = append(keys, k)
+	i := s.from(prefix)
+	if opts.StartAfter >= prefix {
+		i = s.from(opts.StartAfter)
+		if i < len(s.keys) && s.keys[i] == opts.StartAfter {
+			i++
 		}
 	}
-	sort.Strings(keys)
 	var page backend.ListPage
-	if len(keys) > max {
-		keys, page.Truncated = keys[:max], true
-	}
-	for _, k := range keys {
+	for ; i < len(s.keys) && strings.HasPrefix(s.keys[i], prefix); i++ {
+		if len(page.Objects) == max {
+			page.Truncated = true
+			break
+		}
+		k := s.keys[i]
 		page.Objects = append(page.Objects, s.attrs(k, s.objects[k]))
 	}
 	return page, nil
@@ -195,12 +223,8 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 		return true, nil
 	}
 	dir := key + "/"
-	for k := range s.objects {
-		if strings.HasPrefix(k, dir) {
-			return true, nil
-		}
-	}
-	return false, nil
+	i := s.from(dir)
+	return i < len(s.keys) && strings.HasPrefix(s.keys[i], dir), nil
 }
 
 // Delete implements backend.StorageAdapter.
@@ -210,7 +234,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.objects, key)
+	s.remove(key)
 	return nil
 }
 
@@ -224,11 +248,13 @@ func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k := range s.objects {
-		if strings.HasPrefix(k, prefix) {
-			delete(s.objects, k)
-		}
+	lo := s.from(prefix)
+	hi := lo
+	for hi < len(s.keys) && strings.HasPrefix(s.keys[hi], prefix) {
+		delete(s.objects, s.keys[hi])
+		hi++
 	}
+	s.keys = slices.Delete(s.keys, lo, hi)
 	return nil
 }
 

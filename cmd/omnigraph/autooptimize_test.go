@@ -10,6 +10,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/optimize"
 )
 
 // fragments opens the graph at url and returns the fragment count of one
@@ -39,9 +40,9 @@ func fragments(t *testing.T, url, key string) int {
 
 // TestCLIAutoOptimizeBoundsFragments pins issue 14's automatic compaction:
 // after 40 one-row CLI mutations the Person table's fragment count stays
-// under the threshold (32) and every answer is unchanged; with
-// OMNIGRAPH_AUTO_OPTIMIZE=0 (or --no-auto-optimize) it grows by one per
-// commit.
+// under the threshold (optimize.DefaultAutoThreshold) and every answer is
+// unchanged; with OMNIGRAPH_AUTO_OPTIMIZE=0 (or --no-auto-optimize) it
+// grows by one per commit.
 func TestCLIAutoOptimizeBoundsFragments(t *testing.T) {
 	const writes = 40
 	var want []string
@@ -72,8 +73,8 @@ func TestCLIAutoOptimizeBoundsFragments(t *testing.T) {
 			}
 			n := fragments(t, dir, graph.NodeTableKey("Person"))
 			t.Logf("%s: %d fragments after %d one-row commits", tc.name, n, writes)
-			if tc.auto && n >= 32 {
-				t.Errorf("auto-optimize on: %d fragments after %d commits, want < 32", n, writes)
+			if tc.auto && n >= optimize.DefaultAutoThreshold {
+				t.Errorf("auto-optimize on: %d fragments after %d commits, want < %d", n, writes, optimize.DefaultAutoThreshold)
 			}
 			if !tc.auto && n < writes {
 				t.Errorf("auto-optimize off: %d fragments after %d commits, want >= %d (one per commit)", n, writes, writes)

@@ -3,6 +3,7 @@ package optimize_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -14,9 +15,11 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/counter"
 	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
+	"github.com/omnigraph-go/omnigraph/backend/s3"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/optimize"
 	"github.com/omnigraph-go/omnigraph/graph/query"
+	"github.com/omnigraph-go/omnigraph/internal/testenv"
 )
 
 // putMeter adds up the bytes written through it.
@@ -49,14 +52,30 @@ type depthRig struct {
 	fault *fault.Injector
 	count *counter.Counter
 	next  int
+	// latency sets the per-request latency of the measured requests: the
+	// fault injector's on the in-memory store, the proxy's on S3.
+	latency func(time.Duration)
+	// everyCommit, when set, runs after each commit that builds the depth.
+	everyCommit func()
 }
 
 func newDepthRig(tb testing.TB, depth int) *depthRig {
 	tb.Helper()
+	return newDepthRigOn(tb, mem.New(), nil, nil, depth)
+}
+
+// newDepthRigOn builds the history on store; latency nil means the fault
+// injector's.
+func newDepthRigOn(tb testing.TB, store backend.StorageAdapter, latency func(time.Duration), everyCommit func(), depth int) *depthRig {
+	tb.Helper()
 	ctx := context.Background()
-	r := &depthRig{meter: &putMeter{StorageAdapter: mem.New()}}
+	r := &depthRig{meter: &putMeter{StorageAdapter: store}, everyCommit: everyCommit}
 	r.fault = fault.New(r.meter)
 	r.count = counter.New(r.fault)
+	r.latency = latency
+	if r.latency == nil {
+		r.latency = r.fault.Latency
+	}
 	if _, err := graph.Init(ctx, r.count, schema(tb), graph.InitOptions{Actor: "tester"}); err != nil {
 		tb.Fatal(err)
 	}
@@ -67,6 +86,9 @@ func newDepthRig(tb testing.TB, depth int) *depthRig {
 	r.g = g
 	for i := 1; i < depth; i++ { // Init made the first commit
 		r.insert(tb)
+		if r.everyCommit != nil {
+			r.everyCommit()
+		}
 	}
 	return r
 }
@@ -150,8 +172,9 @@ func measureDepth(tb testing.TB, r *depthRig) depthCost {
 
 // TestCostFlatWithDepth pins issue 14's graph-level bounds on real one-row
 // commits written with the automatic compaction on: a cold aggregate read
-// (fresh process: open + query) after 2,000 commits costs at most 1.5x the
-// requests and serial round trips of the same read after 10; a one-row
+// (fresh process: open + query) after 2,000 commits costs no more requests
+// and serial round trips than the same read after 10 (the issue allows
+// 1.5x), and at most 4 round trips; a one-row
 // commit writes at most 16 KiB at either depth; a warm read after a
 // one-row write costs at most 3 requests; and the answers are right.
 func TestCostFlatWithDepth(t *testing.T) {
@@ -180,8 +203,17 @@ func TestCostFlatWithDepth(t *testing.T) {
 	if want := "[[1999 59]]"; deep.answer != want {
 		t.Errorf("depth 2000 answer %s, want %s", deep.answer, want)
 	}
-	if float64(deep.cold.Total) > 1.5*float64(shallow.cold.Total) || float64(deep.cold.RoundTrips) > 1.5*float64(shallow.cold.RoundTrips) {
-		t.Errorf("cold aggregate: depth 2000 %s against depth 10 %s, budget 1.5x", deep.cold, shallow.cold)
+	// The issue's budget is 1.5x. Automatic compaction keeps a table under
+	// DefaultAutoThreshold small fragments at rest at any depth, and the
+	// depth-10 table already holds threshold-1 of them, so the deep read
+	// costs no more than the shallow one; the version manifest and the
+	// schema are read in one round (query.Run opens the named tables while
+	// the schema loads).
+	if deep.cold.Total > shallow.cold.Total || deep.cold.RoundTrips > shallow.cold.RoundTrips {
+		t.Errorf("cold aggregate: depth 2000 %s against depth 10 %s, budget 1.0x", deep.cold, shallow.cold)
+	}
+	if deep.cold.RoundTrips > 4 {
+		t.Errorf("cold aggregate at depth 2000: %s, budget 4 round trips (list, graph manifest, schema with table manifest, fragments)", deep.cold)
 	}
 }
 
@@ -212,47 +244,109 @@ func storeBytes(tb testing.TB, s backend.StorageAdapter) int64 {
 // request: the wall time of a one-row insert and of a cold aggregate read
 // (fresh process) at depth 10 and at depth OMNIGRAPH_BENCH_DEPTH (default
 // 10,000), their ratios (flat history: about 1), and the bytes on the store
-// per one-row commit at both depths.
+// per one-row commit at both depths. The history is built with no latency
+// (real one-row table commits with the automatic compaction, about a
+// minute for 10,000); only the measured requests wait.
 func BenchmarkCostAtDepth(b *testing.B) {
-	const latency = 20 * time.Millisecond
-	type point struct {
-		insert, cold   time.Duration
-		reqs, rts      int
-		bytesPerCommit float64
-	}
-	measure := func(depth int) point {
-		r := newDepthRig(b, depth)
-		var p point
-		p.bytesPerCommit = float64(storeBytes(b, r.meter.StorageAdapter)) / float64(depth)
-		r.fault.Latency(latency)
-		defer r.fault.Latency(0)
-		r.insert(b) // warm
-		const n = 5
-		start := time.Now()
-		for i := 0; i < n; i++ {
-			mut(b, r.g, `mutation m($h: String) { insert Person { handle: $h, name: "B", age: 2 } }`, map[string]any{"h": fmt.Sprintf("b%06d-%d", depth, i)})
-		}
-		p.insert = time.Since(start) / n
-		r.count.Reset()
-		start = time.Now()
-		_ = r.coldRead(b)
-		p.cold = time.Since(start)
-		c := r.count.Snapshot()
-		p.reqs, p.rts = c.Total, c.RoundTrips
-		return p
-	}
 	deep := benchDepth()
 	for i := 0; i < b.N; i++ {
-		s, d := measure(10), measure(deep)
-		b.ReportMetric(float64(d.insert)/float64(s.insert), "insert-deep/shallow")
-		b.ReportMetric(float64(d.cold)/float64(s.cold), "coldread-deep/shallow")
-		b.ReportMetric(d.bytesPerCommit, "bytes/commit-deep")
-		var sb strings.Builder
-		fmt.Fprintf(&sb, "at %v per request (in-memory store, injected latency):\n", latency)
-		fmt.Fprintf(&sb, "  one-row insert: depth 10 %v, depth %d %v, ratio %.2f\n", s.insert, deep, d.insert, float64(d.insert)/float64(s.insert))
-		fmt.Fprintf(&sb, "  cold aggregate read: depth 10 %v (%d requests, %d round trips), depth %d %v (%d requests, %d round trips), ratio %.2f\n",
-			s.cold, s.reqs, s.rts, deep, d.cold, d.reqs, d.rts, float64(d.cold)/float64(s.cold))
-		fmt.Fprintf(&sb, "  bytes on the store per commit: depth 10 %.0f, depth %d %.0f", s.bytesPerCommit, deep, d.bytesPerCommit)
-		b.Log(sb.String())
+		s := measureAtDepth(b, newDepthRig(b, 10), 10)
+		d := measureAtDepth(b, newDepthRig(b, deep), deep)
+		reportDepth(b, "in-memory store, latency injected in front of it", s, d, deep)
 	}
+}
+
+// BenchmarkCostAtDepthS3 is BenchmarkCostAtDepth through the S3 emulator
+// (versitygw, scripts/emulators.sh) behind the wire proxy, which holds
+// each answer back 20 ms while the measured requests run. It skips when
+// no S3 endpoint is configured. The deep history is
+// OMNIGRAPH_BENCH_S3_DEPTH (default 1,000: each commit is a dozen real
+// requests to the emulator, so 10,000 takes far longer to build); the
+// output names the depth.
+func BenchmarkCostAtDepthS3(b *testing.B) {
+	if !testenv.S3Configured() {
+		b.Skip("S3 is not configured; start the emulators: " + testenv.StartHint)
+	}
+	deep := 1000
+	if n, err := strconv.Atoi(os.Getenv("OMNIGRAPH_BENCH_S3_DEPTH")); err == nil && n > 10 {
+		deep = n
+	}
+	for i := 0; i < b.N; i++ {
+		s := measureAtDepth(b, newS3DepthRig(b, 10), 10)
+		d := measureAtDepth(b, newS3DepthRig(b, deep), deep)
+		reportDepth(b, fmt.Sprintf("S3 emulator behind the latency proxy, deep history %d commits", deep), s, d, deep)
+	}
+}
+
+// newS3DepthRig builds a depth-commit history in a fresh prefix of the S3
+// test bucket, reached through a wire proxy whose latency the rig sets.
+func newS3DepthRig(b *testing.B, depth int) *depthRig {
+	bucket := testenv.S3Bucket(b)
+	cfg, err := s3.ConfigFromEnv(bucket)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := testenv.NewProxy(b, cfg.Endpoint)
+	cfg.Endpoint = p.URL
+	cfg.KeyAndChildCoexist = false // versitygw's posix backend (testenv.S3)
+	st, err := s3.New(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prefix := testenv.Prefix(b) + "/"
+	store := backend.WithPrefix(st, prefix)
+	b.Cleanup(func() { _ = st.DeletePrefix(context.Background(), prefix) })
+	latency := func(d time.Duration) {
+		p.Reset()
+		if d > 0 {
+			// Forwarded, then the answer is held back d.
+			p.Arm(testenv.Rule{Times: 1 << 30, Forward: true, Rewrite: func(http.Header) { time.Sleep(d) }})
+		}
+	}
+	// The proxy records every request; forget them as the history grows.
+	return newDepthRigOn(b, store, latency, func() { p.Reset() }, depth)
+}
+
+type depthPoint struct {
+	insert, cold   time.Duration
+	reqs, rts      int
+	bytesPerCommit float64
+}
+
+// measureAtDepth times, with 20 ms per request, five one-row inserts on the
+// warm writer handle (after one that runs the automatic compaction) and a
+// cold aggregate read in a fresh process scope.
+func measureAtDepth(b *testing.B, r *depthRig, depth int) depthPoint {
+	const latency = 20 * time.Millisecond
+	var p depthPoint
+	p.bytesPerCommit = float64(storeBytes(b, r.meter.StorageAdapter)) / float64(depth)
+	r.latency(latency)
+	defer r.latency(0)
+	r.insert(b) // warm
+	const n = 5
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		mut(b, r.g, `mutation m($h: String) { insert Person { handle: $h, name: "B", age: 2 } }`, map[string]any{"h": fmt.Sprintf("b%06d-%d", depth, i)})
+	}
+	p.insert = time.Since(start) / n
+	r.count.Reset()
+	start = time.Now()
+	_ = r.coldRead(b)
+	p.cold = time.Since(start)
+	c := r.count.Snapshot()
+	p.reqs, p.rts = c.Total, c.RoundTrips
+	return p
+}
+
+func reportDepth(b *testing.B, where string, s, d depthPoint, deep int) {
+	b.ReportMetric(float64(d.insert)/float64(s.insert), "insert-deep/shallow")
+	b.ReportMetric(float64(d.cold)/float64(s.cold), "coldread-deep/shallow")
+	b.ReportMetric(d.bytesPerCommit, "bytes/commit-deep")
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "at 20ms per request (%s):\n", where)
+	fmt.Fprintf(&sb, "  one-row insert: depth 10 %v, depth %d %v, ratio %.2f\n", s.insert, deep, d.insert, float64(d.insert)/float64(s.insert))
+	fmt.Fprintf(&sb, "  cold aggregate read: depth 10 %v (%d requests, %d round trips), depth %d %v (%d requests, %d round trips), ratio %.2f\n",
+		s.cold, s.reqs, s.rts, deep, d.cold, d.reqs, d.rts, float64(d.cold)/float64(s.cold))
+	fmt.Fprintf(&sb, "  bytes on the store per commit: depth 10 %.0f, depth %d %.0f", s.bytesPerCommit, deep, d.bytesPerCommit)
+	b.Log(sb.String())
 }

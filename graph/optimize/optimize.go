@@ -48,6 +48,10 @@ type Options struct {
 	// Retries bounds re-preparation after losing a race before any effect
 	// (0: graph.DefaultWriteRetries; automatic runs pass 1 to yield).
 	Retries int
+	// TierRatio, when > 0, rewrites only each table's smallest fragments
+	// (table.CompactOptions.TierRatio): automatic runs use AutoTierRatio.
+	// 0: every small fragment is merged (what `omnigraph optimize` does).
+	TierRatio float64
 }
 
 // TableResult is what Run did to one table.
@@ -116,7 +120,7 @@ func attempt(ctx context.Context, g *graph.Graph, opts Options) (*Result, *graph
 				errs[i] = err
 				return
 			}
-			copts := table.CompactOptions{TargetRows: target, IndexKey: true}
+			copts := table.CompactOptions{TargetRows: target, IndexKey: true, TierRatio: opts.TierRatio}
 			if isEdgeTable(k) {
 				copts.Adjacency = [2]string{pg.ColSrc, pg.ColDst}
 			}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/gq"
@@ -78,7 +79,9 @@ func Run(ctx context.Context, s *graph.Snapshot, src, name string, params map[st
 	if q.Mutation != nil {
 		return nil, fmt.Errorf("%w: query %q changes data; run it with 'omnigraph mutate'", graph.ErrNotARead, q.Name)
 	}
+	opened := openNamedTables(ctx, s, q.Read)
 	cat, err := s.Catalog(ctx)
+	opened()
 	if err != nil {
 		return nil, err
 	}
@@ -204,4 +207,43 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		Rows          []json.RawMessage `json:"rows"`
 		GraphCommitID string            `json:"graph_commit_id"`
 	}{r.QueryName, len(r.Rows), r.ColumnNames(), rows, r.CommitID})
+}
+
+// openNamedTables opens, in the background, the table of every node type
+// the read's match clauses bind, so that on a cold handle the GETs of
+// their version manifests overlap the GET of the accepted schema instead
+// of following it (the executor then finds them in the handle's table
+// cache). A name that is not a table is skipped and an error is left for
+// the executor to meet and report. The returned function waits for them.
+func openNamedTables(ctx context.Context, s *graph.Snapshot, rb *gq.ReadBody) func() {
+	if rb == nil {
+		return func() {}
+	}
+	seen := map[string]bool{}
+	var keys []string
+	var walk func([]gq.Clause)
+	walk = func(cs []gq.Clause) {
+		for _, c := range cs {
+			switch c := c.(type) {
+			case *gq.BindingClause:
+				k := graph.NodeTableKey(c.Type)
+				if _, ok := s.Pin(k); ok && !seen[k] {
+					seen[k] = true
+					keys = append(keys, k)
+				}
+			case *gq.NotClause:
+				walk(c.Clauses)
+			}
+		}
+	}
+	walk(rb.Match)
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = s.OpenTable(ctx, k)
+		}()
+	}
+	return wg.Wait
 }
