@@ -637,24 +637,40 @@ func (s *adjacencySource) intern(ctx context.Context, f Fragment, in *interner, 
 	return nil
 }
 
-// internChunk is the size of the blocks an interner copies values into.
-const internChunk = 256 << 10
+// An interner copies values into blocks of internChunk bytes and keeps
+// them in blocks of internVals (no allocation per value, nothing copied as
+// it grows).
+const (
+	internChunk = 256 << 10
+	internVals  = 1 << 12
+)
 
 // interner numbers distinct strings densely in the order first seen. It
-// copies the values into large blocks (no allocation per value) and finds
-// them with an open-addressing table of int32s: about 24 bytes per value
-// besides its bytes, against about 64 for a map[string]int32 of clones.
+// finds them with an open-addressing table of int32s: about 24 bytes per
+// value besides its bytes, against about 64 for a map[string]int32 of
+// clones.
 type interner struct {
-	vals  []string
-	slots []int32 // 1 + index into vals; 0 is free
+	vals  [][]string // dense number d is vals[d/internVals][d%internVals]
+	n     int
+	slots []int32 // 1 + dense number; 0 is free
 	seed  maphash.Seed
 	block strings.Builder
+}
+
+func (in *interner) val(d int32) string { return in.vals[d/internVals][d%internVals] }
+
+func (in *interner) each(fn func(d int32, v string)) {
+	for i, blk := range in.vals {
+		for j, v := range blk {
+			fn(int32(i*internVals+j), v)
+		}
+	}
 }
 
 // intern returns v's dense number, adding it (a copy of it when
 // copyValue, else v itself) if it is new.
 func (in *interner) intern(v string, copyValue bool) int32 {
-	if 4*(len(in.vals)+1) > 3*len(in.slots) {
+	if 4*(in.n+1) > 3*len(in.slots) {
 		in.grow()
 	}
 	mask := uint64(len(in.slots) - 1)
@@ -664,11 +680,16 @@ func (in *interner) intern(v string, copyValue bool) int32 {
 			if copyValue {
 				v = in.copy(v)
 			}
-			in.vals = append(in.vals, v)
-			in.slots[i] = int32(len(in.vals))
-			return int32(len(in.vals) - 1)
+			if in.n%internVals == 0 {
+				in.vals = append(in.vals, make([]string, 0, internVals))
+			}
+			blk := &in.vals[len(in.vals)-1]
+			*blk = append(*blk, v)
+			in.n++
+			in.slots[i] = int32(in.n)
+			return int32(in.n - 1)
 		}
-		if in.vals[e-1] == v {
+		if in.val(e-1) == v {
 			return e - 1
 		}
 	}
@@ -691,24 +712,24 @@ func (in *interner) grow() {
 	n := max(1024, 2*len(in.slots))
 	in.slots = make([]int32, n)
 	mask := uint64(n - 1)
-	for d, v := range in.vals {
+	in.each(func(d int32, v string) {
 		i := maphash.String(in.seed, v) & mask
 		for in.slots[i] != 0 {
 			i = (i + 1) & mask
 		}
-		in.slots[i] = int32(d + 1)
-	}
+		in.slots[i] = d + 1
+	})
 }
 
 // encode writes the index file of the edge rows whose dense endpoints are
 // src and dst (renumbered in place to the values' ranks).
 func (in *interner) encode(src, dst []int32) []byte {
-	nodes := len(in.vals)
+	nodes := in.n
 	order := make([]int32, nodes)
 	for i := range order {
 		order[i] = int32(i)
 	}
-	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(in.vals[a], in.vals[b]) })
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(in.val(a), in.val(b)) })
 	rank := make([]int32, nodes)
 	for r, d := range order {
 		rank[d] = int32(r)
@@ -721,9 +742,7 @@ func (in *interner) encode(src, dst []int32) []byte {
 		}
 	}
 	var dictLen int
-	for _, v := range in.vals {
-		dictLen += len(v)
-	}
+	in.each(func(_ int32, v string) { dictLen += len(v) })
 	b := make([]byte, len(adjMagic)+12+4*(nodes+1)+dictLen+2*4*(nodes+1+len(src))+4)
 	w := copy(b, adjMagic)
 	put := func(v uint32) {
@@ -736,11 +755,11 @@ func (in *interner) encode(src, dst []int32) []byte {
 	var off uint32
 	for _, d := range order {
 		put(off)
-		off += uint32(len(in.vals[d]))
+		off += uint32(len(in.val(d)))
 	}
 	put(off)
 	for _, d := range order {
-		w += copy(b[w:], in.vals[d])
+		w += copy(b[w:], in.val(d))
 	}
 	*in = interner{} // the values are in the file now
 	scratch := make([]int32, nodes+1)

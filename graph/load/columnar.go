@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"time"
 
@@ -507,7 +506,7 @@ func (bl *bulkLoad) checkAppendKeys(ctx context.Context, snap *graph.Snapshot, t
 		if ds.RowCount() == 0 {
 			continue
 		}
-		found, err := change.HasIDs(ctx, ds, slices.Clone(t.ids.keys))
+		found, err := change.HasIDs(ctx, ds, t.ids.all())
 		if err != nil {
 			return fmt.Errorf("check existing ids of %s: %w", t.typeName(), err)
 		}

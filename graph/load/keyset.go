@@ -6,27 +6,42 @@ import (
 )
 
 // keySet holds the ids a load's file gives for one table, with the line
-// that gave each. The ids are copied into large blocks and found through
-// an open-addressing table of int32s: about 28 bytes an id besides its
-// bytes, where a map[string]int32 of separately allocated strings takes
-// about 64, and the GC sees a few large objects instead of one per id.
+// that gave each. The ids are copied into blocks of keyBlock bytes and kept
+// in blocks of keyEntries (no allocation per id, nothing copied as the set
+// grows), and found through an open-addressing table of int32s: about 28
+// bytes an id besides its bytes, where a map[string]int32 of separately
+// allocated strings takes about 64, and the GC sees a few large objects
+// instead of one per id.
 type keySet struct {
-	keys  []string // views into blocks
-	lines []int32
-	slots []int32 // 1 + index into keys; 0 is free
+	keys  [][]string // entry i is keys[i/keyEntries][i%keyEntries]
+	lines [][]int32  // likewise
+	n     int
+	slots []int32 // 1 + entry; 0 is free
 	seed  maphash.Seed
 	block strings.Builder
 }
 
-// keyBlock is the size of the blocks the ids are copied into.
-const keyBlock = 256 << 10
+const (
+	keyBlock   = 256 << 10
+	keyEntries = 1 << 12
+)
 
 func newKeySet() *keySet { return &keySet{seed: maphash.MakeSeed()} }
 
-func (s *keySet) len() int { return len(s.keys) }
+func (s *keySet) len() int { return s.n }
 
-// slot finds k's slot: its index in keys, or -1 and the free slot where it
-// goes.
+func (s *keySet) key(i int) string { return s.keys[i/keyEntries][i%keyEntries] }
+
+// all returns the ids in the order they were added.
+func (s *keySet) all() []string {
+	out := make([]string, 0, s.n)
+	for _, blk := range s.keys {
+		out = append(out, blk...)
+	}
+	return out
+}
+
+// slot finds k: its entry, or -1 and the free slot where it goes.
 func (s *keySet) slot(k string) (at int, free uint64) {
 	if len(s.slots) == 0 {
 		return -1, 0
@@ -37,7 +52,7 @@ func (s *keySet) slot(k string) (at int, free uint64) {
 		if e == 0 {
 			return -1, i
 		}
-		if s.keys[e-1] == k {
+		if s.key(int(e-1)) == k {
 			return int(e - 1), i
 		}
 	}
@@ -49,7 +64,7 @@ func (s *keySet) line(k string) (int32, bool) {
 	if at < 0 {
 		return 0, false
 	}
-	return s.lines[at], true
+	return s.lines[at/keyEntries][at%keyEntries], true
 }
 
 // has reports whether the file gave k.
@@ -60,13 +75,19 @@ func (s *keySet) has(k string) bool {
 
 // add records k, given at line; k must be new.
 func (s *keySet) add(k string, line int32) {
-	if 4*(len(s.keys)+1) > 3*len(s.slots) {
+	if 4*(s.n+1) > 3*len(s.slots) {
 		s.grow()
 	}
 	_, free := s.slot(k)
-	s.keys = append(s.keys, s.copy(k))
-	s.lines = append(s.lines, line)
-	s.slots[free] = int32(len(s.keys))
+	if s.n%keyEntries == 0 {
+		s.keys = append(s.keys, make([]string, 0, keyEntries))
+		s.lines = append(s.lines, make([]int32, 0, keyEntries))
+	}
+	last := len(s.keys) - 1
+	s.keys[last] = append(s.keys[last], s.copy(k))
+	s.lines[last] = append(s.lines[last], line)
+	s.n++
+	s.slots[free] = int32(s.n)
 }
 
 func (s *keySet) copy(k string) string {
@@ -86,8 +107,8 @@ func (s *keySet) grow() {
 	n := max(1024, 2*len(s.slots))
 	s.slots = make([]int32, n)
 	mask := uint64(n - 1)
-	for d, k := range s.keys {
-		i := maphash.String(s.seed, k) & mask
+	for d := 0; d < s.n; d++ {
+		i := maphash.String(s.seed, s.key(d)) & mask
 		for s.slots[i] != 0 {
 			i = (i + 1) & mask
 		}
