@@ -480,8 +480,8 @@ func (ds *Dataset) adjacencyFile(ctx context.Context, prev *Index, from, to stri
 	}
 	frags := ds.m.Fragments
 	n := ds.m.LiveRows()
-	if n >= math.MaxInt32 {
-		return nil, 0, errorf(ErrInvalid, "adjacency index: %d edge rows, at most %d", n, math.MaxInt32-1)
+	if n > math.MaxInt32/2 { // two endpoints a row: the dense numbers stay int32s
+		return nil, 0, errorf(ErrInvalid, "adjacency index: %d edge rows, at most %d", n, math.MaxInt32/2)
 	}
 	starts, _, reusable := adjacencyPlan(ds.m, prev)
 	in := &interner{seed: maphash.MakeSeed()}
@@ -540,7 +540,8 @@ func (ds *Dataset) adjacencyFile(ctx context.Context, prev *Index, from, to stri
 		}
 		lo = hi
 	}
-	return in.encode(src, dst), n, nil
+	data, err := in.encode(src, dst)
+	return data, n, err
 }
 
 // adjacencySource is where an index build reads one fragment's endpoint
@@ -723,7 +724,7 @@ func (in *interner) grow() {
 
 // encode writes the index file of the edge rows whose dense endpoints are
 // src and dst (renumbered in place to the values' ranks).
-func (in *interner) encode(src, dst []int32) []byte {
+func (in *interner) encode(src, dst []int32) ([]byte, error) {
 	nodes := in.n
 	order := make([]int32, nodes)
 	for i := range order {
@@ -743,6 +744,9 @@ func (in *interner) encode(src, dst []int32) []byte {
 	}
 	var dictLen int
 	in.each(func(_ int32, v string) { dictLen += len(v) })
+	if dictLen > math.MaxUint32 {
+		return nil, errorf(ErrInvalid, "adjacency index: the endpoint values take %d bytes, at most %d", dictLen, uint32(math.MaxUint32))
+	}
 	b := make([]byte, len(adjMagic)+12+4*(nodes+1)+dictLen+2*4*(nodes+1+len(src))+4)
 	w := copy(b, adjMagic)
 	put := func(v uint32) {
@@ -766,7 +770,7 @@ func (in *interner) encode(src, dst []int32) []byte {
 	w = writeGroups(b, w, scratch, src)
 	w = writeGroups(b, w, scratch, dst)
 	binary.LittleEndian.PutUint32(b[w:], crc32.Checksum(b[:w], adjCRC))
-	return b
+	return b, nil
 }
 
 // writeGroups writes at b[w:] the grouping of rows by key that groupRows

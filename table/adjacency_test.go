@@ -335,7 +335,7 @@ func indexFile(t *testing.T, ds *Dataset) ([]byte, *Index) {
 // after compaction. Each file loads on a fresh handle as the scan's edges.
 func TestAdjacencyBuildMatchesReference(t *testing.T) {
 	ctx := context.Background()
-	store := newStore()
+	store, cnt := countedStore()
 	ds, err := Create(ctx, store, "edges/Knows", edgeSchema, "id")
 	if err != nil {
 		t.Fatal(err)
@@ -367,9 +367,18 @@ func TestAdjacencyBuildMatchesReference(t *testing.T) {
 	fresh := mc(t)(ds.StageCreateAdjacencyIndex(ctx, "src", "dst"))
 	check("fresh", fresh, nil)
 
+	// The appended fragment's endpoint columns and the older index are in
+	// the cache once a traversal loaded the version: the build reads none.
 	prev := fresh.Manifest().adjacencyIndex("src", "dst")
 	appended := appendEdges(t, fresh, "d", 4_000, 9_000, 5)
+	if a := loadAdj(t, appended); a.From != AdjacencyPatched {
+		t.Fatalf("appended: from %s", a.From)
+	}
+	cnt.Reset()
 	patched := mc(t)(appended.StageCreateAdjacencyIndex(ctx, "src", "dst"))
+	if c := cnt.Snapshot(); c.Get != 0 {
+		t.Fatalf("the build over cached columns cost %s, want no GET", c)
+	}
 	check("appended", patched, prev)
 
 	// Every edge of node n00001 in fragment c and some of fragment a go.
