@@ -342,7 +342,9 @@ func (bl *bulkLoad) add(fl fastLine, n int) error {
 			bl.dupErr = graph.InputErrorf(lineWhere(n), "%s %q is already given at %s; each id may appear once per file", t.typeName(), id, lineWhere(int(first)))
 		}
 	} else {
-		t.ids.add(id, int32(n))
+		if err := t.ids.add(id, int32(n)); err != nil {
+			return err
+		}
 	}
 	if t.edge != nil {
 		bl.res.Edges++
