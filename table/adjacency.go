@@ -6,10 +6,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"hash/maphash"
+	"math"
 	"slices"
-	"sort"
 	"strings"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/omnigraph-go/omnigraph/backend"
@@ -35,6 +37,9 @@ import (
 //	nodes+1 outOff, edges outEdges   (rows by source, ascending)
 //	nodes+1 inOff,  edges inEdges    (rows by destination, ascending)
 //	a CRC-32C of everything before it
+//
+// outEdges[outOff[nodes]:] (and likewise inEdges) lists the rows in no
+// group, those with a null endpoint, ascending.
 //
 // The manifest entry (Index with Kind AdjacencyKind) names the two columns
 // and, per covered fragment, its live row count and the deletion file the
@@ -197,30 +202,8 @@ func (ds *Dataset) adjacency(ctx context.Context, ix *Index, from, to string) (*
 	starts, exact, reusable := adjacencyPlan(ds.m, ix)
 	var base *Adjacency
 	if ix != nil && reusable > 0 {
-		// An index file that is gone or does not decode is not used: the
-		// answer comes from the data (other read failures are errors).
-		// The decoded file is cached like any immutable file, so the next
-		// versions of the table patch it without fetching it again.
-		key := ds.path + "/" + ix.Path
-		if v, ok := ds.cache.get(key); ok {
-			base = v.(*Adjacency)
-		} else {
-			b, _, err := ds.store.Get(ctx, key)
-			switch {
-			case backend.IsNotFound(err):
-			case err != nil:
-				return nil, fmt.Errorf("read adjacency index: %w", err)
-			default:
-				base, err = decodeAdjacency(b)
-				if err == nil && len(base.Src) != int(ix.Entries) {
-					err = errorf(ErrCorrupt, "adjacency index holds %d edges, its entry %d", len(base.Src), ix.Entries)
-				}
-				if err != nil {
-					base = nil
-				} else {
-					ds.cache.put(key, base, base.Bytes())
-				}
-			}
+		if base, err = ds.adjacencyBase(ctx, ix); err != nil {
+			return nil, err
 		}
 		if base == nil {
 			starts = adjacencyNone(len(starts))
@@ -305,6 +288,34 @@ func (ds *Dataset) adjacency(ctx context.Context, ix *Index, from, to string) (*
 	return a, nil
 }
 
+// adjacencyBase returns the decoded file of index ix: from the cache, or
+// with one GET (then cached like any immutable file, so the next versions
+// of the table patch it without fetching it again). A file that is gone or
+// does not decode is nil: the answer comes from the data (other read
+// failures are errors).
+func (ds *Dataset) adjacencyBase(ctx context.Context, ix *Index) (*Adjacency, error) {
+	key := ds.path + "/" + ix.Path
+	if v, ok := ds.cache.get(key); ok {
+		return v.(*Adjacency), nil
+	}
+	b, _, err := ds.store.Get(ctx, key)
+	switch {
+	case backend.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read adjacency index: %w", err)
+	}
+	base, err := decodeAdjacency(b)
+	if err == nil && len(base.Src) != int(ix.Entries) {
+		err = errorf(ErrCorrupt, "adjacency index holds %d edges, its entry %d", len(base.Src), ix.Entries)
+	}
+	if err != nil {
+		return nil, nil
+	}
+	ds.cache.put(key, base, base.Bytes())
+	return base, nil
+}
+
 func adjacencyColumns(s *arrow.Schema, from, to string) (int, int, error) {
 	var out [2]int
 	for i, c := range []string{from, to} {
@@ -342,62 +353,6 @@ func groupRows(nodes int, key []int32) (off, rows []int32) {
 		}
 	}
 	return off, rows
-}
-
-// encodeAdjacency writes a in the file format, with the dictionary sorted
-// (dense numbers renumbered by rank).
-func encodeAdjacency(a *Adjacency) []byte {
-	order := make([]int32, len(a.Nodes))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	sort.Slice(order, func(i, j int) bool { return a.Nodes[order[i]] < a.Nodes[order[j]] })
-	rank := make([]int32, len(a.Nodes))
-	for r, d := range order {
-		rank[d] = int32(r)
-	}
-	remap := func(key []int32) []int32 {
-		out := make([]int32, len(key))
-		for i, k := range key {
-			out[i] = -1
-			if k >= 0 {
-				out[i] = rank[k]
-			}
-		}
-		return out
-	}
-	src, dst := remap(a.Src), remap(a.Dst)
-	outOff, outEdges := groupRows(len(a.Nodes), src)
-	inOff, inEdges := groupRows(len(a.Nodes), dst)
-	var dict strings.Builder
-	offs := make([]int32, 0, len(a.Nodes)+1)
-	for _, d := range order {
-		offs = append(offs, int32(dict.Len()))
-		dict.WriteString(a.Nodes[d])
-	}
-	offs = append(offs, int32(dict.Len()))
-	var b bytes.Buffer
-	b.Grow(len(adjMagic) + 12 + dict.Len() + 4*(len(offs)*3+len(outEdges)+len(inEdges)+2))
-	b.WriteString(adjMagic)
-	u32 := func(v uint32) { b.Write(binary.LittleEndian.AppendUint32(nil, v)) }
-	u32(uint32(len(a.Nodes)))
-	u32(uint32(len(a.Src)))
-	u32(uint32(dict.Len()))
-	ints := func(xs []int32) {
-		buf := make([]byte, 4*len(xs))
-		for i, x := range xs {
-			binary.LittleEndian.PutUint32(buf[4*i:], uint32(x))
-		}
-		b.Write(buf)
-	}
-	ints(offs)
-	b.WriteString(dict.String())
-	ints(outOff)
-	ints(outEdges)
-	ints(inOff)
-	ints(inEdges)
-	u32(crc32.Checksum(b.Bytes(), adjCRC))
-	return b.Bytes()
 }
 
 var adjCRC = crc32.MakeTable(crc32.Castagnoli)
@@ -479,16 +434,15 @@ func ungroup(off, rows, key []int32) error {
 	return nil
 }
 
-// buildAdjacencyIndex loads the adjacency of m (through ds's store and
-// cache, reusing what prev, an older index, still holds) and writes it as
-// a new index file under root.
+// buildAdjacencyIndex writes the adjacency index of m's live edge rows on
+// (from, to) as a new index file under root (through ds's store and cache,
+// reusing what prev, an older index, still holds; see adjacencyFile).
 func buildAdjacencyIndex(ctx context.Context, ds *Dataset, root string, m *Manifest, prev *Index, from, to string) (Index, string, error) {
 	view := &Dataset{store: ds.store, path: ds.path, m: m, schema: ds.schema, cache: ds.cache}
-	a, err := view.adjacency(ctx, prev, from, to)
+	data, edges, err := view.adjacencyFile(ctx, prev, from, to)
 	if err != nil {
 		return Index{}, "", err
 	}
-	data := encodeAdjacency(a)
 	id := newUUID()
 	rel := strings.TrimPrefix(root, ds.path+"/") + "_indices/" + id + "/adj.idx"
 	key := ds.path + "/" + rel
@@ -496,13 +450,359 @@ func buildAdjacencyIndex(ctx context.Context, ds *Dataset, root string, m *Manif
 		return Index{}, "", fmt.Errorf("write adjacency index: %w", err)
 	}
 	ix := Index{UUID: id, Kind: AdjacencyKind, Column: from, Columns: []string{from, to}, Path: rel, Size: int64(len(data)),
-		Entries: int64(len(a.Src)), Version: m.Version}
+		Entries: edges, Version: m.Version}
 	for _, f := range m.Fragments {
 		ix.Fragments = append(ix.Fragments, f.ID)
 		ix.Rows = append(ix.Rows, f.LiveRows())
 		ix.Deletions = append(ix.Deletions, deletionPath(f))
 	}
 	return ix, key, nil
+}
+
+// adjacencyWaveBytes bounds the compressed fragment files one wave of an
+// index build holds at once (a wave has at least one fragment and at most
+// readParallelism).
+const adjacencyWaveBytes = 64 << 20
+
+// adjacencyFile computes the index file of this version's adjacency on
+// (from, to) and its edge row count, in memory bounded by the result: per
+// edge row its two dense endpoints (8 bytes), per distinct endpoint value
+// the value and about 24 bytes, and the file itself, written once into a
+// buffer of its exact size. The rows prev's file holds as they are now are
+// copied from it; every other fragment is fetched (a wave at a time, in
+// parallel) and decoded one row group at a time, its two columns only,
+// nothing of it kept or cached. The bytes are those of the adjacency the
+// version loads (Dataset.Adjacency) written in the file format.
+func (ds *Dataset) adjacencyFile(ctx context.Context, prev *Index, from, to string) ([]byte, int64, error) {
+	fi, ti, err := adjacencyColumns(ds.schema, from, to)
+	if err != nil {
+		return nil, 0, err
+	}
+	frags := ds.m.Fragments
+	n := ds.m.LiveRows()
+	if n > math.MaxInt32/2 { // two endpoints a row: the dense numbers stay int32s
+		return nil, 0, errorf(ErrInvalid, "adjacency index: %d edge rows, at most %d", n, math.MaxInt32/2)
+	}
+	starts, _, reusable := adjacencyPlan(ds.m, prev)
+	in := &interner{seed: maphash.MakeSeed()}
+	var base *Adjacency
+	if prev != nil && reusable > 0 {
+		if base, err = ds.adjacencyBase(ctx, prev); err != nil {
+			return nil, 0, err
+		}
+		// The file's values keep their dense numbers (their ranks); a file
+		// that names a value twice is not used.
+		for i := 0; base != nil && i < len(base.Nodes); i++ {
+			if in.intern(base.Nodes[i], false) != int32(i) {
+				base, in = nil, &interner{seed: in.seed}
+			}
+		}
+		if base == nil {
+			starts = adjacencyNone(len(starts))
+		}
+	}
+	src, dst := make([]int32, n), make([]int32, n)
+	at := make([]int64, len(frags)) // each fragment's first edge row
+	var read []int
+	var pos int64
+	for i, f := range frags {
+		at[i] = pos
+		if s := starts[i]; s >= 0 {
+			copy(src[pos:], base.Src[s:s+f.LiveRows()])
+			copy(dst[pos:], base.Dst[s:s+f.LiveRows()])
+		} else {
+			read = append(read, i)
+		}
+		pos += f.LiveRows()
+	}
+	for lo := 0; lo < len(read); {
+		hi, size := lo+1, frags[read[lo]].Size
+		for hi < len(read) && hi-lo < readParallelism && size+frags[read[hi]].Size <= adjacencyWaveBytes {
+			size += frags[read[hi]].Size
+			hi++
+		}
+		wave := make([]Fragment, 0, hi-lo)
+		for _, i := range read[lo:hi] {
+			wave = append(wave, frags[i])
+		}
+		srcs := make([]adjacencySource, len(wave))
+		if err := eachFragment(ctx, wave, func(ctx context.Context, k int, f Fragment) error {
+			return ds.adjacencySource(ctx, f, fi, ti, &srcs[k])
+		}); err != nil {
+			return nil, 0, err
+		}
+		for k, f := range wave {
+			r := at[read[lo+k]]
+			if err := srcs[k].intern(ctx, f, in, src[r:r+f.LiveRows()], dst[r:r+f.LiveRows()]); err != nil {
+				return nil, 0, err
+			}
+			srcs[k] = adjacencySource{} // its file is no longer held
+		}
+		lo = hi
+	}
+	data, err := in.encode(src, dst)
+	return data, n, err
+}
+
+// adjacencySource is where an index build reads one fragment's endpoint
+// columns from: decoded records the cache holds (shared, read-only), or the
+// fragment file.
+type adjacencySource struct {
+	recs   []arrow.Record
+	cols   [2]int // the endpoint columns' positions in recs' columns
+	fields []int  // the fields to read from data
+	data   []byte
+	del    *roaring.Bitmap
+}
+
+func (ds *Dataset) adjacencySource(ctx context.Context, f Fragment, fi, ti int, s *adjacencySource) error {
+	var err error
+	if s.del, err = ds.deletions(ctx, f); err != nil {
+		return err
+	}
+	whole := ds.path + "/" + f.Path
+	if v, ok := ds.cache.get(whole); ok {
+		s.recs, s.cols = v.(*decodedFragment).recs, [2]int{fi, ti}
+		return nil
+	}
+	s.fields = slices.Compact(slices.Sorted(slices.Values([]int{fi, ti})))
+	s.cols[0], _ = slices.BinarySearch(s.fields, fi)
+	s.cols[1], _ = slices.BinarySearch(s.fields, ti)
+	if v, ok := ds.cache.get(fmt.Sprintf("%s#cols%v", whole, s.fields)); ok {
+		s.recs = v.(*decodedFragment).recs
+		return nil
+	}
+	if s.data, _, err = ds.store.Get(ctx, whole); err != nil {
+		return fmt.Errorf("read fragment %s: %w", f.ID, err)
+	}
+	return nil
+}
+
+// intern numbers the endpoints of f's live rows into src and dst (one
+// entry per live row; -1 for both when either endpoint is null).
+func (s *adjacencySource) intern(ctx context.Context, f Fragment, in *interner, src, dst []int32) error {
+	var phys, live int64
+	add := func(r arrow.Record) error {
+		sa, ok1 := r.Column(s.cols[0]).(stringArray)
+		da, ok2 := r.Column(s.cols[1]).(stringArray)
+		if !ok1 || !ok2 {
+			return errorf(ErrCorrupt, "fragment %s: an endpoint column is not a string column", f.ID)
+		}
+		nulls := sa.NullN()+da.NullN() > 0
+		for j := 0; j < int(r.NumRows()); j, phys = j+1, phys+1 {
+			if s.del != nil && s.del.Contains(uint32(phys)) {
+				continue
+			}
+			if live >= int64(len(src)) {
+				return errorf(ErrCorrupt, "fragment %s has more live rows than its %d", f.ID, len(src))
+			}
+			if nulls && (sa.IsNull(j) || da.IsNull(j)) {
+				src[live], dst[live] = -1, -1
+			} else {
+				src[live], dst[live] = in.intern(sa.Value(j), true), in.intern(da.Value(j), true)
+			}
+			live++
+		}
+		return nil
+	}
+	if s.data == nil {
+		for _, r := range s.recs {
+			if err := add(r); err != nil {
+				return err
+			}
+		}
+	} else {
+		ff, err := openParquet(bytes.NewReader(s.data))
+		if err != nil {
+			return fmt.Errorf("fragment %s: %w", f.ID, err)
+		}
+		for g := 0; g < ff.fr.ParquetReader().NumRowGroups(); g++ {
+			recs, err := ff.read(ctx, s.fields, []int{g})
+			if err != nil {
+				return fmt.Errorf("fragment %s: %w", f.ID, err)
+			}
+			for _, r := range recs {
+				if err = add(r); err != nil {
+					break
+				}
+			}
+			releaseAll(recs)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if live != int64(len(src)) {
+		return errorf(ErrCorrupt, "fragment %s has %d live rows, its manifest %d", f.ID, live, len(src))
+	}
+	return nil
+}
+
+// An interner copies values into blocks of internChunk bytes and keeps
+// them in blocks of internVals (no allocation per value, nothing copied as
+// it grows).
+const (
+	internChunk = 256 << 10
+	internVals  = 1 << 12
+)
+
+// interner numbers distinct strings densely in the order first seen. It
+// finds them with an open-addressing table of int32s: about 24 bytes per
+// value besides its bytes, against about 64 for a map[string]int32 of
+// clones.
+type interner struct {
+	vals  [][]string // dense number d is vals[d/internVals][d%internVals]
+	n     int
+	slots []int32 // 1 + dense number; 0 is free
+	seed  maphash.Seed
+	block strings.Builder
+}
+
+func (in *interner) val(d int32) string { return in.vals[d/internVals][d%internVals] }
+
+func (in *interner) each(fn func(d int32, v string)) {
+	for i, blk := range in.vals {
+		for j, v := range blk {
+			fn(int32(i*internVals+j), v)
+		}
+	}
+}
+
+// intern returns v's dense number, adding it (a copy of it when
+// copyValue, else v itself) if it is new.
+func (in *interner) intern(v string, copyValue bool) int32 {
+	if 4*(in.n+1) > 3*len(in.slots) {
+		in.grow()
+	}
+	mask := uint64(len(in.slots) - 1)
+	for i := maphash.String(in.seed, v) & mask; ; i = (i + 1) & mask {
+		e := in.slots[i]
+		if e == 0 {
+			if copyValue {
+				v = in.copy(v)
+			}
+			if in.n%internVals == 0 {
+				in.vals = append(in.vals, make([]string, 0, internVals))
+			}
+			blk := &in.vals[len(in.vals)-1]
+			*blk = append(*blk, v)
+			in.n++
+			in.slots[i] = int32(in.n)
+			return int32(in.n - 1)
+		}
+		if in.val(e-1) == v {
+			return e - 1
+		}
+	}
+}
+
+func (in *interner) copy(v string) string {
+	if len(v) > internChunk/8 {
+		return strings.Clone(v)
+	}
+	if in.block.Cap()-in.block.Len() < len(v) {
+		in.block = strings.Builder{}
+		in.block.Grow(internChunk)
+	}
+	at := in.block.Len()
+	in.block.WriteString(v) // within the block's capacity: earlier values stay where they are
+	return in.block.String()[at:]
+}
+
+func (in *interner) grow() {
+	n := max(1024, 2*len(in.slots))
+	in.slots = make([]int32, n)
+	mask := uint64(n - 1)
+	in.each(func(d int32, v string) {
+		i := maphash.String(in.seed, v) & mask
+		for in.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		in.slots[i] = d + 1
+	})
+}
+
+// encode writes the index file of the edge rows whose dense endpoints are
+// src and dst (renumbered in place to the values' ranks).
+func (in *interner) encode(src, dst []int32) ([]byte, error) {
+	nodes := in.n
+	order := make([]int32, nodes)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(in.val(a), in.val(b)) })
+	rank := make([]int32, nodes)
+	for r, d := range order {
+		rank[d] = int32(r)
+	}
+	for _, key := range [][]int32{src, dst} {
+		for i, k := range key {
+			if k >= 0 {
+				key[i] = rank[k]
+			}
+		}
+	}
+	var dictLen int
+	in.each(func(_ int32, v string) { dictLen += len(v) })
+	if dictLen > math.MaxUint32 {
+		return nil, errorf(ErrInvalid, "adjacency index: the endpoint values take %d bytes, at most %d", dictLen, uint32(math.MaxUint32))
+	}
+	b := make([]byte, len(adjMagic)+12+4*(nodes+1)+dictLen+2*4*(nodes+1+len(src))+4)
+	w := copy(b, adjMagic)
+	put := func(v uint32) {
+		binary.LittleEndian.PutUint32(b[w:], v)
+		w += 4
+	}
+	put(uint32(nodes))
+	put(uint32(len(src)))
+	put(uint32(dictLen))
+	var off uint32
+	for _, d := range order {
+		put(off)
+		off += uint32(len(in.val(d)))
+	}
+	put(off)
+	for _, d := range order {
+		w += copy(b[w:], in.val(d))
+	}
+	*in = interner{} // the values are in the file now
+	scratch := make([]int32, nodes+1)
+	w = writeGroups(b, w, scratch, src)
+	w = writeGroups(b, w, scratch, dst)
+	binary.LittleEndian.PutUint32(b[w:], crc32.Checksum(b[:w], adjCRC))
+	return b, nil
+}
+
+// writeGroups writes at b[w:] the grouping of rows by key that groupRows
+// computes (nodes+1 offsets, then the rows of each group ascending),
+// followed by the rows in no group (a null endpoint), ascending, so the
+// section holds one entry per row. off is scratch of nodes+1 entries.
+// It returns the position after the section.
+func writeGroups(b []byte, w int, off, key []int32) int {
+	clear(off)
+	for _, k := range key {
+		if k >= 0 {
+			off[k+1]++
+		}
+	}
+	for i := 1; i < len(off); i++ {
+		off[i] += off[i-1]
+	}
+	for _, o := range off {
+		binary.LittleEndian.PutUint32(b[w:], uint32(o))
+		w += 4
+	}
+	rows := b[w : w+4*len(key)]
+	grouped := off[len(off)-1]
+	for r, k := range key {
+		at := &grouped
+		if k >= 0 {
+			at = &off[k] // off[k] now counts up through group k
+		}
+		binary.LittleEndian.PutUint32(rows[4*int(*at):], uint32(r))
+		*at++
+	}
+	return w + len(rows)
 }
 
 func replaceAdjacency(m *Manifest, ix Index) {

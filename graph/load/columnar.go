@@ -122,8 +122,8 @@ type bulkTable struct {
 	cols   []bulkColumn
 	rb     *array.RecordBuilder
 	// ids are the file's ids of the table (derived keys and data.id; not
-	// minted ULIDs) with the line that gave each.
-	ids map[string]int32
+	// minted ULIDs) with the line that gave each (keyset.go).
+	ids *keySet
 	// dupEdges are the edge ids the file gives more than once: the last
 	// line of each wins (as in the original), applied once parsing ends.
 	dupEdges map[string]bool
@@ -205,7 +205,7 @@ func (bl *bulkLoad) table(n *pg.NodeType, e *pg.EdgeType) (*bulkTable, error) {
 	if t := bl.byType[k]; t != nil {
 		return t, nil
 	}
-	t := &bulkTable{node: n, edge: e, ids: map[string]int32{}, propIx: map[string]int{}}
+	t := &bulkTable{node: n, edge: e, ids: newKeySet(), propIx: map[string]int{}}
 	var plain []string
 	if n != nil {
 		t.key, t.props = graph.NodeTableKey(n.Name), n.Properties
@@ -329,7 +329,7 @@ func (bl *bulkLoad) add(fl fastLine, n int) error {
 	id := fl.id
 	if id == "" {
 		id = bl.mint()
-	} else if first, dup := t.ids[id]; dup && t.edge != nil {
+	} else if first, dup := t.ids.line(id); dup && t.edge != nil {
 		// The same edge id again: the last line wins. Its counts go once.
 		if t.dupEdges == nil {
 			t.dupEdges = map[string]bool{}
@@ -342,7 +342,9 @@ func (bl *bulkLoad) add(fl fastLine, n int) error {
 			bl.dupErr = graph.InputErrorf(lineWhere(n), "%s %q is already given at %s; each id may appear once per file", t.typeName(), id, lineWhere(int(first)))
 		}
 	} else {
-		t.ids[id] = int32(n)
+		if err := t.ids.add(id, int32(n)); err != nil {
+			return err
+		}
 	}
 	if t.edge != nil {
 		bl.res.Edges++
@@ -391,8 +393,7 @@ func (bl *bulkLoad) staged(name string, id []byte) bool {
 	if t == nil {
 		return false
 	}
-	_, ok = t.ids[string(id)]
-	return ok
+	return t.ids.has(string(id))
 }
 
 // flush encodes the builder's rows as one row group; last closes the open
@@ -497,7 +498,7 @@ func (bl *bulkLoad) checkAppendKeys(ctx context.Context, snap *graph.Snapshot, t
 	var first *graph.KeyConflict
 	firstLine := int32(-1)
 	for _, t := range tables {
-		if len(t.ids) == 0 {
+		if t.ids.len() == 0 {
 			continue
 		}
 		ds, err := snap.OpenTable(ctx, t.key)
@@ -507,16 +508,12 @@ func (bl *bulkLoad) checkAppendKeys(ctx context.Context, snap *graph.Snapshot, t
 		if ds.RowCount() == 0 {
 			continue
 		}
-		given := make([]string, 0, len(t.ids))
-		for id := range t.ids {
-			given = append(given, id)
-		}
-		found, err := change.HasIDs(ctx, ds, given)
+		found, err := change.HasIDs(ctx, ds, t.ids.all())
 		if err != nil {
 			return fmt.Errorf("check existing ids of %s: %w", t.typeName(), err)
 		}
 		for id := range found {
-			line, ok := t.ids[id]
+			line, ok := t.ids.line(id)
 			if !ok {
 				continue
 			}
@@ -605,8 +602,7 @@ func (bl *bulkLoad) checkStranded(ctx context.Context, snap *graph.Snapshot, e *
 		if t == nil {
 			return false
 		}
-		_, ok := t.ids[id]
-		return !ok
+		return !t.ids.has(id)
 	}
 	ds, err := snap.OpenTable(ctx, graph.EdgeTableKey(e.Name))
 	if err != nil {
