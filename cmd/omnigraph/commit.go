@@ -82,7 +82,11 @@ func printCommitRow(tw *tabwriter.Writer, ci graph.CommitInfo) {
 	if parents == "" {
 		parents = "-"
 	}
-	fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", ci.ID, ci.Branch, ci.ManifestVersion, ci.Actor, ci.Time.Format(time.RFC3339Nano), parents)
+	version := fmt.Sprint(ci.ManifestVersion)
+	if ci.CleanedUp {
+		version += " (cleaned up)"
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ci.ID, ci.Branch, version, ci.Actor, ci.Time.Format(time.RFC3339Nano), parents)
 }
 
 func commitShowCmd(a *app) *cobra.Command {

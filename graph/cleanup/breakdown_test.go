@@ -1,12 +1,22 @@
 package cleanup_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/omnigraph-go/omnigraph/backend/local"
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/cleanup"
+	"github.com/omnigraph-go/omnigraph/graph/export"
+	"github.com/omnigraph-go/omnigraph/graph/load"
+	"github.com/omnigraph-go/omnigraph/graph/optimize"
+	"github.com/omnigraph-go/omnigraph/graph/query"
 )
 
 // classStat is what one class of object costs on a local store.
@@ -99,4 +109,107 @@ func describeBreakdown(a, b map[string]classStat) string {
 		fmt.Fprintf(&sb, "%-22s %8d %11d %8d %11d\n", c, a[c].Objects, a[c].Bytes, b[c].Objects, b[c].Bytes)
 	}
 	return sb.String()
+}
+
+// freshCopy is what freshCopyScenario measured.
+type freshCopy struct {
+	grown, cleaned, fresh int64
+	classes               map[string]classStat // of the cleaned store
+	table                 string               // both breakdowns, side by side
+	answers               [2]string            // one query on the cleaned store, on the fresh copy
+}
+
+func (r freshCopy) ratio() float64 { return float64(r.cleaned) / float64(r.fresh) }
+
+// freshCopyScenario is issue 16's storage measurement on the local
+// backend under dir: 100,000 nodes loaded, 1,000 one-row commits each
+// followed by the automatic compaction (as the CLI writes them), optimize,
+// cleanup --keep 10 --confirm; then a fresh copy of the same data as a
+// user makes one (export, init, load).
+func freshCopyScenario(tb testing.TB, dir string) freshCopy {
+	tb.Helper()
+	ctx := context.Background()
+	const base, commits = 100_000, 1000
+	store, err := local.New(filepath.Join(dir, "g"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := graph.Init(ctx, store, schema, graph.InitOptions{}); err != nil {
+		tb.Fatal(err)
+	}
+	g, err := graph.Open(ctx, store, graph.OpenOptions{ExclusiveWriter: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer g.Close()
+	var in bytes.Buffer
+	for i := 0; i < base; i++ {
+		fmt.Fprintf(&in, `{"type":"Person","data":{"handle":"b%06d","age":%d}}`+"\n", i, i%90)
+	}
+	if _, err := load.Run(ctx, g, &in, load.Options{Mode: load.Append}); err != nil {
+		tb.Fatal(err)
+	}
+	for i := 0; i < commits; i++ {
+		mut(tb, g, "main", `mutation m($h: String, $a: I32) { insert Person { handle: $h, age: $a } }`, map[string]any{"h": fmt.Sprintf("c%05d", i), "a": i % 50})
+		if _, err := optimize.Auto(ctx, g, optimize.AutoOptions{}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	var r freshCopy
+	r.grown = dirBytes(tb, filepath.Join(dir, "g"))
+	if _, err := optimize.Run(ctx, g, optimize.Options{Branch: "main"}); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := cleanup.Run(ctx, g, cleanup.Options{Keep: 10, Confirm: true}); err != nil {
+		tb.Fatal(err)
+	}
+	r.cleaned = dirBytes(tb, filepath.Join(dir, "g"))
+	s, err := g.Snapshot(ctx, "main")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var buf bytes.Buffer
+	res, err := export.Run(ctx, s, &buf, export.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fstore, err := local.New(filepath.Join(dir, "fresh"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fg, err := graph.Init(ctx, fstore, res.Schema, graph.InitOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer fg.Close()
+	if _, err := load.Run(ctx, fg, &buf, load.Options{Mode: load.Append}); err != nil {
+		tb.Fatal(err)
+	}
+	r.fresh = dirBytes(tb, filepath.Join(dir, "fresh"))
+	r.classes = breakdown(tb, filepath.Join(dir, "g"))
+	r.table = describeBreakdown(r.classes, breakdown(tb, filepath.Join(dir, "fresh")))
+	q := `query q() { match { $p: Person } return { count($p) as n, max($p.age) as oldest, min($p.handle) as first } }`
+	for i, h := range []*graph.Graph{g, fg} {
+		a, err := query.Head(ctx, h, "main", q, "", nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		r.answers[i] = fmt.Sprint(a.Rows)
+	}
+	return r
+}
+
+// BenchmarkCleanupStorageAgainstAFreshCopy reports issue 16's storage
+// ratio (freshCopyScenario): the bytes on the store after 1,000 one-row
+// commits and cleanup --keep 10, over a freshly loaded copy's, and the
+// bytes by object class. Run it with -benchtime 1x (make bench does).
+func BenchmarkCleanupStorageAgainstAFreshCopy(b *testing.B) {
+	var r freshCopy
+	for range b.N {
+		r = freshCopyScenario(b, b.TempDir())
+	}
+	b.ReportMetric(r.ratio(), "x_fresh_copy")
+	b.ReportMetric(float64(r.cleaned), "cleaned_bytes")
+	b.ReportMetric(float64(r.fresh), "fresh_bytes")
+	b.Logf("after cleanup --keep 10: %d bytes; fresh copy: %d bytes (%.2fx)\n%s", r.cleaned, r.fresh, r.ratio(), r.table)
 }

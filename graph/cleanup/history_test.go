@@ -123,8 +123,19 @@ func TestCleanupPrunesMainHistoryBeyondTheRetention(t *testing.T) {
 	if s, err := ro.SnapshotAt(ctx, before[2]); err != nil || handles(t, s) != keptWant {
 		t.Fatalf("time travel to a kept commit: %v", err)
 	}
-	if c, err := ro.Commit(ctx, before[15]); !errors.Is(err, manifest.ErrCleanedUp) {
+	// commit show still shows a pruned commit, marked; commit list marks
+	// exactly the pruned ones.
+	if c, err := ro.Commit(ctx, before[15]); err != nil || !c.CleanedUp || c.ID != before[15] || c.ManifestVersion != 16 || len(c.Parents) != 1 || c.Parents[0] != before[16] || c.Actor != "tester" {
 		t.Fatalf("commit show of a pruned commit: %+v, %v", c, err)
+	}
+	cs, err := ro.Commits(ctx, "main", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.CleanedUp != (c.ManifestVersion >= 2 && c.ManifestVersion <= 26) {
+			t.Fatalf("commit at version %d listed with cleaned_up %v", c.ManifestVersion, c.CleanedUp)
+		}
 	}
 	// Writes go on; a second cleanup prunes the one version that left
 	// the retention.

@@ -480,6 +480,14 @@ func (m *Store) HistoryN(ctx context.Context, e *Entry, n int, fn func(*Entry) (
 // it falls back to scanning every version of every branch, which costs
 // O(history) and belongs off hot paths.
 func (m *Store) FindCommit(ctx context.Context, id string) (*Entry, error) {
+	e, err := m.FindCommitEntry(ctx, id)
+	return m.whole(ctx, id, e, err)
+}
+
+// FindCommitEntry is FindCommit that returns a commit cleanup pruned as
+// its entry from the archive (Pruned set, no tables), for a caller that
+// only shows the commit.
+func (m *Store) FindCommitEntry(ctx context.Context, id string) (*Entry, error) {
 	if u, err := ulid.ParseStrict(id); err == nil {
 		var live []Ref
 		err := m.scanHeads(ctx, branchesDir, func(r Ref) (bool, error) {
@@ -494,12 +502,11 @@ func (m *Store) FindCommit(ctx context.Context, id string) (*Entry, error) {
 		for _, r := range live {
 			e, err := m.searchIncarnation(ctx, r, id, u.Time())
 			if err != nil || e != nil {
-				return m.whole(ctx, id, e, err)
+				return e, err
 			}
 		}
 	}
-	e, err := m.scanForCommit(ctx, id)
-	return m.whole(ctx, id, e, err)
+	return m.scanForCommit(ctx, id)
 }
 
 // whole turns a pruned commit FindCommit found into ErrCleanedUp (and
