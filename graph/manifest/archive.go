@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 )
@@ -20,7 +23,7 @@ import (
 // version's object is overwritten with zero bytes (never deleted, so its
 // key stays taken and a late or stale publish of that version still fails
 // its PutIfAbsent), and its commit (id, parents, actor, time) moves first
-// into the incarnation's archive, one gzip-compressed JSON object:
+// into the incarnation's archive, one compact gzip-compressed object:
 //
 //	__manifest/archive/<name>/.v/<inv incarnation>
 //
@@ -44,19 +47,19 @@ func ArchiveKey(branch string, incarnation uint64) string {
 
 // archivedCommit is one pruned version's commit.
 type archivedCommit struct {
-	Version    uint64   `json:"v"`
-	ID         string   `json:"id"`
-	Parents    []string `json:"p,omitempty"`
-	Actor      string   `json:"a,omitempty"`
-	TimeMicros int64    `json:"t"`
+	Version    uint64
+	ID         string
+	Parents    []string
+	Actor      string
+	TimeMicros int64
 }
 
 // archive is the stored archive of one incarnation, commits by version.
 type archive struct {
-	Branch      string           `json:"branch"`
-	Incarnation uint64           `json:"incarnation"`
-	CleanedUS   int64            `json:"cleaned_us"`
-	Commits     []archivedCommit `json:"commits"`
+	Branch      string
+	Incarnation uint64
+	CleanedUS   int64
+	Commits     []archivedCommit
 }
 
 func (a *archive) find(v uint64) (archivedCommit, bool) {
@@ -76,17 +79,84 @@ func (a *archive) entry(c archivedCommit) *Entry {
 	}
 }
 
+// The archive's bytes are gzip over a compact layout (a commit costs ~20
+// bytes, most of them its id's randomness):
+//
+//	magic, a JSON header (branch, incarnation, cleaned_us, actors), the
+//	commit count, then per commit in version order: the version's delta,
+//	the id, the parents (each "the commit before" or an id), the actor's
+//	index in the header and the time's zigzag delta.
+//
+// An id is 16 bytes when it is a ULID in canonical form, else its string.
+const archiveMagic = "OGARC1\n"
+
+type archiveHeader struct {
+	Branch      string   `json:"branch"`
+	Incarnation uint64   `json:"incarnation"`
+	CleanedUS   int64    `json:"cleaned_us"`
+	Actors      []string `json:"actors"`
+}
+
+func putUvarint(b *bytes.Buffer, v uint64) {
+	var tmp [binary.MaxVarintLen64]byte
+	b.Write(tmp[:binary.PutUvarint(tmp[:], v)])
+}
+
+func putID(b *bytes.Buffer, id string) {
+	if u, err := ulid.ParseStrict(id); err == nil && u.String() == id {
+		b.WriteByte(0)
+		b.Write(u[:])
+		return
+	}
+	b.WriteByte(1)
+	putUvarint(b, uint64(len(id)))
+	b.WriteString(id)
+}
+
 func encodeArchive(a *archive) ([]byte, error) {
-	raw, err := json.Marshal(a)
+	h := archiveHeader{Branch: a.Branch, Incarnation: a.Incarnation, CleanedUS: a.CleanedUS}
+	actor := map[string]int{}
+	for _, c := range a.Commits {
+		if _, ok := actor[c.Actor]; !ok {
+			actor[c.Actor] = len(h.Actors)
+			h.Actors = append(h.Actors, c.Actor)
+		}
+	}
+	head, err := json.Marshal(h)
 	if err != nil {
 		return nil, err
+	}
+	var raw bytes.Buffer
+	raw.WriteString(archiveMagic)
+	putUvarint(&raw, uint64(len(head)))
+	raw.Write(head)
+	putUvarint(&raw, uint64(len(a.Commits)))
+	var prevV uint64
+	var prevT int64
+	prevID := ""
+	for _, c := range a.Commits {
+		putUvarint(&raw, c.Version-prevV)
+		putID(&raw, c.ID)
+		putUvarint(&raw, uint64(len(c.Parents)))
+		for _, p := range c.Parents {
+			if p == prevID {
+				raw.WriteByte(0)
+				continue
+			}
+			raw.WriteByte(1)
+			putID(&raw, p)
+		}
+		putUvarint(&raw, uint64(actor[c.Actor]))
+		d := c.TimeMicros - prevT
+		putUvarint(&raw, uint64(d<<1)^uint64(d>>63))
+		prevV, prevT, prevID = c.Version, c.TimeMicros, c.ID
 	}
 	var buf bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := zw.Write(raw); err != nil {
+	if _, err := zw.Write(raw.Bytes()); err != nil {
 		return nil, err
 	}
 	if err := zw.Close(); err != nil {
@@ -95,20 +165,107 @@ func encodeArchive(a *archive) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// archiveReader reads the compact layout; the first error sticks.
+type archiveReader struct {
+	b   []byte
+	err error
+}
+
+func (r *archiveReader) fail() {
+	if r.err == nil {
+		r.err = errors.New("truncated")
+	}
+}
+
+func (r *archiveReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *archiveReader) bytes(n uint64) []byte {
+	if r.err != nil || uint64(len(r.b)) < n {
+		r.fail()
+		return nil
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *archiveReader) id() string {
+	switch t := r.bytes(1); {
+	case t == nil:
+		return ""
+	case t[0] == 0:
+		var u ulid.ULID
+		copy(u[:], r.bytes(16))
+		return u.String()
+	default:
+		return string(r.bytes(r.uvarint()))
+	}
+}
+
 func decodeArchive(data []byte) (*archive, error) {
+	bad := func(err error) error {
+		return fmt.Errorf("%w: the archive of pruned history: %v", ErrCorrupt, err)
+	}
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
-		return nil, fmt.Errorf("%w: the archive of pruned history: %v", ErrCorrupt, err)
+		return nil, bad(err)
 	}
 	raw, err := io.ReadAll(zr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the archive of pruned history: %v", ErrCorrupt, err)
+		return nil, bad(err)
 	}
-	var a archive
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return nil, fmt.Errorf("%w: the archive of pruned history: %v", ErrCorrupt, err)
+	if !bytes.HasPrefix(raw, []byte(archiveMagic)) {
+		return nil, bad(errors.New("bad magic"))
 	}
-	return &a, nil
+	r := &archiveReader{b: raw[len(archiveMagic):]}
+	var h archiveHeader
+	if hb := r.bytes(r.uvarint()); r.err == nil {
+		if err := json.Unmarshal(hb, &h); err != nil {
+			return nil, bad(err)
+		}
+	}
+	a := &archive{Branch: h.Branch, Incarnation: h.Incarnation, CleanedUS: h.CleanedUS}
+	n := r.uvarint()
+	var prevV uint64
+	var prevT int64
+	prevID := ""
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		c := archivedCommit{Version: prevV + r.uvarint(), ID: r.id()}
+		np := r.uvarint()
+		for j := uint64(0); j < np && r.err == nil; j++ {
+			if t := r.bytes(1); t != nil && t[0] == 0 {
+				c.Parents = append(c.Parents, prevID)
+			} else {
+				c.Parents = append(c.Parents, r.id())
+			}
+		}
+		ai := r.uvarint()
+		if r.err == nil && ai >= uint64(len(h.Actors)) {
+			return nil, bad(errors.New("actor out of range"))
+		}
+		if r.err == nil {
+			c.Actor = h.Actors[ai]
+		}
+		z := r.uvarint()
+		c.TimeMicros = prevT + (int64(z>>1) ^ -int64(z&1))
+		a.Commits = append(a.Commits, c)
+		prevV, prevT, prevID = c.Version, c.TimeMicros, c.ID
+	}
+	if r.err != nil {
+		return nil, bad(r.err)
+	}
+	return a, nil
 }
 
 // readArchive returns the archive of one incarnation (empty when nothing

@@ -3,7 +3,9 @@ package manifest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,4 +154,52 @@ func TestPruneCrashLeavesEveryVersionWholeOrArchived(t *testing.T) {
 			t.Fatalf("k=%d: version 4 after the second prune: %v", k, err)
 		}
 	}
+}
+
+// TestArchiveRoundTripIsCompact: the archive layout keeps every field of
+// every commit (ULID and other ids, no parents, a first parent that is
+// the commit before, merges, several actors, a clock going back), and
+// 1,000 linear ULID commits take under 24 bytes each.
+func TestArchiveRoundTripIsCompact(t *testing.T) {
+	src := rand.New(rand.NewSource(1))
+	id := func(ms uint64) string { return ulid.MustNew(ms, src).String() }
+	a := &archive{Branch: "review/2026-07", Incarnation: 3, CleanedUS: 99, Commits: []archivedCommit{
+		{Version: 2, ID: "not-a-ulid", Actor: "alice", TimeMicros: 50},
+		{Version: 3, ID: id(10), Parents: []string{"not-a-ulid"}, Actor: "bob", TimeMicros: 40},
+		{Version: 7, ID: id(11), Parents: []string{"elsewhere", id(12)}, Actor: "", TimeMicros: 1 << 50},
+		{Version: 8, ID: strings.ToLower(id(13)), Parents: []string{}, Actor: "alice", TimeMicros: -5},
+	}}
+	a.Commits[3].Parents = nil
+	data, err := encodeArchive(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeArchive(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", a) {
+		t.Fatalf("round trip:\n%+v\nwant\n%+v", got, a)
+	}
+	big := &archive{Branch: "main", Incarnation: 1}
+	prev := ""
+	for v := uint64(2); v < 1002; v++ {
+		c := archivedCommit{Version: v, ID: id(1_700_000_000_000 + v*37), Actor: "cli", TimeMicros: int64(1_700_000_000_000_000 + v*37_000 + v%7)}
+		if prev != "" {
+			c.Parents = []string{prev}
+		}
+		big.Commits = append(big.Commits, c)
+		prev = c.ID
+	}
+	data, err = encodeArchive(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > 24*1000 {
+		t.Fatalf("1,000 commits archive to %d bytes", len(data))
+	}
+	if _, err := decodeArchive(data[:len(data)/2]); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a truncated archive: %v", err)
+	}
+	t.Logf("1,000 commits: %d bytes", len(data))
 }
