@@ -96,7 +96,12 @@ func TestPruneKeepsHistoryListedAndReadsSayCleanedUp(t *testing.T) {
 		t.Fatalf("finding a pruned commit: %v, want ErrCleanedUp and ErrCommitNotFound", err)
 	}
 	for _, v := range []int{0, 17, 18, 19} {
+		c.reset()
 		e, err := m.FindCommit(ctx, all[v].Commit.ID)
+		// a binary search over 20 versions, the archive read once
+		if g := c.gets.Load(); g > 8 {
+			t.Fatalf("finding kept commit %d took %d GETs", v+1, g)
+		}
 		if err != nil || e.Version != all[v].Version || e.Pruned || len(e.Tables) != 1 {
 			t.Fatalf("finding kept commit %d: %+v, %v", v+1, e, err)
 		}

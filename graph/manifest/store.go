@@ -137,6 +137,13 @@ func (m *Store) ReadVersion(ctx context.Context, branch string, incarnation, ver
 // readVersion is ReadVersion that returns a pruned version's hollow entry
 // (Pruned set) from the archive.
 func (m *Store) readVersion(ctx context.Context, branch string, incarnation, version uint64) (*Entry, error) {
+	var arc *archive
+	return m.readVersionWith(ctx, branch, incarnation, version, &arc)
+}
+
+// readVersionWith is readVersion with the incarnation's archive read at
+// most once into *arc.
+func (m *Store) readVersionWith(ctx context.Context, branch string, incarnation, version uint64, arc **archive) (*Entry, error) {
 	key := VersionKey(branch, incarnation, version)
 	data, _, err := m.s.Get(ctx, key)
 	if err != nil {
@@ -145,10 +152,12 @@ func (m *Store) readVersion(ctx context.Context, branch string, incarnation, ver
 	if len(data) > 0 {
 		return Decode(key, data)
 	}
-	a, err := m.readArchive(ctx, branch, incarnation)
-	if err != nil {
-		return nil, err
+	if *arc == nil {
+		if *arc, err = m.readArchive(ctx, branch, incarnation); err != nil {
+			return nil, err
+		}
 	}
+	a := *arc
 	if c, ok := a.find(version); ok {
 		return a.entry(c), nil
 	}
@@ -540,11 +549,12 @@ func idTime(e *Entry) uint64 {
 // share t. nil, nil: not found there.
 func (m *Store) searchIncarnation(ctx context.Context, r Ref, id string, t uint64) (*Entry, error) {
 	read := map[uint64]*Entry{}
+	var arc *archive // read once, at the first pruned version probed
 	at := func(v uint64) (*Entry, error) {
 		if e, ok := read[v]; ok {
 			return e, nil
 		}
-		e, err := m.readVersion(ctx, r.Branch, r.Incarnation, v)
+		e, err := m.readVersionWith(ctx, r.Branch, r.Incarnation, v, &arc)
 		if err != nil {
 			return nil, fmt.Errorf("find commit: %w", err)
 		}
