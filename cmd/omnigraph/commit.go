@@ -108,8 +108,12 @@ func commitShowCmd(a *app) *cobra.Command {
 			if t.json {
 				return writeJSON(a.stdout, ci)
 			}
-			fmt.Fprintf(a.stdout, "commit   %s\nbranch   %s (manifest version %d)\nactor    %s\ntime     %s\nparents  %s\n",
-				ci.ID, ci.Branch, ci.ManifestVersion, ci.Actor, ci.Time.Format(time.RFC3339Nano), strings.Join(ci.Parents, " "))
+			cleaned := ""
+			if ci.CleanedUp {
+				cleaned = ", cleaned up: its data can no longer be read"
+			}
+			fmt.Fprintf(a.stdout, "commit   %s\nbranch   %s (manifest version %d%s)\nactor    %s\ntime     %s\nparents  %s\n",
+				ci.ID, ci.Branch, ci.ManifestVersion, cleaned, ci.Actor, ci.Time.Format(time.RFC3339Nano), strings.Join(ci.Parents, " "))
 			return nil
 		},
 	}
