@@ -134,6 +134,9 @@ func Run(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ret.prune, err = sparedBySidecars(ctx, g.Store(), ret.prune); err != nil {
+		return nil, err
+	}
 	keep, paths, names, kept := ret.keep, ret.paths, ret.names, ret.kept
 	res := &Result{Preview: !opts.Confirm, KeptManifestVersions: kept}
 	for _, path := range paths {

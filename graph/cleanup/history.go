@@ -9,6 +9,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/recovery"
 )
 
 // Pruning the manifest history.
@@ -35,7 +36,8 @@ import (
 //
 // A named branch (a fork) is never pruned: a merge of it walks its whole
 // history down to its fork point. Versions below the floor that the
-// retention pins (the genesis, merge bases) are kept too. When a merged
+// retention pins (the genesis, merge bases) are kept too, and so is every
+// version a recovery sidecar on the store names (sparedBySidecars). When a merged
 // commit cannot be found at all, nothing is pruned.
 
 // incarnation is one live branch incarnation's walked history.
@@ -248,4 +250,55 @@ func pruneHistory(ctx context.Context, man *manifest.Store, prune [][]*manifest.
 	}
 	sort.Strings(res.History.Branches)
 	return nil
+}
+
+// sparedBySidecars drops from prune every version a recovery sidecar on
+// the store names (its planned version and the head it prepared
+// against). Cleanup refuses while an intent is pending, but a sidecar
+// this process retired (its write completed) may still be on the store,
+// and the next read-write open after a crash assesses it by reading the
+// version it published.
+func sparedBySidecars(ctx context.Context, store backend.StorageAdapter, prune [][]*manifest.Entry) ([][]*manifest.Entry, error) {
+	if len(prune) == 0 {
+		return prune, nil
+	}
+	keys, err := recovery.Pending(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	spare := map[incKey]map[uint64]bool{}
+	add := func(b string, inc, v uint64) {
+		k := incKey{b, inc}
+		if spare[k] == nil {
+			spare[k] = map[uint64]bool{}
+		}
+		spare[k][v] = true
+	}
+	for _, k := range keys {
+		sc, err := recovery.Read(ctx, store, k)
+		if backend.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		in := &sc.Intent
+		if in.Entry != nil {
+			add(in.Entry.Branch, in.Entry.Incarnation, in.Entry.Version)
+		}
+		add(in.Token.Branch, in.Token.Incarnation, in.Token.Head)
+	}
+	var out [][]*manifest.Entry
+	for _, vs := range prune {
+		var keep []*manifest.Entry
+		for _, e := range vs {
+			if !spare[incKey{e.Branch, e.Incarnation}][e.Version] {
+				keep = append(keep, e)
+			}
+		}
+		if len(keep) > 0 {
+			out = append(out, keep)
+		}
+	}
+	return out, nil
 }
