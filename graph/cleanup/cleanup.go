@@ -10,7 +10,9 @@
 // one of those manifest versions pins is kept, and so is every table
 // branch's newest version and every version a table fork was made from.
 // Older manifest versions stay listed in history, but time travel to them
-// fails once their tables are gone.
+// fails once their tables are gone. main's manifest history beyond the
+// retention is pruned too (history.go): the commits move to an archive,
+// the versions' objects are emptied.
 //
 // Cleanup refuses while a recovery intent is pending or a table has drifted
 // from its pin (seed 000: "cleanup refuses pending sidecars"): recovery may
