@@ -462,8 +462,8 @@ func TestCleanupReclaimsManyCommitsHistory(t *testing.T) {
 // It logs the bytes by object class of both stores.
 //
 // Measured: 29.8x before this storage work (3.6 MB against
-// 120 KB); now 2.49x (299 KB): the manifest history is pruned beyond the
-// retention (582 KB -> 6 KB of kept versions + a 26 KB archive of the
+// 120 KB); now 2.41x (290 KB): the manifest history is pruned beyond the
+// retention (582 KB -> 6 KB of kept versions + a 17 KB archive of the
 // pruned commits), the key index is compressed (2 x 1.2 MB -> 2 x 8 KB),
 // and a compaction writes distinct string columns without a dictionary
 // (a rewritten 100k-row fragment 293 KB -> 116 KB, as loaded).
@@ -475,7 +475,8 @@ func TestCleanupReclaimsManyCommitsHistory(t *testing.T) {
 // 120 KB in all). With a size-tiered rule that leaves a fragment alone
 // while it holds more than 4x the rows of the smaller candidates together
 // (prototyped, not kept: it is the compaction-policy work of another
-// change, and it moves the cold-read cost tests), this measured 1.86x.
+// change, and it moves the cold-read cost tests), this measured 1.86x
+// (with the archive's earlier 26 KB layout).
 // The limit below is the measured cost, so that a regression fails; it
 // drops to 2 with that policy.
 func TestCleanupStorageAgainstAFreshCopy(t *testing.T) {
@@ -485,11 +486,11 @@ func TestCleanupStorageAgainstAFreshCopy(t *testing.T) {
 	r := freshCopyScenario(t, t.TempDir())
 	t.Logf("storage by object class:\n%s", r.table)
 	t.Logf("100k nodes + 1000 one-row commits: %d bytes; after optimize + cleanup --keep 10: %d bytes; fresh copy: %d bytes (%.2fx)", r.grown, r.cleaned, r.fresh, r.ratio())
-	if r.ratio() > 2.6 {
-		t.Fatalf("after cleanup the store holds %.2fx a fresh copy; the measured cost is 2.49x (the issue's budget is 2x)", r.ratio())
+	if r.ratio() > 2.5 {
+		t.Fatalf("after cleanup the store holds %.2fx a fresh copy; the measured cost is 2.41x (the issue's budget is 2x)", r.ratio())
 	}
 	// What this storage work bounds, class by class.
-	for class, limit := range map[string]int64{"manifest history": 8 << 10, "manifest archive": 40 << 10, "key index": 40 << 10, "table versions": 16 << 10} {
+	for class, limit := range map[string]int64{"manifest history": 8 << 10, "manifest archive": 24 << 10, "key index": 40 << 10, "table versions": 16 << 10} {
 		if got := r.classes[class].Bytes; got > limit {
 			t.Errorf("%s: %d bytes after cleanup, want at most %d", class, got, limit)
 		}
