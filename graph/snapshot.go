@@ -147,6 +147,9 @@ type CommitInfo struct {
 	// Branch and ManifestVersion say where the commit was published.
 	Branch          string `json:"branch"`
 	ManifestVersion uint64 `json:"manifest_version"`
+	// CleanedUp: cleanup pruned the commit's manifest version; the commit
+	// is still listed, but its data can no longer be read.
+	CleanedUp bool `json:"cleaned_up,omitempty"`
 }
 
 func commitInfo(e *manifest.Entry) CommitInfo {
@@ -159,6 +162,7 @@ func commitInfo(e *manifest.Entry) CommitInfo {
 		Micros:          c.TimeMicros,
 		Branch:          e.Branch,
 		ManifestVersion: e.Version,
+		CleanedUp:       e.Pruned,
 	}
 }
 
@@ -186,7 +190,7 @@ func (g *Graph) Commits(ctx context.Context, branch string, limit int) ([]Commit
 // Commit returns one commit by id: a binary search of each live branch by
 // the id's timestamp (manifest.(*Store).FindCommit), O(log depth) reads.
 func (g *Graph) Commit(ctx context.Context, id string) (CommitInfo, error) {
-	e, err := g.man.FindCommit(ctx, id)
+	e, err := g.man.FindCommitEntry(ctx, id)
 	if err != nil {
 		return CommitInfo{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -68,6 +69,40 @@ func TestCLICleanupPreviewThenConfirm(t *testing.T) {
 	}
 	if after := mustCLI(t, "query", "-e", count, "--format", "json", "--store", dir); after != before {
 		t.Fatalf("cleanup changed an answer:\nbefore %s\nafter  %s", before, after)
+	}
+	// main's history beyond the retention is pruned: commit list still
+	// lists all 13 commits, the ten pruned ones (versions 2..11) marked;
+	// commit show still shows one; time travel to one says cleaned up.
+	var list struct {
+		Commits []struct {
+			ID        string `json:"id"`
+			Version   uint64 `json:"manifest_version"`
+			CleanedUp bool   `json:"cleaned_up"`
+		} `json:"commits"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, "commit", "list", "--json", "--store", dir)), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Commits) != 13 {
+		t.Fatalf("commit list has %d commits after cleanup, want 13", len(list.Commits))
+	}
+	pruned := ""
+	for _, c := range list.Commits {
+		if c.CleanedUp != (c.Version >= 2 && c.Version <= 11) {
+			t.Fatalf("commit at version %d: cleaned_up %v", c.Version, c.CleanedUp)
+		}
+		if c.Version == 5 {
+			pruned = c.ID
+		}
+	}
+	if text := mustCLI(t, "commit", "list", "--store", dir); strings.Count(text, "(cleaned up)") != 10 {
+		t.Fatalf("commit list marks %d commits cleaned up, want 10:\n%s", strings.Count(text, "(cleaned up)"), text)
+	}
+	if show := mustCLI(t, "commit", "show", pruned, "--store", dir); !strings.Contains(show, pruned) || !strings.Contains(show, "cleaned up") {
+		t.Fatalf("commit show of a pruned commit:\n%s", show)
+	}
+	if code, _, stderr := cli(t, "query", "-e", count, "--snapshot", pruned, "--store", dir); code == 0 || !strings.Contains(stderr, "removed by cleanup") || strings.Contains(stderr, "__manifest") {
+		t.Fatalf("time travel to a pruned commit: exit %d, %s", code, stderr)
 	}
 	mustCLI(t, "mutate", "-e", `mutation m() { insert Person { name: "late", age: 1 } }`, "--store", dir)
 }

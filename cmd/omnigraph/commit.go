@@ -82,7 +82,11 @@ func printCommitRow(tw *tabwriter.Writer, ci graph.CommitInfo) {
 	if parents == "" {
 		parents = "-"
 	}
-	fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", ci.ID, ci.Branch, ci.ManifestVersion, ci.Actor, ci.Time.Format(time.RFC3339Nano), parents)
+	version := fmt.Sprint(ci.ManifestVersion)
+	if ci.CleanedUp {
+		version += " (cleaned up)"
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ci.ID, ci.Branch, version, ci.Actor, ci.Time.Format(time.RFC3339Nano), parents)
 }
 
 func commitShowCmd(a *app) *cobra.Command {
@@ -104,8 +108,12 @@ func commitShowCmd(a *app) *cobra.Command {
 			if t.json {
 				return writeJSON(a.stdout, ci)
 			}
-			fmt.Fprintf(a.stdout, "commit   %s\nbranch   %s (manifest version %d)\nactor    %s\ntime     %s\nparents  %s\n",
-				ci.ID, ci.Branch, ci.ManifestVersion, ci.Actor, ci.Time.Format(time.RFC3339Nano), strings.Join(ci.Parents, " "))
+			cleaned := ""
+			if ci.CleanedUp {
+				cleaned = ", cleaned up: its data can no longer be read"
+			}
+			fmt.Fprintf(a.stdout, "commit   %s\nbranch   %s (manifest version %d%s)\nactor    %s\ntime     %s\nparents  %s\n",
+				ci.ID, ci.Branch, ci.ManifestVersion, cleaned, ci.Actor, ci.Time.Format(time.RFC3339Nano), strings.Join(ci.Parents, " "))
 			return nil
 		},
 	}

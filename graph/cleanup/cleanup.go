@@ -10,7 +10,9 @@
 // one of those manifest versions pins is kept, and so is every table
 // branch's newest version and every version a table fork was made from.
 // Older manifest versions stay listed in history, but time travel to them
-// fails once their tables are gone.
+// fails once their tables are gone. main's manifest history beyond the
+// retention is pruned too (history.go): the commits move to an archive,
+// the versions' objects are emptied.
 //
 // Cleanup refuses while a recovery intent is pending or a table has drifted
 // from its pin (seed 000: "cleanup refuses pending sidecars"): recovery may
@@ -80,6 +82,21 @@ type Result struct {
 	// KeptManifestVersions counts the manifest versions whose tables are
 	// kept, over every live branch.
 	KeptManifestVersions int `json:"kept_manifest_versions"`
+	// History is the manifest history cleanup pruned: versions whose
+	// commits stay listed (from the archive) but whose data is gone. Their
+	// bytes count in Bytes; their objects stay (emptied), so they do not
+	// count in Objects.
+	History HistoryResult `json:"manifest_history"`
+}
+
+// HistoryResult is the manifest history cleanup pruned.
+type HistoryResult struct {
+	// Versions pruned (their objects emptied, their commits archived).
+	Versions int `json:"versions"`
+	// Bytes the pruned versions held.
+	Bytes int64 `json:"bytes"`
+	// Branches whose history was pruned, sorted.
+	Branches []string `json:"branches,omitempty"`
 }
 
 // TempResult is the temp residue cleanup removed.
@@ -115,10 +132,14 @@ func Run(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
 	if len(drift) > 0 {
 		return nil, fmt.Errorf("%w: %d table(s) were changed outside any commit (first: %s); run 'omnigraph repair' and 'omnigraph repair --confirm' first", ErrRefused, len(drift), drift[0].Key)
 	}
-	keep, paths, names, kept, err := retained(ctx, g.Manifest(), opts, now)
+	ret, err := retained(ctx, g.Manifest(), opts, now)
 	if err != nil {
 		return nil, err
 	}
+	if ret.prune, err = sparedBySidecars(ctx, g.Store(), ret.prune); err != nil {
+		return nil, err
+	}
+	keep, paths, names, kept := ret.keep, ret.paths, ret.names, ret.kept
 	res := &Result{Preview: !opts.Confirm, KeptManifestVersions: kept}
 	for _, path := range paths {
 		tk := keep[path]
@@ -152,6 +173,9 @@ func Run(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
 		res.Orphans = append(res.Orphans, tr)
 		res.Objects += tr.Objects
 		res.Bytes += tr.Bytes
+	}
+	if err := pruneHistory(ctx, g.Manifest(), ret.prune, opts, now, res); err != nil {
+		return res, err
 	}
 	swept, _, err := backend.SweepTemp(ctx, g.Store(), "", now.Add(-opts.Grace), !opts.Confirm)
 	if err != nil {
@@ -241,13 +265,25 @@ func dropOrphan(ctx context.Context, store backend.StorageAdapter, path string, 
 	return tr, nil
 }
 
-// retained walks every live branch's manifest history and returns, per
-// table path, the table versions (by table branch) that kept manifest
-// versions pin, the table paths in order, and each path's table key.
-func retained(ctx context.Context, man *manifest.Store, opts Options, now time.Time) (map[string]map[string]map[uint64]bool, []string, map[string]string, int, error) {
+// retention is what cleanup keeps and prunes.
+type retention struct {
+	// keep: per table path, per table branch, the table versions kept
+	// manifest versions pin.
+	keep  map[string]map[string]map[uint64]bool
+	paths []string          // table paths, sorted
+	names map[string]string // table path -> table key, for messages
+	kept  int               // manifest versions whose tables are kept
+	// prune: per live incarnation, the manifest versions to prune.
+	prune [][]*manifest.Entry
+}
+
+// retained walks every live branch's manifest history and returns what
+// the kept manifest versions pin, and which versions to prune (see
+// history.go).
+func retained(ctx context.Context, man *manifest.Store, opts Options, now time.Time) (*retention, error) {
 	refs, err := man.Branches(ctx)
 	if err != nil {
-		return nil, nil, nil, 0, err
+		return nil, err
 	}
 	names := map[string]string{} // table path -> manifest key, for messages
 	keep := map[string]map[string]map[uint64]bool{}
@@ -269,12 +305,15 @@ func retained(ctx context.Context, man *manifest.Store, opts Options, now time.T
 	byID := map[string]*manifest.Entry{}
 	var merged []string
 	pinned := map[*manifest.Entry]bool{}
+	h := newHistory()
 	for _, r := range refs {
 		if !r.Live() {
 			continue
 		}
 		n := 0
+		inc := h.add(r)
 		err := man.Versions(ctx, r.Branch, r.Incarnation, r.Version, func(e *manifest.Entry) (bool, error) {
+			inc.entries = append(inc.entries, e)
 			if e.Commit != nil {
 				byID[e.Commit.ID] = e
 				if len(e.Commit.Parents) > 1 {
@@ -285,6 +324,9 @@ func retained(ctx context.Context, man *manifest.Store, opts Options, now time.T
 			within := n == 1 || (opts.Keep > 0 && n <= opts.Keep)
 			if opts.OlderThan > 0 && e.Commit != nil && now.Sub(time.UnixMicro(e.Commit.TimeMicros)) < opts.OlderThan {
 				within = true
+			}
+			if within {
+				inc.floor = min(inc.floor, e.Version)
 			}
 			// The genesis (version 1: main's initial commit, a named
 			// branch's fork point) is always kept: a fork's inheritance
@@ -297,7 +339,7 @@ func retained(ctx context.Context, man *manifest.Store, opts Options, now time.T
 			return true, nil
 		})
 		if err != nil {
-			return nil, nil, nil, 0, err
+			return nil, err
 		}
 	}
 	// A merged parent (the source head a merge recorded) is the base of
@@ -311,12 +353,16 @@ func retained(ctx context.Context, man *manifest.Store, opts Options, now time.T
 			kept++
 		}
 	}
+	prune, err := h.prunable(ctx, man, byID, pinned)
+	if err != nil {
+		return nil, err
+	}
 	paths := make([]string, 0, len(keep))
 	for p := range keep {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	return keep, paths, names, kept, nil
+	return &retention{keep: keep, paths: paths, names: names, kept: kept, prune: prune}, nil
 }
 
 // Describe renders a result for people: one line per table that had
@@ -338,6 +384,9 @@ func Describe(r *Result) string {
 	}
 	if r.Temp.Objects > 0 {
 		fmt.Fprintf(&b, "residue of interrupted writes: %s %d objects, %d bytes\n", verb, r.Temp.Objects, r.Temp.Bytes)
+	}
+	if r.History.Versions > 0 {
+		fmt.Fprintf(&b, "manifest history of %s: %s the data of %d versions, %d bytes (their commits stay listed)\n", strings.Join(r.History.Branches, ", "), verb, r.History.Versions, r.History.Bytes)
 	}
 	fmt.Fprintf(&b, "%s %d objects, %d bytes in total (keeping the tables of %d manifest versions)\n", verb, r.Objects, r.Bytes, r.KeptManifestVersions)
 	if r.Preview {

@@ -160,9 +160,14 @@ func TestCleanupPreviewDeletesNothingThenConfirmKeepsAnswers(t *testing.T) {
 	if res.Objects != prev.Objects || res.Bytes != prev.Bytes {
 		t.Fatalf("confirm removed %d objects/%d bytes, the preview said %d/%d", res.Objects, res.Bytes, prev.Objects, prev.Bytes)
 	}
+	// main's history below the fork of feature is pruned (its objects
+	// emptied, one archive added); feature, a fork, is never pruned.
+	if res.History.Versions == 0 || fmt.Sprint(res.History.Branches) != "[main]" {
+		t.Fatalf("pruned history %+v, want main's below the fork of feature", res.History)
+	}
 	final, _ := backend.ListAll(ctx, store, "")
-	if len(final) != len(before)-res.Objects {
-		t.Fatalf("%d objects left, want %d", len(final), len(before)-res.Objects)
+	if len(final) != len(before)-res.Objects+1 {
+		t.Fatalf("%d objects left, want %d", len(final), len(before)-res.Objects+1)
 	}
 	for _, o := range final {
 		if strings.Contains(o.Key, "/tree/gone") {
@@ -183,7 +188,7 @@ func TestCleanupPreviewDeletesNothingThenConfirmKeepsAnswers(t *testing.T) {
 	}
 	// A second run finds nothing.
 	again, err := cleanup.Run(ctx, g, cleanup.Options{Keep: 2, Confirm: true})
-	if err != nil || again.Objects != 0 {
+	if err != nil || again.Objects != 0 || again.History.Versions != 0 {
 		t.Fatalf("second cleanup: %+v, %v", again, err)
 	}
 }
@@ -400,6 +405,7 @@ func TestCleanupReclaimsManyCommitsHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	cleaned := dirBytes(t, filepath.Join(dir, "g"))
+	t.Logf("storage by object class:\n%s", describeBreakdown(breakdown(t, filepath.Join(dir, "g")), nil))
 	if os.Getenv("CLEANUP_DIAG") != "" {
 		ents, _ := os.ReadDir(filepath.Join(dir, "g"))
 		for _, e := range ents {
@@ -448,102 +454,49 @@ func TestCleanupReclaimsManyCommitsHistory(t *testing.T) {
 }
 
 // TestCleanupStorageAgainstAFreshCopy measures issue 16's storage bound at
-// a realistic size, on the local backend: a 100,000-node table, then 1,000
-// one-row commits written as the CLI writes them (automatic compaction
-// after each), then optimize and cleanup --keep 10 --confirm, against a
-// freshly loaded copy of the same data (export, init, load); both answer
-// the same.
+// a realistic size, on the local backend (see freshCopyScenario): a
+// 100,000-node table, then 1,000 one-row commits written as the CLI
+// writes them (automatic compaction after each), then optimize and
+// cleanup --keep 10 --confirm, against a freshly loaded copy of the same
+// data (export, init, load: what a user would do); both answer the same.
+// It logs the bytes by object class of both stores.
 //
-// Known gap (issue 16): the issue's bound is 2x. Measured: 29.8x (3.6 MB
-// against a fresh copy of 120 KB, which the columnar load path writes
-// compactly) — the __manifest history is never pruned (1,000 entries,
-// 580 KB), the table's one key index is rewritten whole by every
-// compaction and the kept versions still name the previous one
-// (2 x 1.2 MB), and the kept pre-optimize versions still name the old
-// 100k-row fragment. The limit below is the measured cost, so that a
-// regression fails; it must drop to 2 when manifest history is pruned
-// beyond the retention, key indexes are per fragment (or compressed), and
-// compaction leaves large fragments alone.
+// Measured: 29.8x before this issue's storage work (3.6 MB against
+// 120 KB); now 2.41x (290 KB): the manifest history is pruned beyond the
+// retention (582 KB -> 6 KB of kept versions + a 17 KB archive of the
+// pruned commits), the key index is compressed (2 x 1.2 MB -> 2 x 8 KB),
+// and a compaction writes distinct string columns without a dictionary
+// (a rewritten 100k-row fragment 293 KB -> 116 KB, as loaded).
+//
+// Known gap: the issue's bound is 2x. What remains over it is
+// compaction policy: every automatic compaction rewrites the 100k-row
+// fragment together with the few one-row ones, so the ten kept versions
+// always name two copies of it (2 x 116 KB, when the fresh copy is
+// 120 KB in all). With a size-tiered rule that leaves a fragment alone
+// while it holds more than 4x the rows of the smaller candidates together
+// (prototyped, not kept: it is the compaction-policy work of another
+// change, and it moves the cold-read cost tests), this measured 1.86x
+// (with the archive's earlier 26 KB layout).
+// The limit below is the measured cost, so that a regression fails; it
+// drops to 2 with that policy.
 func TestCleanupStorageAgainstAFreshCopy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads 100,000 nodes and writes 1,000 commits")
 	}
-	ctx := context.Background()
-	const base, commits = 100_000, 1000
-	dir := t.TempDir()
-	store, err := local.New(filepath.Join(dir, "g"))
-	if err != nil {
-		t.Fatal(err)
+	r := freshCopyScenario(t, t.TempDir())
+	t.Logf("storage by object class:\n%s", r.table)
+	t.Logf("100k nodes + 1000 one-row commits: %d bytes; after optimize + cleanup --keep 10: %d bytes; fresh copy: %d bytes (%.2fx)", r.grown, r.cleaned, r.fresh, r.ratio())
+	if r.ratio() > 2.5 {
+		t.Fatalf("after cleanup the store holds %.2fx a fresh copy; the measured cost is 2.41x (the issue's budget is 2x)", r.ratio())
 	}
-	if _, err := graph.Init(ctx, store, schema, graph.InitOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Open(ctx, store, graph.OpenOptions{ExclusiveWriter: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var in bytes.Buffer
-	for i := 0; i < base; i++ {
-		fmt.Fprintf(&in, `{"type":"Person","data":{"handle":"b%06d","age":%d}}`+"\n", i, i%90)
-	}
-	if _, err := load.Run(ctx, g, &in, load.Options{Mode: load.Append}); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < commits; i++ {
-		mut(t, g, "main", `mutation m($h: String, $a: I32) { insert Person { handle: $h, age: $a } }`, map[string]any{"h": fmt.Sprintf("c%05d", i), "a": i % 50})
-		if _, err := optimize.Auto(ctx, g, optimize.AutoOptions{}); err != nil {
-			t.Fatal(err)
+	// What this issue's storage work bounds, class by class.
+	for class, limit := range map[string]int64{"manifest history": 8 << 10, "manifest archive": 24 << 10, "key index": 40 << 10, "table versions": 16 << 10} {
+		if got := r.classes[class].Bytes; got > limit {
+			t.Errorf("%s: %d bytes after cleanup, want at most %d", class, got, limit)
 		}
 	}
-	grown := dirBytes(t, filepath.Join(dir, "g"))
-	if _, err := optimize.Run(ctx, g, optimize.Options{Branch: "main"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cleanup.Run(ctx, g, cleanup.Options{Keep: 10, Confirm: true}); err != nil {
-		t.Fatal(err)
-	}
-	cleaned := dirBytes(t, filepath.Join(dir, "g"))
-	s, err := g.Snapshot(ctx, "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	res, err := export.Run(ctx, s, &buf, export.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fstore, err := local.New(filepath.Join(dir, "fresh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fg, err := graph.Init(ctx, fstore, res.Schema, graph.InitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := load.Run(ctx, fg, &buf, load.Options{Mode: load.Append}); err != nil {
-		t.Fatal(err)
-	}
-	fresh := dirBytes(t, filepath.Join(dir, "fresh"))
-	if os.Getenv("CLEANUP_DIAG") != "" {
-		for _, root := range []string{"g", "fresh"} {
-			for _, sub := range []string{"__manifest", "nodes/Person/_indices", "nodes/Person/_versions", "nodes/Person/data", "nodes/Person/tree"} {
-				t.Logf("%s/%s %d", root, sub, dirBytes(t, filepath.Join(dir, root, sub)))
-			}
-		}
-	}
-	ratio := float64(cleaned) / float64(fresh)
-	t.Logf("100k nodes + %d one-row commits: %d bytes; after optimize + cleanup --keep 10: %d bytes; fresh copy: %d bytes (%.2fx)", commits, grown, cleaned, fresh, ratio)
-	if ratio > 32 {
-		t.Fatalf("after cleanup the store holds %.2fx a fresh copy; the measured cost is 29.8x (the issue's budget is 2x)", ratio)
-	}
-	q := `query q() { match { $p: Person } return { count($p) as n, max($p.age) as oldest, min($p.handle) as first } }`
-	r1, err := query.Head(ctx, g, "main", q, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r2, err := query.Head(ctx, fg, "main", q, "", nil)
-	if err != nil || fmt.Sprint(r1.Rows) != fmt.Sprint(r2.Rows) || fmt.Sprint(r1.Rows) != "[[101000 89 b000000]]" {
-		t.Fatalf("answers: cleaned %v, fresh %v (%v)", r1.Rows, r2.Rows, err)
+	if r.answers[0] != r.answers[1] || r.answers[0] != "[[101000 89 b000000]]" {
+		t.Fatalf("answers: cleaned %s, fresh %s", r.answers[0], r.answers[1])
 	}
 }
 

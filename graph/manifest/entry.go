@@ -87,6 +87,10 @@ type Entry struct {
 	Commit *Commit `json:"commit,omitempty"`
 	// Fork is set for KindFork.
 	Fork *ForkPoint `json:"fork,omitempty"`
+	// Pruned marks a version cleanup pruned, as History lists it from
+	// the archive: only its commit is known (no tables, schema or ids).
+	// Never stored.
+	Pruned bool `json:"-"`
 }
 
 // Pin returns the pin of the table with the given key.

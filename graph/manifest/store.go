@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strings"
 	"sync"
 
@@ -116,9 +117,51 @@ func (m *Store) Read(ctx context.Context, r Ref) (*Entry, error) {
 }
 
 // ReadVersion fetches one exact version: one GET. A tombstone or a missing
-// key is ErrNotFound-classified.
+// key is ErrNotFound-classified; a version cleanup pruned is ErrCleanedUp
+// (one more GET, of the archive).
 func (m *Store) ReadVersion(ctx context.Context, branch string, incarnation, version uint64) (*Entry, error) {
-	return m.get(ctx, VersionKey(branch, incarnation, version))
+	e, err := m.readVersion(ctx, branch, incarnation, version)
+	if err != nil {
+		return nil, err
+	}
+	if e.Pruned {
+		a, err := m.readArchive(ctx, branch, incarnation)
+		if err != nil {
+			return nil, err
+		}
+		return nil, a.cleanedUp(version)
+	}
+	return e, nil
+}
+
+// readVersion is ReadVersion that returns a pruned version's hollow entry
+// (Pruned set) from the archive.
+func (m *Store) readVersion(ctx context.Context, branch string, incarnation, version uint64) (*Entry, error) {
+	var arc *archive
+	return m.readVersionWith(ctx, branch, incarnation, version, &arc)
+}
+
+// readVersionWith is readVersion with the incarnation's archive read at
+// most once into *arc.
+func (m *Store) readVersionWith(ctx context.Context, branch string, incarnation, version uint64, arc **archive) (*Entry, error) {
+	key := VersionKey(branch, incarnation, version)
+	data, _, err := m.s.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest version: %w", err)
+	}
+	if len(data) > 0 {
+		return Decode(key, data)
+	}
+	if *arc == nil {
+		if *arc, err = m.readArchive(ctx, branch, incarnation); err != nil {
+			return nil, err
+		}
+	}
+	a := *arc
+	if c, ok := a.find(version); ok {
+		return a.entry(c), nil
+	}
+	return nil, fmt.Errorf("manifest version %s is a deletion marker: %w", Describe(key), backend.ErrNotFound)
 }
 
 func (m *Store) get(ctx context.Context, key string) (*Entry, error) {
@@ -287,7 +330,8 @@ func (m *Store) Branches(ctx context.Context) ([]Ref, error) {
 
 // Versions calls fn for each version of one incarnation from version `from`
 // down to 1, newest first, until fn returns false or an error. Each List page
-// of keys is fetched with concurrent GETs.
+// of keys is fetched with concurrent GETs. A version cleanup pruned is its
+// commit from the archive (Entry.Pruned set, no tables).
 func (m *Store) Versions(ctx context.Context, branch string, incarnation, from uint64, fn func(*Entry) (bool, error)) error {
 	return m.versions(ctx, branch, incarnation, from, func() int { return maxVersionPage }, fn)
 }
@@ -303,6 +347,7 @@ func (m *Store) versions(ctx context.Context, branch string, incarnation, from u
 	}
 	prefix := IncarnationPrefix(branch, incarnation)
 	opts := backend.ListOptions{StartAfter: VersionKey(branch, incarnation, from+1)}
+	var arc *archive // read at the first pruned version met
 	for {
 		opts.MaxKeys = min(max(want(), 1), maxVersionPage)
 		page, err := m.s.List(ctx, prefix, opts)
@@ -310,14 +355,35 @@ func (m *Store) versions(ctx context.Context, branch string, incarnation, from u
 			return fmt.Errorf("list history of %q: %w", branch, err)
 		}
 		keys := make([]string, 0, len(page.Objects))
+		var pruned []string // zero-byte versions below the head
 		for _, o := range page.Objects {
 			if o.Size > 0 {
 				keys = append(keys, o.Key)
+			} else {
+				pruned = append(pruned, o.Key)
 			}
 		}
 		entries, err := m.getMany(ctx, keys)
 		if err != nil {
 			return err
+		}
+		if len(pruned) > 0 {
+			if arc == nil {
+				if arc, err = m.readArchive(ctx, branch, incarnation); err != nil {
+					return err
+				}
+			}
+			for _, k := range pruned {
+				_, _, v, err := ParseVersionKey(k)
+				if err != nil {
+					return err
+				}
+				if c, ok := arc.find(v); ok {
+					entries = append(entries, arc.entry(c))
+				}
+			}
+			// newest first, as listed
+			sort.Slice(entries, func(i, j int) bool { return entries[i].Version > entries[j].Version })
 		}
 		for _, e := range entries {
 			more, err := fn(e)
@@ -423,6 +489,14 @@ func (m *Store) HistoryN(ctx context.Context, e *Entry, n int, fn func(*Entry) (
 // it falls back to scanning every version of every branch, which costs
 // O(history) and belongs off hot paths.
 func (m *Store) FindCommit(ctx context.Context, id string) (*Entry, error) {
+	e, err := m.FindCommitEntry(ctx, id)
+	return m.whole(ctx, id, e, err)
+}
+
+// FindCommitEntry is FindCommit that returns a commit cleanup pruned as
+// its entry from the archive (Pruned set, no tables), for a caller that
+// only shows the commit.
+func (m *Store) FindCommitEntry(ctx context.Context, id string) (*Entry, error) {
 	if u, err := ulid.ParseStrict(id); err == nil {
 		var live []Ref
 		err := m.scanHeads(ctx, branchesDir, func(r Ref) (bool, error) {
@@ -444,6 +518,19 @@ func (m *Store) FindCommit(ctx context.Context, id string) (*Entry, error) {
 	return m.scanForCommit(ctx, id)
 }
 
+// whole turns a pruned commit FindCommit found into ErrCleanedUp (and
+// ErrCommitNotFound: its data cannot be read).
+func (m *Store) whole(ctx context.Context, id string, e *Entry, err error) (*Entry, error) {
+	if err != nil || !e.Pruned {
+		return e, err
+	}
+	a, err := m.readArchive(ctx, e.Branch, e.Incarnation)
+	if err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("commit %s: %w (%w)", id, ErrCommitNotFound, a.cleanedUp(e.Version))
+}
+
 // idTime is the millisecond timestamp of an entry's commit id; a fork (no
 // commit) sorts first, an id that is not a ULID last.
 func idTime(e *Entry) uint64 {
@@ -462,11 +549,12 @@ func idTime(e *Entry) uint64 {
 // share t. nil, nil: not found there.
 func (m *Store) searchIncarnation(ctx context.Context, r Ref, id string, t uint64) (*Entry, error) {
 	read := map[uint64]*Entry{}
+	var arc *archive // read once, at the first pruned version probed
 	at := func(v uint64) (*Entry, error) {
 		if e, ok := read[v]; ok {
 			return e, nil
 		}
-		e, err := m.ReadVersion(ctx, r.Branch, r.Incarnation, v)
+		e, err := m.readVersionWith(ctx, r.Branch, r.Incarnation, v, &arc)
 		if err != nil {
 			return nil, fmt.Errorf("find commit: %w", err)
 		}
@@ -524,6 +612,26 @@ func (m *Store) scanForCommit(ctx context.Context, id string) (*Entry, error) {
 		for _, e := range entries {
 			if e.Kind == KindCommit && e.Commit.ID == id {
 				return e, nil
+			}
+		}
+	}
+	// The archives of pruned history.
+	arcs, err := backend.ListAll(ctx, m.s, archiveDir)
+	if err != nil {
+		return nil, fmt.Errorf("find commit: %w", err)
+	}
+	for _, o := range arcs {
+		data, _, err := m.s.Get(ctx, o.Key)
+		if err != nil {
+			return nil, fmt.Errorf("find commit: %w", err)
+		}
+		a, err := decodeArchive(data)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range a.Commits {
+			if c.ID == id {
+				return a.entry(c), nil
 			}
 		}
 	}
