@@ -123,10 +123,10 @@ func (r freshCopy) ratio() float64 { return float64(r.cleaned) / float64(r.fresh
 
 // freshCopyScenario is issue 16's storage measurement on the local
 // backend under dir: 100,000 nodes loaded, 1,000 one-row commits each
-// followed by the automatic compaction (as the CLI writes them), optimize,
-// cleanup --keep 10 --confirm; then a fresh copy of the same data as a
-// user makes one (export, init, load).
-func freshCopyScenario(tb testing.TB, dir string) freshCopy {
+// followed by the automatic compaction (as the CLI writes them), a full
+// optimize if optimizeFirst, cleanup --keep 10 --confirm; then a fresh
+// copy of the same data as a user makes one (export, init, load).
+func freshCopyScenario(tb testing.TB, dir string, optimizeFirst bool) freshCopy {
 	tb.Helper()
 	ctx := context.Background()
 	const base, commits = 100_000, 1000
@@ -157,8 +157,10 @@ func freshCopyScenario(tb testing.TB, dir string) freshCopy {
 	}
 	var r freshCopy
 	r.grown = dirBytes(tb, filepath.Join(dir, "g"))
-	if _, err := optimize.Run(ctx, g, optimize.Options{Branch: "main"}); err != nil {
-		tb.Fatal(err)
+	if optimizeFirst {
+		if _, err := optimize.Run(ctx, g, optimize.Options{Branch: "main"}); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	if _, err := cleanup.Run(ctx, g, cleanup.Options{Keep: 10, Confirm: true}); err != nil {
 		tb.Fatal(err)
@@ -202,14 +204,22 @@ func freshCopyScenario(tb testing.TB, dir string) freshCopy {
 // BenchmarkCleanupStorageAgainstAFreshCopy reports issue 16's storage
 // ratio (freshCopyScenario): the bytes on the store after 1,000 one-row
 // commits and cleanup --keep 10, over a freshly loaded copy's, and the
-// bytes by object class. Run it with -benchtime 1x (make bench does).
+// bytes by object class; with a full optimize before the cleanup too.
+// Run it with -benchtime 1x (make bench does).
 func BenchmarkCleanupStorageAgainstAFreshCopy(b *testing.B) {
-	var r freshCopy
-	for range b.N {
-		r = freshCopyScenario(b, b.TempDir())
+	for _, c := range []struct {
+		name          string
+		optimizeFirst bool
+	}{{"cleanup", false}, {"optimize+cleanup", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			var r freshCopy
+			for range b.N {
+				r = freshCopyScenario(b, b.TempDir(), c.optimizeFirst)
+			}
+			b.ReportMetric(r.ratio(), "x_fresh_copy")
+			b.ReportMetric(float64(r.cleaned), "cleaned_bytes")
+			b.ReportMetric(float64(r.fresh), "fresh_bytes")
+			b.Logf("%s --keep 10: %d bytes; fresh copy: %d bytes (%.2fx)\n%s", c.name, r.cleaned, r.fresh, r.ratio(), r.table)
+		})
 	}
-	b.ReportMetric(r.ratio(), "x_fresh_copy")
-	b.ReportMetric(float64(r.cleaned), "cleaned_bytes")
-	b.ReportMetric(float64(r.fresh), "fresh_bytes")
-	b.Logf("after cleanup --keep 10: %d bytes; fresh copy: %d bytes (%.2fx)\n%s", r.cleaned, r.fresh, r.ratio(), r.table)
 }
