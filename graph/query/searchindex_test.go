@@ -1,0 +1,280 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/backend/mem"
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/load"
+	"github.com/omnigraph-go/omnigraph/graph/merge"
+	"github.com/omnigraph-go/omnigraph/graph/optimize"
+	"github.com/omnigraph-go/omnigraph/graph/schema"
+	"github.com/omnigraph-go/omnigraph/index/fulltext"
+	"github.com/omnigraph-go/omnigraph/index/vector"
+)
+
+const idxSchema = `
+node Doc {
+    slug: String @key
+    tag: String
+    title: String @index
+    body: String? @index
+    v: Vector(4)? @index
+}
+`
+
+const idxQueries = `
+query find($q: String) { match { $d: Doc  search($d.body, $q) } return { $d.slug } }
+query find_tag($q: String, $t: String) { match { $d: Doc  search($d.body, $q)  $d.tag = $t } return { $d.slug, $d.title } }
+query both($q: String, $r: String) { match { $d: Doc  search($d.body, $q)  match_text($d.title, $r) } return { $d.slug } }
+query fz($q: String) { match { $d: Doc  fuzzy($d.body, $q, 1) } return { $d.slug } }
+query phrase($q: String) { match { $d: Doc  match_text($d.title, $q) } return { $d.slug } order { $d.slug desc } limit 7 }
+query scored($q: String) { match { $d: Doc } return { $d.slug, bm25($d.body, $q) as s } order { $d.slug } }
+query ranked($q: String, $k: I64) { match { $d: Doc } return { $d.slug, bm25($d.body, $q) as s } order { bm25($d.body, $q) } limit $k }
+query ranked_t($q: String) { match { $d: Doc } return { $d } order { bm25($d.title, $q), $d.tag } limit 5 }
+query ranked_f($q: String, $t: String) { match { $d: Doc  $d.tag = $t } return { $d.slug } order { bm25($d.body, $q) } limit 4 }
+query ranked_s($q: String) { match { $d: Doc  search($d.title, $q) } return { $d.slug } order { bm25($d.body, $q) } limit 4 }
+query near($v: Vector(4), $k: I64) { match { $d: Doc } return { $d.slug, nearest($d.v, $v) as dist } order { nearest($d.v, $v) } limit $k }
+query fused($q: String, $v: Vector(4)) { match { $d: Doc } return { $d.slug, rrf(bm25($d.body, $q), nearest($d.v, $v)) as r } order { rrf(bm25($d.body, $q), nearest($d.v, $v)) } limit 6 }
+query fused2($q: String) { match { $d: Doc } return { $d.slug } order { rrf(bm25($d.body, $q), bm25($d.title, $q)) } limit 5 }
+`
+
+var idxWords = strings.Fields("apple pear plum fig kiwi grape lemon lime apples running runner ran")
+
+// idxDocs renders n random Doc lines with slugs from start: small
+// vocabularies so terms repeat and scores tie; some bodies NULL; vectors on
+// a small grid so distances tie.
+func idxDocs(rng *rand.Rand, start, n int) string {
+	var b strings.Builder
+	for i := start; i < start+n; i++ {
+		words := func(k int) string {
+			ws := make([]string, k)
+			for j := range ws {
+				ws[j] = idxWords[rng.IntN(len(idxWords))]
+			}
+			return strings.Join(ws, " ")
+		}
+		body := fmt.Sprintf("%q", words(1+rng.IntN(5)))
+		if rng.IntN(8) == 0 {
+			body = "null"
+		}
+		v := "null"
+		if rng.IntN(10) != 0 {
+			v = fmt.Sprintf("[%d,%d,%d,%d]", rng.IntN(4), rng.IntN(4), rng.IntN(3), rng.IntN(2))
+		}
+		fmt.Fprintf(&b, `{"type":"Doc","data":{"slug":"d%04d","tag":"t%d","title":%q,"body":%s,"v":%s}}`+"\n",
+			i, rng.IntN(3), words(1+rng.IntN(3)), body, v)
+	}
+	return b.String()
+}
+
+type idxCase struct {
+	name   string
+	params map[string]any
+}
+
+func idxCases(rng *rand.Rand) []idxCase {
+	var cs []idxCase
+	w := func() string { return idxWords[rng.IntN(len(idxWords))] }
+	vec := func() []any { return []any{rng.IntN(4), rng.IntN(4), rng.IntN(3), rng.IntN(2)} }
+	for i := 0; i < 3; i++ {
+		q := w() + " " + w()
+		cs = append(cs,
+			idxCase{"find", map[string]any{"q": q}},
+			idxCase{"find_tag", map[string]any{"q": q, "t": "t1"}},
+			idxCase{"both", map[string]any{"q": w(), "r": w()}},
+			idxCase{"fz", map[string]any{"q": w() + "x"}},
+			idxCase{"phrase", map[string]any{"q": q}},
+			idxCase{"scored", map[string]any{"q": q}},
+			idxCase{"ranked", map[string]any{"q": q, "k": 1 + rng.IntN(12)}},
+			idxCase{"ranked", map[string]any{"q": w(), "k": 3}},
+			idxCase{"ranked_t", map[string]any{"q": q}},
+			idxCase{"ranked_f", map[string]any{"q": q, "t": "t2"}},
+			idxCase{"ranked_s", map[string]any{"q": q}},
+			idxCase{"near", map[string]any{"v": vec(), "k": 1 + rng.IntN(10)}},
+			idxCase{"fused", map[string]any{"q": q, "v": vec()}},
+			idxCase{"fused2", map[string]any{"q": q}},
+		)
+	}
+	cs = append(cs, idxCase{"find", map[string]any{"q": "the of"}}, idxCase{"ranked", map[string]any{"q": "zebra", "k": 5}})
+	return cs
+}
+
+// compareIndexScan runs every case on s through the indexes and as scans
+// (on a fresh handle each way, so no cached rows carry over) and fails on
+// any difference; it returns how many scan steps an index narrowed.
+func compareIndexScan(t *testing.T, store backend.StorageAdapter, at func(*graph.Graph) *graph.Snapshot, cases []idxCase, where string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	run := func(indexes bool) []string {
+		useSearchIndexes = indexes
+		defer func() { useSearchIndexes = true }()
+		g, err := graph.Open(ctx, store, graph.OpenOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		s := at(g)
+		var out []string
+		for _, c := range cases {
+			res, err := Run(ctx, s, idxQueries, c.name, c.params)
+			if err != nil {
+				t.Fatalf("%s %s %v: %v", where, c.name, c.params, err)
+			}
+			out = append(out, rowsText(res))
+		}
+		return out
+	}
+	before := indexScans.Load()
+	withIdx := run(true)
+	used := indexScans.Load() - before
+	scan := run(false)
+	t.Logf("%s: %d of %d queries narrowed by an index", where, used, len(cases))
+	nonEmpty := 0
+	for i := range cases {
+		if withIdx[i] != scan[i] {
+			t.Errorf("%s: %s %v:\n index %s\n scan  %s", where, cases[i].name, cases[i].params, withIdx[i], scan[i])
+		}
+		if scan[i] != "" {
+			nonEmpty++
+		}
+	}
+	if nonEmpty < len(cases)/2 {
+		t.Errorf("%s: only %d of %d cases return rows: the data does not exercise the queries", where, nonEmpty, len(cases))
+	}
+	return used
+}
+
+func ensureIndices(t *testing.T, g *graph.Graph, branch string) *schema.IndexResult {
+	t.Helper()
+	res, err := schema.EnsureIndices(context.Background(), g, schema.IndexOptions{Branch: branch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestSearchIndexMatchesScan: with full-text and (exhaustively probed)
+// vector indexes built by ensure-indices, every search query answers as
+// its scan does, rank orders and scores included: on random data, after
+// appends the index does not cover, deletes and updates, on a branch, at
+// a past snapshot, after a merge, after optimize and with the index file
+// gone.
+func TestSearchIndexMatchesScan(t *testing.T) {
+	defer func(m, p int) { vector.MinRows, vector.NProbe = m, p }(vector.MinRows, vector.NProbe)
+	vector.MinRows, vector.NProbe = 50, 1<<20 // probe every list: exact
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(19, 1))
+	store := mem.New()
+	g, err := graph.Init(ctx, store, idxSchema, graph.InitOptions{Actor: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	for i := 0; i < 3; i++ {
+		if _, err := load.Run(ctx, g, strings.NewReader(idxDocs(rng, i*100, 100)), load.Options{Mode: load.Merge}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := ensureIndices(t, g, "main")
+	kinds := map[string]bool{}
+	for _, b := range res.Built {
+		kinds[b.Kind+":"+b.Column] = true
+	}
+	if !kinds["fulltext:body"] || !kinds["fulltext:title"] || !kinds["ivf:v"] {
+		t.Fatalf("ensure-indices built %+v", res.Built)
+	}
+	for _, p := range res.Pending {
+		if p.Columns == "body" || p.Columns == "title" || p.Columns == "v" {
+			t.Errorf("built index still pending: %+v", p)
+		}
+	}
+	if again := ensureIndices(t, g, "main"); !again.NoOp {
+		t.Errorf("second ensure-indices built %+v", again.Built)
+	}
+	cases := idxCases(rng)
+	head := func(branch string) func(*graph.Graph) *graph.Snapshot {
+		return func(g *graph.Graph) *graph.Snapshot {
+			s, err := g.Snapshot(ctx, branch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	}
+	if used := compareIndexScan(t, store, head("main"), cases, "covered"); used < int64(len(cases))*3/4 {
+		t.Errorf("indexes narrowed %d of %d queries", used, len(cases))
+	}
+	ps, err := g.Snapshot(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	past := ps.CommitID()
+	// Appends (uncovered), updates (a newer deletion file on covered
+	// fragments plus new rows) and deletes.
+	if _, err := load.Run(ctx, g, strings.NewReader(idxDocs(rng, 300, 40)), load.Options{Mode: load.Merge}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := load.Run(ctx, g, strings.NewReader(idxDocs(rng, 20, 30)), load.Options{Mode: load.Merge}); err != nil {
+		t.Fatal(err)
+	}
+	qDelete(t, g, "main", graph.NodeTableKey("Doc"), "d0001", "d0002", "d0150", "d0310", "d0299")
+	if used := compareIndexScan(t, store, head("main"), cases, "partial"); used < int64(len(cases))*3/4 {
+		t.Error("a partial index was not used")
+	}
+	pastAt := func(g *graph.Graph) *graph.Snapshot {
+		s, err := g.SnapshotAt(ctx, past)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	compareIndexScan(t, store, pastAt, cases, "past snapshot")
+	// A branch: writes of its own, then its own indexes.
+	if _, err := g.CreateBranch(ctx, "feature", "main"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := load.Run(ctx, g, strings.NewReader(idxDocs(rng, 400, 60)), load.Options{Mode: load.Merge, Branch: "feature"}); err != nil {
+		t.Fatal(err)
+	}
+	qDelete(t, g, "feature", graph.NodeTableKey("Doc"), "d0003", "d0404")
+	compareIndexScan(t, store, head("feature"), cases, "branch")
+	ensureIndices(t, g, "feature")
+	compareIndexScan(t, store, head("feature"), cases, "branch indexed")
+	if _, err := merge.Run(ctx, g, "feature", "main", merge.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	compareIndexScan(t, store, head("main"), cases, "merged")
+	if _, err := optimize.Run(ctx, g, optimize.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := g.Snapshot(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.OpenTable(ctx, graph.NodeTableKey("Doc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fulltext.Covers(ds, "body") || !vector.Covers(ds, "v") {
+		t.Fatal("optimize did not rebuild the search indexes over the compacted table")
+	}
+	if used := compareIndexScan(t, store, head("main"), cases, "optimized"); used < int64(len(cases))*3/4 {
+		t.Errorf("after optimize indexes narrowed %d of %d queries", used, len(cases))
+	}
+	// Index files gone or damaged: ignored.
+	ix, _ := fulltext.Index(ds, "body")
+	if err := store.Delete(ctx, ds.Path()+"/"+ix.Path); err != nil {
+		t.Fatal(err)
+	}
+	vx, _ := vector.Index(ds, "v")
+	if _, err := store.Put(ctx, ds.Path()+"/"+vx.Path, []byte("OGIVF01\ngarbage")); err != nil {
+		t.Fatal(err)
+	}
+	compareIndexScan(t, store, head("main"), cases, "files gone")
+}
