@@ -253,7 +253,7 @@ type Searcher struct {
 	f      *file
 	live   []bool   // per document of f: a live row of this version
 	pos    []uint64 // per document of f: its place in the version (see Hit)
-	docs   int    // live documents (covered and not)
+	docs   int      // live documents (covered and not)
 	tokens int
 	// documents of the fragments the index does not cover
 	unID   []string
