@@ -2,11 +2,15 @@ package table
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 )
@@ -214,4 +218,177 @@ func (ds *Dataset) IndexCovers(ix Index) bool {
 		}
 	}
 	return true
+}
+
+// RowAt names one row of a version: its fragment (index in the version's
+// fragment list) and physical row.
+type RowAt struct {
+	Fragment int
+	Row      uint32
+}
+
+// tailBytes is how much of a fragment's end RowsAt fetches for its footer
+// (a larger footer costs one more request).
+const tailBytes = 64 << 10
+
+// RowsAt returns the live rows at the given places as one record with the
+// full schema (in fragment order, then physical order): what an index that
+// records physical rows fetches instead of looking keys up. Per fragment
+// holding a row it costs one ranged GET of the file's tail (its footer,
+// cached) and one ranged GET per row group holding a row (the span of
+// that row group's column chunks), in parallel across fragments.
+func (ds *Dataset) RowsAt(ctx context.Context, at []RowAt) (arrow.Record, error) {
+	byFrag := map[int][]int64{}
+	for _, a := range at {
+		if a.Fragment < 0 || a.Fragment >= len(ds.m.Fragments) {
+			return nil, errorf(ErrInvalid, "RowsAt: fragment %d of %d", a.Fragment, len(ds.m.Fragments))
+		}
+		byFrag[a.Fragment] = append(byFrag[a.Fragment], int64(a.Row))
+	}
+	var read []Fragment
+	var offs [][]int64
+	for i, f := range ds.m.Fragments {
+		if o := byFrag[i]; len(o) > 0 {
+			slices.Sort(o)
+			read = append(read, f)
+			offs = append(offs, slices.Compact(o))
+		}
+	}
+	all, _ := fieldIndices(ds.schema, nil)
+	parts := make([][]arrow.Record, len(read))
+	err := eachFragment(ctx, read, func(ctx context.Context, i int, f Fragment) error {
+		pf := &prefetchedFile{rangedFile: rangedFile{ctx: ctx, store: ds.store, key: ds.path + "/" + f.Path, size: f.Size}}
+		if err := pf.tail(ds.cache); err != nil {
+			return err
+		}
+		ff, err := openParquet(pf)
+		if err != nil {
+			return err
+		}
+		starts := ff.rowGroupStarts()
+		want := map[int64]bool{}
+		var rgs []int
+		for _, o := range offs[i] {
+			want[o] = true
+			g := sort.Search(len(starts), func(i int) bool { return starts[i] > o }) - 1
+			if g >= 0 && (len(rgs) == 0 || rgs[len(rgs)-1] != g) {
+				rgs = append(rgs, g)
+			}
+		}
+		if err := pf.rowGroups(ff, rgs); err != nil {
+			return err
+		}
+		recs, _, err := ds.readMatching(ctx, f, ff, all, rgs, Predicate{}, func(p int64) bool { return want[p] })
+		parts[i] = recs
+		return err
+	})
+	var out []arrow.Record
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	defer releaseAll(out)
+	if err != nil {
+		return nil, err
+	}
+	return concatRecords(ds.schema, out)
+}
+
+// prefetchedFile is a rangedFile that serves reads from ranges fetched
+// ahead (the footer, whole row groups) and falls back to a ranged GET.
+type prefetchedFile struct {
+	rangedFile
+	mu     sync.Mutex
+	ranges []fetchedRange
+}
+
+type fetchedRange struct {
+	off int64
+	b   []byte
+}
+
+func (p *prefetchedFile) ReadAt(b []byte, off int64) (int, error) {
+	p.mu.Lock()
+	for _, r := range p.ranges {
+		if off >= r.off && off+int64(len(b)) <= r.off+int64(len(r.b)) {
+			n := copy(b, r.b[off-r.off:])
+			p.mu.Unlock()
+			return n, nil
+		}
+	}
+	p.mu.Unlock()
+	return p.rangedFile.ReadAt(b, off)
+}
+
+func (p *prefetchedFile) Read(b []byte) (int, error) {
+	n, err := p.ReadAt(b, p.pos)
+	p.pos += int64(n)
+	return n, err
+}
+
+func (p *prefetchedFile) fetch(off, n int64) ([]byte, error) {
+	b, err := p.store.GetRange(p.ctx, p.key, off, n)
+	if err != nil {
+		return nil, fmt.Errorf("read fragment: %w", err)
+	}
+	return b, nil
+}
+
+// tail fetches the file's last tailBytes (cached in c: files are immutable).
+func (p *prefetchedFile) tail(c *Cache) error {
+	off := max(p.size-tailBytes, 0)
+	key := fmt.Sprintf("%s#tail%d", p.key, off)
+	if v, ok := c.get(key); ok {
+		p.ranges = append(p.ranges, fetchedRange{off, v.([]byte)})
+		return nil
+	}
+	b, err := p.fetch(off, p.size-off)
+	if err != nil {
+		return err
+	}
+	c.put(key, b, int64(len(b))+64)
+	p.ranges = append(p.ranges, fetchedRange{off, b})
+	return nil
+}
+
+// rowGroups fetches the column-chunk span of each row group in rgs (one
+// ranged GET each, in parallel).
+func (p *prefetchedFile) rowGroups(ff *fragmentFile, rgs []int) error {
+	md := ff.fr.ParquetReader().MetaData()
+	errs := make([]error, len(rgs))
+	var wg sync.WaitGroup
+	for i, g := range rgs {
+		rg := md.RowGroup(g)
+		lo, hi := int64(-1), int64(0)
+		for c := 0; c < rg.NumColumns(); c++ {
+			cc, err := rg.ColumnChunk(c)
+			if err != nil {
+				return fmt.Errorf("%w: parquet: %v", ErrCorrupt, err)
+			}
+			start := cc.DataPageOffset()
+			if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
+				start = cc.DictionaryPageOffset()
+			}
+			if lo < 0 || start < lo {
+				lo = start
+			}
+			hi = max(hi, start+cc.TotalCompressedSize())
+		}
+		if lo < 0 || hi <= lo || hi > p.size {
+			continue // leave it to ranged reads
+		}
+		wg.Add(1)
+		go func(i int, lo, hi int64) {
+			defer wg.Done()
+			b, err := p.fetch(lo, hi-lo)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			p.mu.Lock()
+			p.ranges = append(p.ranges, fetchedRange{lo, b})
+			p.mu.Unlock()
+		}(i, lo, hi)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

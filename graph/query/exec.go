@@ -171,18 +171,18 @@ func (ex *executor) scan(ctx context.Context, rows [][]ref, st *gq.ScanStep) ([]
 		if r, ok := nr.row(id); ok {
 			cands = []int32{int32(r)}
 		}
-	} else if ids, ok, err := ex.indexCandidates(ctx, st); err != nil {
+	} else if hits, ok, err := ex.indexCandidates(ctx, st); err != nil {
 		return nil, err
 	} else if ok {
 		// An index names the rows (searchindex.go), in scan order.
-		if len(ids) > 0 {
-			if nr, err = ex.loadNodes(ctx, st.Node.Name, ids); err != nil {
+		if len(hits) > 0 {
+			if nr, err = ex.nodeRowsAt(ctx, st.Node.Name, hits); err != nil {
 				return nil, err
 			}
 		}
-		scanOrder = make(map[int32]int, len(ids))
-		for _, id := range ids {
-			if r, ok := nr.row(id); ok {
+		scanOrder = make(map[int32]int, len(hits))
+		for _, h := range hits {
+			if r, ok := nr.row(h.ID); ok {
 				scanOrder[int32(r)] = len(cands)
 				cands = append(cands, int32(r))
 			}

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/gq"
+	"github.com/omnigraph-go/omnigraph/graph/manifest"
 	"github.com/omnigraph-go/omnigraph/graph/pg"
 	"github.com/omnigraph-go/omnigraph/graph/text"
 	"github.com/omnigraph-go/omnigraph/index/fulltext"
@@ -143,7 +146,7 @@ func (ex *executor) fuzzyEdits(p *gq.Predicate) int {
 
 // indexCandidates returns the ids (in scan order) an index restricts a
 // scan step to, and false when no index applies (scan every row).
-func (ex *executor) indexCandidates(ctx context.Context, st *gq.ScanStep) ([]string, bool, error) {
+func (ex *executor) indexCandidates(ctx context.Context, st *gq.ScanStep) ([]fulltext.Hit, bool, error) {
 	typ := st.Node.Name
 	var hits []fulltext.Hit
 	restricted := false
@@ -189,11 +192,7 @@ func (ex *executor) indexCandidates(ctx context.Context, st *gq.ScanStep) ([]str
 		hits, restricted = hs, true
 	}
 	indexScans.Add(1)
-	ids := make([]string, len(hits))
-	for i, h := range hits {
-		ids[i] = h.ID
-	}
-	return ids, true, nil
+	return hits, true, nil
 }
 
 // rankCandidates: a plan of this one scan step, with no filter, ranked by
@@ -274,4 +273,75 @@ func (ex *executor) queryVector(ctx context.Context, typ string, s *gq.Score) ([
 	}
 	ex.qvec[s] = vec
 	return vec, nil
+}
+
+// nodeRowsAt makes sure the rows hits name are loaded for this execution:
+// through their places (table.Dataset.RowsAt: the index records them, so
+// no key index page is read), or as a whole-table load when they are a
+// large share of it (nodeTable's rule).
+func (ex *executor) nodeRowsAt(ctx context.Context, typ string, hits []fulltext.Hit) (*nodeRows, error) {
+	if nr := ex.nodes[typ]; nr != nil && nr.full {
+		return nr, nil
+	}
+	pin, ok := ex.s.Pin(graph.NodeTableKey(typ))
+	if !ok {
+		return nil, fmt.Errorf("%w: node type %s has no table in this snapshot", manifest.ErrCorrupt, typ)
+	}
+	c := cacheOf(ex.s.Graph())
+	e := c.entry(pinID(pin))
+	e.mu.Lock()
+	nr := e.nodes
+	ds, err := e.dataset(ctx, ex.s, pin)
+	e.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	var missing []fulltext.Hit
+	if nr == nil || !nr.full {
+		for _, h := range hits {
+			if nr == nil || (!nr.absent[h.ID] && !hasID(nr, h.ID)) {
+				missing = append(missing, h)
+			}
+		}
+	}
+	if nr != nil && !nr.full && len(missing) == 0 {
+		ex.nodes[typ] = nr // a partial load holds every column
+		return nr, nil
+	}
+	if nr != nil && nr.full || len(missing) > lookupMaxKeys && int64(len(missing))*lookupFullRatio > ds.RowCount() {
+		// A full load (of the columns the plan reads: it may hold
+		// fewer, then it is extended).
+		return ex.loadNodes(ctx, typ, nil)
+	}
+	at := make([]table.RowAt, len(missing))
+	ids := make([]string, len(missing))
+	for i, h := range missing {
+		at[i] = table.RowAt{Fragment: int(h.Pos >> 32), Row: uint32(h.Pos)}
+		ids[i] = h.ID
+	}
+	rec, err := ds.RowsAt(ctx, at)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", pin.Key, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	cur := e.nodes
+	if cur != nil && cur.full {
+		rec.Release()
+		ex.nodes[typ] = cur
+		return cur, nil
+	}
+	if cur == nil {
+		cur = &nodeRows{rows: *newRowStore(ds.Schema(), nil), byID: map[string]int{}, absent: map[string]bool{}}
+	}
+	cur = cur.with([]arrow.Record{rec}, ids)
+	e.nodes = cur
+	c.account(e, cur.size()+edgeBytes(e.edges)+e.searchBytes)
+	ex.nodes[typ] = cur
+	return cur, nil
+}
+
+func hasID(nr *nodeRows, id string) bool {
+	_, ok := nr.byID[id]
+	return ok
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/backend/counter"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/load"
@@ -277,4 +278,200 @@ func TestSearchIndexMatchesScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	compareIndexScan(t, store, head("main"), cases, "files gone")
+}
+
+// clusteredDocs renders n docs with dim-dimensional vectors drawn around
+// 64 seeded cluster centres, and bodies from a vocabulary of 200 words.
+func clusteredDocs(rng *rand.Rand, centres [][]float64, start, n int) string {
+	var b strings.Builder
+	dim := len(centres[0])
+	for i := start; i < start+n; i++ {
+		c := centres[rng.IntN(len(centres))]
+		parts := make([]string, dim)
+		for k := range parts {
+			parts[k] = fmt.Sprintf("%.5f", c[k]+rng.NormFloat64()*0.5)
+		}
+		fmt.Fprintf(&b, `{"type":"Doc","data":{"slug":"d%06d","tag":"t%d","title":"w%d","body":"w%d w%d w%d","v":[%s]}}`+"\n",
+			i, rng.IntN(3), rng.IntN(200), rng.IntN(200), rng.IntN(200), rng.IntN(50), strings.Join(parts, ","))
+	}
+	return b.String()
+}
+
+func centres(rng *rand.Rand, k, dim int) [][]float64 {
+	out := make([][]float64, k)
+	for i := range out {
+		out[i] = make([]float64, dim)
+		for j := range out[i] {
+			out[i][j] = rng.Float64()*4 - 2
+		}
+	}
+	return out
+}
+
+const annSchema = `
+node Doc {
+    slug: String @key
+    tag: String
+    title: String @index
+    body: String? @index
+    v: Vector(8)? @index
+}
+`
+
+const annQueries = `
+query near($v: Vector(8)) { match { $d: Doc } return { $d.slug } order { nearest($d.v, $v) } limit 10 }
+query ranked($q: String) { match { $d: Doc } return { $d.slug } order { bm25($d.body, $q) } limit 10 }
+query point($s: String) { match { $d: Doc  $d.slug = $s } return { $d.slug } }
+`
+
+// TestVectorIndexRecall: nearest through the IVF index (default probes)
+// finds at least 90% of the exact top 10 on a seeded clustered dataset.
+func TestVectorIndexRecall(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 19))
+	cs := centres(rng, 64, 8)
+	g, err := graph.Init(ctx, mem.New(), annSchema, graph.InitOptions{Actor: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if _, err := load.Run(ctx, g, strings.NewReader(clusteredDocs(rng, cs, 0, 20000)), load.Options{Mode: load.Overwrite}); err != nil {
+		t.Fatal(err)
+	}
+	ensureIndices(t, g, "main")
+	recall := annRecall(t, g, rng, cs, 40)
+	t.Logf("recall@10 = %.3f over 40 queries (20,000 vectors, %d probes)", recall, vector.NProbe)
+	if recall < 0.9 {
+		t.Errorf("recall@10 = %.3f, want >= 0.9", recall)
+	}
+}
+
+// annRecall is the mean recall@10 of the index against the exact scan
+// over queries near random cluster centres.
+func annRecall(t testing.TB, g *graph.Graph, rng *rand.Rand, cs [][]float64, queries int) float64 {
+	total := 0.0
+	for i := 0; i < queries; i++ {
+		c := cs[rng.IntN(len(cs))]
+		q := make([]any, len(c))
+		for k := range q {
+			q[k] = c[k] + rng.NormFloat64()*0.2
+		}
+		got := slugsOf(t, g, annQueries, "near", map[string]any{"v": q}, true)
+		want := slugsOf(t, g, annQueries, "near", map[string]any{"v": q}, false)
+		if len(want) != 10 {
+			t.Fatalf("exact answer has %d rows", len(want))
+		}
+		hit := 0
+		for _, w := range want {
+			for _, x := range got {
+				if x == w {
+					hit++
+					break
+				}
+			}
+		}
+		total += float64(hit) / 10
+	}
+	return total / float64(queries)
+}
+
+func slugsOf(t testing.TB, g *graph.Graph, src, name string, params map[string]any, indexes bool) []string {
+	t.Helper()
+	useSearchIndexes = indexes
+	defer func() { useSearchIndexes = true }()
+	before := indexScans.Load()
+	res, err := Head(context.Background(), g, "main", src, name, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if indexes && name != "point" && indexScans.Load() == before {
+		t.Fatalf("%s did not use an index", name)
+	}
+	out := make([]string, len(res.Rows))
+	for i, r := range res.Rows {
+		out[i] = r[0].(string)
+	}
+	return out
+}
+
+// TestSearchIndexRequestBudget: a bm25 or nearest top 10 through the
+// indexes costs a bounded number of store requests that does not grow
+// with the table (asserted at 6,000 and 24,000 rows, loaded as 12 and 48
+// fragments): on a warm handle (the snapshot, catalog and table manifest
+// read by an earlier point query) and from a cold open. The index file is
+// one GET (the vector index: its directory and NProbe lists), and each of
+// the k rows costs at most two ranged GETs (its fragment's footer, its row
+// group): 1 + 2k, whatever the table's size. A scan of the same query
+// reads every fragment.
+func TestSearchIndexRequestBudget(t *testing.T) {
+	ctx := context.Background()
+	type cost struct{ warmBM25, warmNear, repeat, cold, scanBM25 int }
+	costs := map[int]cost{}
+	for _, n := range []int{6000, 24000} {
+		rng := rand.New(rand.NewPCG(3, uint64(n)))
+		cs := centres(rng, 32, 8)
+		cnt := counter.New(mem.New())
+		w, err := graph.Init(ctx, cnt, annSchema, graph.InitOptions{Actor: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i += 500 {
+			if _, err := load.Run(ctx, w, strings.NewReader(clusteredDocs(rng, cs, i, 500)), load.Options{Mode: load.Merge}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ensureIndices(t, w, "main")
+		w.Close()
+		open := func() *graph.Graph {
+			g, err := graph.Open(ctx, cnt, graph.OpenOptions{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return g
+		}
+		near := map[string]any{"v": []any{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}}
+		bm := map[string]any{"q": "w7 w12"}
+		var c cost
+		// Cold: open, then the query.
+		cnt.Reset()
+		g := open()
+		slugsOf(t, g, annQueries, "ranked", bm, true)
+		c.cold = cnt.Snapshot().Total
+		g.Close()
+		// Warm: a point query first, then each search once.
+		g = open()
+		slugsOf(t, g, annQueries, "point", map[string]any{"s": "d000001"}, true)
+		cnt.Reset()
+		want := slugsOf(t, g, annQueries, "ranked", bm, true)
+		c.warmBM25 = cnt.Snapshot().Total
+		cnt.Reset()
+		slugsOf(t, g, annQueries, "near", near, true)
+		c.warmNear = cnt.Snapshot().Total
+		cnt.Reset()
+		slugsOf(t, g, annQueries, "ranked", bm, true)
+		c.repeat = cnt.Snapshot().Total
+		g.Close()
+		g = open()
+		slugsOf(t, g, annQueries, "point", map[string]any{"s": "d000001"}, true)
+		cnt.Reset()
+		got := slugsOf(t, g, annQueries, "ranked", bm, false)
+		c.scanBM25 = cnt.Snapshot().Total
+		g.Close()
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%d rows: index answer %v, scan %v", n, want, got)
+		}
+		costs[n] = c
+		t.Logf("%d rows: requests warm bm25 %d, warm nearest %d, repeat %d, cold open+bm25 %d; scan bm25 %d", n, c.warmBM25, c.warmNear, c.repeat, c.cold, c.scanBM25)
+	}
+	const k, probe = 10, 2 // probe: the branch freshness check
+	bm25Budget := probe + 1 + 2*k
+	nearBudget := probe + 1 + vector.NProbe + 2*k
+	for n, c := range costs {
+		if c.warmBM25 > bm25Budget || c.warmNear > nearBudget || c.cold > bm25Budget+12 || c.repeat > probe {
+			t.Errorf("%d rows: %+v over budget (bm25 %d, nearest %d, cold %d, repeat %d)", n, c, bm25Budget, nearBudget, bm25Budget+12, probe)
+		}
+	}
+	if big := costs[24000]; big.scanBM25 <= big.warmBM25 {
+		t.Errorf("the scan (%d requests) is no dearer than the index (%d): the test does not measure the index", big.scanBM25, big.warmBM25)
+	}
 }

@@ -452,9 +452,10 @@ func (s *Searcher) Corpus(terms []string) *text.Corpus {
 	return c
 }
 
-// Top returns the ids of the live rows scoring above 0 for terms whose
-// BM25 score (under c) is at least the k-th best: the rows a top-k ranking
-// can return, ties with the k-th included.
+// Top returns the k live rows scoring best above 0 for terms under c
+// (equal scores: the greater id first, the query language's order), in
+// scan order. The scores are text.Corpus.Score's to the bit (TermScore
+// summed over terms in order), so these are the rows a scan ranks first.
 func (s *Searcher) Top(terms []string, c *text.Corpus, k int) []Hit {
 	if k <= 0 {
 		return nil
@@ -486,14 +487,15 @@ func (s *Searcher) Top(terms []string, c *text.Corpus, k int) []Hit {
 			cs = append(cs, cand{Hit{s.unID[i], s.unPos[i]}, v})
 		}
 	}
-	sort.Slice(cs, func(i, j int) bool { return cs[i].v > cs[j].v })
-	if k < len(cs) {
-		cut := cs[k-1].v
-		n := k
-		for n < len(cs) && cs[n].v >= cut {
-			n++
+	// Best first, equal scores the greater id first: the query's order.
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].v != cs[j].v {
+			return cs[i].v > cs[j].v
 		}
-		cs = cs[:n]
+		return cs[i].h.ID > cs[j].h.ID
+	})
+	if k < len(cs) {
+		cs = cs[:k]
 	}
 	out := make([]Hit, len(cs))
 	for i, c := range cs {

@@ -402,9 +402,9 @@ func (s *Searcher) Bytes() int64 {
 // Lists is the number of lists of the index.
 func (s *Searcher) Lists() int { return len(s.d.lists) }
 
-// Nearest returns the ids of the live rows whose vectors are nearest to q
-// by the index (the probed lists) and exactly over the uncovered
-// fragments: the k best, and any tied with the k-th. It reads the probed
+// Nearest returns the k live rows whose vectors are nearest to q among
+// the probed lists and the fragments the index does not cover (equal
+// distances: the greater id first), in scan order. It reads the probed
 // lists not yet cached (one ranged GET each, in parallel).
 func (s *Searcher) Nearest(ctx context.Context, q []float32, k int) ([]fulltext.Hit, error) {
 	if k <= 0 || len(q) != s.d.dim {
@@ -464,14 +464,15 @@ func (s *Searcher) Nearest(ctx context.Context, q []float32, k int) ([]fulltext.
 	for i, v := range s.unVec {
 		cs = append(cs, cand{fulltext.Hit{ID: s.unID[i], Pos: s.unPos[i]}, math.Sqrt(sqDist(v, q))})
 	}
-	sort.Slice(cs, func(i, j int) bool { return cs[i].d < cs[j].d })
-	if k < len(cs) {
-		cut := cs[k-1].d
-		n := k
-		for n < len(cs) && cs[n].d <= cut {
-			n++
+	// Nearest first, equal distances the greater id first: the query's order.
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].d != cs[j].d {
+			return cs[i].d < cs[j].d
 		}
-		cs = cs[:n]
+		return cs[i].h.ID > cs[j].h.ID
+	})
+	if k < len(cs) {
+		cs = cs[:k]
 	}
 	out := make([]fulltext.Hit, len(cs))
 	for i, c := range cs {
