@@ -58,7 +58,7 @@ func Build(ctx context.Context, ds *table.Dataset, specs []Spec, missing bool) (
 		return nil, nil
 	}
 	for _, s := range specs {
-		if missing && Covers(ds, s) {
+		if missing && Covers(ds, s) || s.Kind == vector.Kind && ds.RowCount() < int64(vector.MinRows) {
 			continue
 		}
 		switch s.Kind {
