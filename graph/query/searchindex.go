@@ -71,11 +71,7 @@ func (ex *executor) searcherOf(ctx context.Context, typ, name string, open func(
 	}
 	e.search[name] = v
 	e.searchBytes += size
-	var nb int64
-	if e.nodes != nil {
-		nb = e.nodes.size()
-	}
-	c.account(e, nb+edgeBytes(e.edges)+e.searchBytes)
+	c.grow(e, size)
 	return v, nil
 }
 
@@ -324,13 +320,15 @@ func (ex *executor) nodeRowsAt(ctx context.Context, typ string, hits []fulltext.
 		return nil, fmt.Errorf("read %s: %w", pin.Key, err)
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	cur := e.nodes
 	if cur != nil && cur.full {
+		// Another query loaded the whole table meanwhile (maybe fewer
+		// columns): use that load, extended as this plan needs.
+		e.mu.Unlock()
 		rec.Release()
-		ex.nodes[typ] = cur
-		return cur, nil
+		return ex.loadNodes(ctx, typ, nil)
 	}
+	defer e.mu.Unlock()
 	if cur == nil {
 		cur = &nodeRows{rows: *newRowStore(ds.Schema(), nil), byID: map[string]int{}, absent: map[string]bool{}}
 	}
@@ -339,6 +337,18 @@ func (ex *executor) nodeRowsAt(ctx context.Context, typ string, hits []fulltext.
 	c.account(e, cur.size()+edgeBytes(e.edges)+e.searchBytes)
 	ex.nodes[typ] = cur
 	return cur, nil
+}
+
+// grow records that e holds delta more bytes and evicts others to fit.
+func (c *queryCache) grow(e *cacheEntry, delta int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[e.id]; !ok {
+		return
+	}
+	c.used += delta
+	e.size += delta
+	c.evictLocked(e)
 }
 
 func hasID(nr *nodeRows, id string) bool {

@@ -475,3 +475,65 @@ func TestSearchIndexRequestBudget(t *testing.T) {
 		t.Errorf("the scan (%d requests) is no dearer than the index (%d): the test does not measure the index", big.scanBM25, big.warmBM25)
 	}
 }
+
+// TestSearchIndexConcurrent: queries through the indexes on one handle in
+// parallel (sharing its cached searchers, index files and rows) answer as
+// they do one at a time.
+func TestSearchIndexConcurrent(t *testing.T) {
+	defer func(m int) { vector.MinRows = m }(vector.MinRows)
+	vector.MinRows = 50
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(5, 5))
+	store := mem.New()
+	g, err := graph.Init(ctx, store, idxSchema, graph.InitOptions{Actor: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := load.Run(ctx, g, strings.NewReader(idxDocs(rng, i*200, 200)), load.Options{Mode: load.Merge}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ensureIndices(t, g, "main")
+	if _, err := load.Run(ctx, g, strings.NewReader(idxDocs(rng, 400, 20)), load.Options{Mode: load.Merge}); err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	cases := idxCases(rng)
+	want := make([]string, len(cases))
+	serial, err := graph.Open(ctx, store, graph.OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases {
+		res, err := Head(ctx, serial, "main", idxQueries, c.name, c.params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = rowsText(res)
+	}
+	serial.Close()
+	shared, err := graph.Open(ctx, store, graph.OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	errs := make(chan error, 4*len(cases))
+	for w := 0; w < 4; w++ {
+		go func(w int) {
+			for j := range cases {
+				i := (j + w*7) % len(cases)
+				res, err := Head(ctx, shared, "main", idxQueries, cases[i].name, cases[i].params)
+				if err == nil && rowsText(res) != want[i] {
+					err = fmt.Errorf("%s %v: %s, alone %s", cases[i].name, cases[i].params, rowsText(res), want[i])
+				}
+				errs <- err
+			}
+		}(w)
+	}
+	for range 4 * len(cases) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
