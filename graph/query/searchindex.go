@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -225,6 +226,9 @@ func (ex *executor) rankCandidates(ctx context.Context, st *gq.ScanStep) ([]full
 				return nil, false, err
 			}
 			hs, err := vi.Nearest(ctx, q, k)
+			if errors.Is(err, table.ErrCorrupt) || errors.Is(err, table.ErrNotFound) {
+				return nil, false, nil // a damaged or vanished list: scan
+			}
 			return hs, err == nil, err
 		}
 		return nil, false, nil

@@ -268,12 +268,22 @@ func TestSearchIndexMatchesScan(t *testing.T) {
 	if used := compareIndexScan(t, store, head("main"), cases, "optimized"); used < int64(len(cases))*3/4 {
 		t.Errorf("after optimize indexes narrowed %d of %d queries", used, len(cases))
 	}
+	// A damaged vector list (its directory intact): the query scans.
+	vx, _ := vector.Index(ds, "v")
+	raw, _, err := store.Get(ctx, ds.Path()+"/"+vx.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)-1] ^= 0xff
+	if _, err := store.Put(ctx, ds.Path()+"/"+vx.Path, raw); err != nil {
+		t.Fatal(err)
+	}
+	compareIndexScan(t, store, head("main"), cases, "damaged list")
 	// Index files gone or damaged: ignored.
 	ix, _ := fulltext.Index(ds, "body")
 	if err := store.Delete(ctx, ds.Path()+"/"+ix.Path); err != nil {
 		t.Fatal(err)
 	}
-	vx, _ := vector.Index(ds, "v")
 	if _, err := store.Put(ctx, ds.Path()+"/"+vx.Path, []byte("OGIVF01\ngarbage")); err != nil {
 		t.Fatal(err)
 	}
