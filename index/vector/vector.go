@@ -55,7 +55,7 @@ var MinRows = 4096
 
 // NProbe is the number of lists a query reads (at most the list count).
 // Fixed, so a query's requests do not grow with the table.
-var NProbe = 16
+var NProbe = 32
 
 // maxLists bounds the list count (√rows otherwise).
 const maxLists = 1024
