@@ -27,15 +27,17 @@ import (
 //     restricts the candidates to the rows it matches (exactly the rows the
 //     filter keeps; every other filter still runs on them);
 //   - a query of one scan and no filter ranked by bm25, nearest or rrf
-//     with a limit k binds the k best rows of each ranking and those tied
-//     with the k-th (bm25: exact; nearest: the vector index's approximate
-//     k best, exact over fragments it does not cover);
+//     with a limit k binds the k best rows of each ranking (bm25: exact;
+//     nearest: the vector index's approximate k best, exact over the
+//     fragments it does not cover), fetched by their recorded places
+//     (table.Dataset.RowsAt);
 //   - bm25's corpus statistics come from the full-text index.
 //
 // The bound rows are then filtered, scored and ordered by the same code as
-// a scan, so the text answers are a scan's; what an index does not cover is
-// read by the index searchers, and a table without a usable index is
-// scanned as before.
+// a scan, in scan order, so the text answers are a scan's; what an index
+// does not cover is read by the index searchers, and a table without a
+// usable index is scanned as before. docs/dev/search-indexes.md has the
+// formats and the rules.
 
 // useSearchIndexes, when false, makes every search a scan (tests compare
 // the two paths).
@@ -193,8 +195,12 @@ func (ex *executor) indexCandidates(ctx context.Context, st *gq.ScanStep) ([]ful
 }
 
 // rankCandidates: a plan of this one scan step, with no filter, ranked by
-// bm25, nearest or rrf of its variable with a limit k, binds the rows each
-// ranking's index puts among its k best (ties with the k-th included).
+// bm25, nearest or rrf of its variable with a limit k, binds the k best
+// rows of each ranking by its index, under the query's order (score, then
+// the greater id, which the planner adds after every bm25 and nearest key
+// and rrf's arms rank by): bm25's index scores are the scan's to the bit,
+// so the rows are the ones the scan ranks first; nearest's are the index's
+// approximate k best.
 func (ex *executor) rankCandidates(ctx context.Context, st *gq.ScanStep) ([]fulltext.Hit, bool, error) {
 	rp := ex.rp
 	r := rp.Rank
