@@ -17,7 +17,9 @@
 //	  per list: uint64 offset (from the end of the directory), uint64
 //	  length, uint32 entries
 //	  a CRC-32C of the directory before it
-//	lists, each (one ranged GET per probed list, cached):
+//	lists, each (in the order of a nearest-neighbour chain over the
+//	centroids, so probed lists often lie side by side; a query reads each
+//	run of adjacent probed lists with one ranged GET, cached):
 //	  per entry: uint32 fragment ordinal, uint32 physical row,
 //	  uint32 id length, id bytes, dim float32
 //	  a CRC-32C of the list before it
@@ -109,7 +111,8 @@ func Build(ctx context.Context, ds *table.Dataset, column string, dim int) (tabl
 	}
 	var lists bytes.Buffer
 	refs := make([]listRef, nlist)
-	for c, members := range assign {
+	for _, c := range chain(cents, dim, nlist) {
+		members := assign[c]
 		start := lists.Len()
 		var lb bytes.Buffer
 		for _, i := range members {
@@ -188,6 +191,32 @@ func train(es []entry, dim, nlist int) []float32 {
 		}
 	}
 	return cents
+}
+
+// chain orders the centroids for the file: from the first, each next is
+// the nearest not yet placed, so lists a query probes (around one point)
+// tend to lie side by side and are read with one ranged GET.
+func chain(cents []float32, dim, n int) []int {
+	placed := make([]bool, n)
+	out := make([]int, 0, n)
+	cur := 0
+	for len(out) < n {
+		placed[cur] = true
+		out = append(out, cur)
+		next, best := -1, math.Inf(1)
+		for c := 0; c < n; c++ {
+			if !placed[c] {
+				if d := sqDist(cents[c*dim:(c+1)*dim], cents[cur*dim:(cur+1)*dim]); d < best {
+					next, best = c, d
+				}
+			}
+		}
+		if next < 0 {
+			break
+		}
+		cur = next
+	}
+	return out
 }
 
 func sqDist(a, b []float32) float64 {
@@ -328,6 +357,8 @@ type Searcher struct {
 	unPos []uint64
 	// Scanned counts the live rows read from uncovered fragments.
 	Scanned int
+	// read holds the lists read so far (list → []entry).
+	read sync.Map
 }
 
 // Open returns the searcher of column in ds, or nil when ds has no usable
@@ -390,6 +421,79 @@ func Open(ctx context.Context, ds *table.Dataset, column string) (*Searcher, err
 	return s, nil
 }
 
+// lists returns the entries of lists probe: from the searcher's own
+// cache, the rest read in runs of lists adjacent in the file (one ranged
+// GET per run, in parallel).
+func (s *Searcher) lists(ctx context.Context, probe []int) ([][]entry, error) {
+	out := make([][]entry, len(probe))
+	var need []int // indexes into probe
+	for i, c := range probe {
+		if v, ok := s.read.Load(c); ok {
+			out[i] = v.([]entry)
+		} else if s.d.lists[c].count > 0 {
+			need = append(need, i)
+		}
+	}
+	sort.Slice(need, func(a, b int) bool { return s.d.lists[probe[need[a]]].off < s.d.lists[probe[need[b]]].off })
+	var runs [][]int
+	for _, i := range need {
+		if n := len(runs); n > 0 {
+			last := s.d.lists[probe[runs[n-1][len(runs[n-1])-1]]]
+			if last.off+last.length == s.d.lists[probe[i]].off {
+				runs[n-1] = append(runs[n-1], i)
+				continue
+			}
+		}
+		runs = append(runs, []int{i})
+	}
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
+	for r, run := range runs {
+		wg.Add(1)
+		go func(r int, run []int) {
+			defer wg.Done()
+			first := s.d.lists[probe[run[0]]]
+			var length int64
+			refs := make([]listRef, len(run))
+			for j, i := range run {
+				refs[j] = s.d.lists[probe[i]]
+				length += refs[j].length
+			}
+			v, err := s.ds.ReadIndex(ctx, s.ix, s.ix.DirLen+first.off, length, decodeRun(s.d.dim, refs))
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			for j, i := range run {
+				l := v.([][]entry)[j]
+				out[i] = l
+				s.read.Store(probe[i], l)
+			}
+		}(r, run)
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// decodeRun decodes adjacent lists read with one request.
+func decodeRun(dim int, refs []listRef) func([]byte) (any, int64, error) {
+	return func(b []byte) (any, int64, error) {
+		out := make([][]entry, len(refs))
+		var size int64
+		for j, r := range refs {
+			if int64(len(b)) < r.length {
+				return nil, 0, fmt.Errorf("%w: truncated lists", errCorrupt)
+			}
+			v, n, err := decodeList(dim, r.count)(b[:r.length])
+			if err != nil {
+				return nil, 0, err
+			}
+			out[j], size, b = v.([]entry), size+n, b[r.length:]
+		}
+		return out, size, nil
+	}
+}
+
 // Bytes estimates the memory the searcher holds beside its cached file parts.
 func (s *Searcher) Bytes() int64 {
 	n := int64(len(s.at))*8 + 64
@@ -420,30 +524,9 @@ func (s *Searcher) Nearest(ctx context.Context, q []float32, k int) ([]fulltext.
 	}
 	sort.Slice(order, func(i, j int) bool { return cd[order[i]] < cd[order[j]] })
 	probe := order[:min(NProbe, nl)]
-	lists := make([][]entry, len(probe))
-	errs := make([]error, len(probe))
-	var wg sync.WaitGroup
-	for i, c := range probe {
-		ref := s.d.lists[c]
-		if ref.count == 0 {
-			continue
-		}
-		wg.Add(1)
-		go func(i int, ref listRef) {
-			defer wg.Done()
-			v, err := s.ds.ReadIndex(ctx, s.ix, s.ix.DirLen+ref.off, ref.length, decodeList(dim, ref.count))
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			lists[i] = v.([]entry)
-		}(i, ref)
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("nearest: %w", err)
-		}
+	lists, err := s.lists(ctx, probe)
+	if err != nil {
+		return nil, fmt.Errorf("nearest: %w", err)
 	}
 	type cand struct {
 		h fulltext.Hit
