@@ -114,19 +114,11 @@ func Build(ctx context.Context, ds *table.Dataset, column string, dim int) (tabl
 	for _, c := range chain(cents, dim, nlist) {
 		members := assign[c]
 		start := lists.Len()
-		var lb bytes.Buffer
+		var lb []byte
 		for _, i := range members {
-			e := es[i]
-			lb.Write(binary.LittleEndian.AppendUint32(nil, e.frag))
-			lb.Write(binary.LittleEndian.AppendUint32(nil, e.row))
-			lb.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(e.id))))
-			lb.WriteString(e.id)
-			for _, x := range e.vec {
-				lb.Write(binary.LittleEndian.AppendUint32(nil, math.Float32bits(x)))
-			}
+			lb = appendEntry(lb, es[i])
 		}
-		lb.Write(binary.LittleEndian.AppendUint32(nil, crc32.Checksum(lb.Bytes(), crcTable)))
-		lists.Write(lb.Bytes())
+		lists.Write(appendCRC(lb))
 		refs[c] = listRef{off: int64(start), length: int64(lists.Len() - start), count: len(members)}
 	}
 	var d bytes.Buffer
@@ -151,6 +143,23 @@ func Build(ctx context.Context, ds *table.Dataset, column string, dim int) (tabl
 	dirLen := int64(d.Len())
 	d.Write(lists.Bytes())
 	return table.IndexFile{Kind: Kind, Columns: []string{column}, Data: d.Bytes(), DirLen: dirLen, Entries: int64(len(es))}, true, nil
+}
+
+// appendEntry appends one list entry in the file format.
+func appendEntry(b []byte, e entry) []byte {
+	b = binary.LittleEndian.AppendUint32(b, e.frag)
+	b = binary.LittleEndian.AppendUint32(b, e.row)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(e.id)))
+	b = append(b, e.id...)
+	for _, x := range e.vec {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	return b
+}
+
+// appendCRC appends the CRC-32C of b.
+func appendCRC(b []byte) []byte {
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
 
 // train runs k-means (Lloyd, seeded, on a sample of at most 64 points per
