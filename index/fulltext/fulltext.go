@@ -37,7 +37,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sort"
-	"strings"
 
 	"github.com/omnigraph-go/omnigraph/graph/text"
 	"github.com/omnigraph-go/omnigraph/index/internal/rowscan"
@@ -502,12 +501,4 @@ func (s *Searcher) Top(terms []string, c *text.Corpus, k int) []Hit {
 		out[i] = c.h
 	}
 	return SortHits(out)
-}
-
-// Terms reports the number of distinct terms the index holds.
-func (s *Searcher) Terms() int { return len(s.f.terms) }
-
-// String describes the searcher for explain output.
-func (s *Searcher) String() string {
-	return strings.TrimSpace(fmt.Sprintf("full-text index: %d documents, %d terms, %d rows scanned", s.docs, len(s.f.terms), s.Scanned))
 }
