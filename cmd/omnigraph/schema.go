@@ -211,13 +211,13 @@ func ensureIndicesCmd(a *app) *cobra.Command {
 				return writeJSON(a.stdout, res)
 			}
 			if res.NoOp {
-				fmt.Fprintf(a.stdout, "every key index of branch %s is complete; nothing was written\n", branch)
+				fmt.Fprintf(a.stdout, "every index of branch %s is complete; nothing was written\n", branch)
 			} else {
-				fmt.Fprintf(a.stdout, "built %d key index(es) on branch %s in commit %s (manifest version %d)\n", len(res.Built), branch, res.Commit.ID, res.Commit.ManifestVersion)
+				fmt.Fprintf(a.stdout, "built %d index(es) on branch %s in commit %s (manifest version %d)\n", len(res.Built), branch, res.Commit.ID, res.Commit.ManifestVersion)
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "TABLE\tCOLUMN\tVERSION\tFRAGMENTS")
+				fmt.Fprintln(tw, "TABLE\tCOLUMN\tKIND\tVERSION\tFRAGMENTS")
 				for _, b := range res.Built {
-					fmt.Fprintf(tw, "%s\t%s\t%d -> %d\t%d\n", b.Table, b.Column, b.FromVersion, b.ToVersion, b.Fragments)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d -> %d\t%d\n", b.Table, b.Column, b.Kind, b.FromVersion, b.ToVersion, b.Fragments)
 				}
 				if err := tw.Flush(); err != nil {
 					return err

@@ -22,6 +22,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/index/declared"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
@@ -97,6 +98,10 @@ func attempt(ctx context.Context, g *graph.Graph, opts Options) (*Result, *graph
 		}
 	}
 	sort.Strings(keys)
+	specs, err := searchSpecs(ctx, snap)
+	if err != nil {
+		return nil, nil, err
+	}
 	target := opts.TargetRows
 	if target <= 0 {
 		target = DefaultTargetRows
@@ -129,6 +134,11 @@ func attempt(ctx context.Context, g *graph.Graph, opts Options) (*Result, *graph
 			}
 			st, err := ds.StageCompact(ctx, copts)
 			if err != nil {
+				errs[i] = fmt.Errorf("compact %s: %w", k, err)
+				return
+			}
+			// The compaction drops the search indexes: rebuild them over it.
+			if _, err := declared.AddTo(ctx, st, specs[k]); err != nil {
 				errs[i] = fmt.Errorf("compact %s: %w", k, err)
 				return
 			}
@@ -194,4 +204,20 @@ func hasDeletions(ds *table.Dataset) bool {
 		}
 	}
 	return false
+}
+
+// searchSpecs maps each node table key to the search indexes its type
+// declares (index/declared).
+func searchSpecs(ctx context.Context, snap *graph.Snapshot) (map[string][]declared.Spec, error) {
+	cat, err := snap.Catalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]declared.Spec{}
+	for _, n := range cat.Nodes {
+		if sp := declared.Of(n); len(sp) > 0 {
+			out[graph.NodeTableKey(n.Name)] = sp
+		}
+	}
+	return out, nil
 }

@@ -59,6 +59,10 @@ type cacheEntry struct {
 	nodes *nodeRows
 	edges *edgeIndex
 	size  int64
+	// search holds the index searchers opened on this version
+	// (searchindex.go), by index; searchBytes their estimated size.
+	search      map[string]any
+	searchBytes int64
 }
 
 // cacheKey names the read cache among the handle's attachments.
@@ -415,7 +419,7 @@ func nodeTable(ctx context.Context, s *graph.Snapshot, typ string, ids, cols []s
 		nr = nr.with([]arrow.Record{rec}, missing)
 	}
 	e.nodes = nr
-	c.account(e, nr.size()+edgeBytes(e.edges))
+	c.account(e, nr.size()+edgeBytes(e.edges)+e.searchBytes)
 	return nr, nil
 }
 

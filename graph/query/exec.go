@@ -57,6 +57,7 @@ type executor struct {
 	scores map[*gq.Score]*scoreState // search.go
 	tok    map[string][]string       // analysed text values
 	qterms map[string][]string       // analysed query texts
+	qvec   map[*gq.Score][]float32   // nearest's query vectors
 }
 
 // checkCtx is polled between steps and every so many rows so a cancelled
@@ -157,6 +158,7 @@ func (ex *executor) scan(ctx context.Context, rows [][]ref, st *gq.ScanStep) ([]
 	ex.prefetchEdges(ctx)
 	var nr *nodeRows
 	var cands []int32
+	var scanOrder map[int32]int // an index's rows: row → place in scan order
 	if st.Key != nil {
 		id, ok := ex.keyID(st)
 		if !ok {
@@ -169,6 +171,27 @@ func (ex *executor) scan(ctx context.Context, rows [][]ref, st *gq.ScanStep) ([]
 		if r, ok := nr.row(id); ok {
 			cands = []int32{int32(r)}
 		}
+	} else if hits, ok, err := ex.indexCandidates(ctx, st); err != nil {
+		return nil, err
+	} else if ok {
+		// An index names the rows (searchindex.go), in scan order.
+		if len(hits) > 0 {
+			if nr, err = ex.nodeRowsAt(ctx, st.Node.Name, hits); err != nil {
+				return nil, err
+			}
+		}
+		scanOrder = make(map[int32]int, len(hits))
+		for _, h := range hits {
+			if r, ok := nr.row(h.ID); ok {
+				scanOrder[int32(r)] = len(cands)
+				cands = append(cands, int32(r))
+			}
+		}
+		if len(cands) == 0 {
+			return nil, nil
+		}
+		// The filters walk rows in load order; the output keeps scan order.
+		slices.Sort(cands)
 	} else {
 		var err error
 		if nr, err = ex.loadNodes(ctx, st.Node.Name, nil); err != nil {
@@ -209,6 +232,9 @@ func (ex *executor) scan(ctx context.Context, rows [][]ref, st *gq.ScanStep) ([]
 			}
 		}
 		cands = kept
+	}
+	if scanOrder != nil {
+		slices.SortFunc(cands, func(a, b int32) int { return scanOrder[a] - scanOrder[b] })
 	}
 	out := make([][]ref, 0, len(rows)*len(cands))
 	for _, r := range rows {

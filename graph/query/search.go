@@ -13,12 +13,13 @@ import (
 	"github.com/omnigraph-go/omnigraph/graph/text"
 )
 
-// Search. Every search function is evaluated by scanning the snapshot's
-// rows, so an answer never depends on an index: text filters analyse each
-// candidate's value (graph/text), bm25 takes its corpus statistics over
-// every row of the node type in the snapshot, nearest is an exact brute
-// force L2 distance and rrf fuses two such rankings. Filters run before
-// ranking, so `limit k` is the top k of the matching rows.
+// Search. Every search function is evaluated on the rows the scan binds:
+// text filters analyse each candidate's value (graph/text), bm25 takes its
+// corpus statistics over every row of the node type in the snapshot (from
+// the full-text index when there is one, searchindex.go), nearest is the
+// L2 distance and rrf fuses two such rankings. Filters run before ranking,
+// so `limit k` is the top k of the matching rows. searchindex.go narrows
+// the rows a scan binds through persisted indexes.
 
 // scoreState is what one Score needs, computed once per execution.
 type scoreState struct {
@@ -57,24 +58,8 @@ func (ex *executor) textMatch(p *gq.Predicate, r []ref) bool {
 	if v == nil || !ok {
 		return false
 	}
-	edits := 0
-	if p.Op == gq.OpFuzzy {
-		edits = gq.DefaultFuzzyEdits
-		if p.Edits != nil {
-			if n, ok := gq.IntValue(ex.args.Value(*p.Edits)); ok {
-				edits = int(max(n, 0))
-			}
-		}
-	}
-	terms, ok := ex.qterms[q]
-	if !ok {
-		if ex.qterms == nil {
-			ex.qterms = map[string][]string{}
-		}
-		terms = text.Terms(q)
-		ex.qterms[q] = terms
-	}
-	return text.MatchAny(ex.tokens(v), terms, edits)
+	edits := ex.fuzzyEdits(p)
+	return text.MatchAny(ex.tokens(v), ex.queryTerms(q), edits)
 }
 
 // prepareScores computes the state of every score the plan uses.
@@ -110,6 +95,14 @@ func (ex *executor) prepareScores(ctx context.Context, rows [][]ref) error {
 		case gq.ScoreBM25:
 			q, _ := ex.args.Value(s.Query).(string)
 			st.terms = text.Terms(q)
+			ti, err := ex.textIndex(ctx, v.Node.Name, s.Prop)
+			if err != nil {
+				return err
+			}
+			if ti != nil {
+				st.corpus = ti.Corpus(st.terms)
+				continue
+			}
 			nr, err := ex.loadNodes(ctx, v.Node.Name, nil)
 			if err != nil {
 				return err
@@ -126,21 +119,11 @@ func (ex *executor) prepareScores(ctx context.Context, rows [][]ref) error {
 				}
 			}
 		case gq.ScoreNearest:
-			switch q := ex.args.Value(s.Query).(type) {
-			case []float32:
-				st.vec = q
-			case string:
-				vec, err := embedQuery(ctx, s, q)
-				if err != nil {
-					return err
-				}
-				st.vec = vec
-			default:
-				return fmt.Errorf("%w: nearest() on %s.%s needs a query vector or text", gq.ErrInvalidQuery, v.Node.Name, s.Prop.Name)
+			vec, err := ex.queryVector(ctx, v.Node.Name, s)
+			if err != nil {
+				return err
 			}
-			if len(st.vec) != s.Prop.Type.Dim {
-				return fmt.Errorf("%w: nearest() on %s.%s (%s) got a vector of %d numbers", gq.ErrInvalidQuery, v.Node.Name, s.Prop.Name, s.Prop.Type, len(st.vec))
-			}
+			st.vec = vec
 		case gq.ScoreRRF:
 			if err := ex.fuse(s, st, rows); err != nil {
 				return err

@@ -3,12 +3,14 @@ package schema
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/index/declared"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
@@ -52,7 +54,7 @@ type IndexResult struct {
 
 // Pending reasons.
 const (
-	pendingSecondary = "this engine builds no secondary property indexes yet; reads of this column prune fragments by their statistics and scan the rest"
+	pendingSecondary = "this engine builds no secondary index for this group (only full-text indexes on String properties and vector indexes on Vector properties); reads of these columns prune fragments by their statistics and scan the rest"
 	pendingInherited = "the branch has not written this table yet: it reads its parent's, so run ensure-indices on the parent"
 )
 
@@ -60,8 +62,11 @@ const (
 // tables (the index on "id" that key checks, lookups and traversals use)
 // as one maintenance commit (graph.KindIndex): one index transaction per
 // table, one recovery intent, one publish. A branch whose indexes are all
-// complete is a no-op. Declared @index groups are listed as pending (see
-// IndexPending.Reason); search indexes are not this command's.
+// complete is a no-op. It also builds the search indexes node types
+// declare (index/declared: full-text on String @index properties, vector
+// on Vector @index properties of large enough tables) that are missing or
+// do not cover the table as it is, in the same table transactions. Other
+// declared @index groups are listed as pending (see IndexPending.Reason).
 func EnsureIndices(ctx context.Context, g *graph.Graph, opts IndexOptions) (*IndexResult, error) {
 	return graph.RetryOp(ctx, opts.Retries, func(ctx context.Context) (*IndexResult, *graph.Result, error) {
 		return ensureAttempt(ctx, g, opts)
@@ -85,6 +90,9 @@ func ensureAttempt(ctx context.Context, g *graph.Graph, opts IndexOptions) (*Ind
 	}
 	sort.Strings(keys)
 	staged := make([]*table.Staged, len(keys))
+	searchFiles := make([][]table.IndexFile, len(keys))
+	keyBuilt := make([]bool, len(keys))
+	specs := searchSpecs(cat)
 	frags := make([]int, len(keys))
 	errs := make([]error, len(keys))
 	var wg sync.WaitGroup
@@ -100,6 +108,11 @@ func ensureAttempt(ctx context.Context, g *graph.Graph, opts IndexOptions) (*Ind
 			if needsKeyIndex(ds) {
 				res.Pending = append(res.Pending, IndexPending{Table: k, Columns: pg.ColID, Reason: pendingInherited})
 			}
+			for _, sp := range specs[k] {
+				if len(ds.Fragments()) > 0 && !declared.Covers(ds, sp) {
+					res.Pending = append(res.Pending, IndexPending{Table: k, Columns: sp.Column, Reason: pendingInherited})
+				}
+			}
 			continue
 		}
 		wg.Add(1)
@@ -112,15 +125,35 @@ func ensureAttempt(ctx context.Context, g *graph.Graph, opts IndexOptions) (*Ind
 				errs[i] = err
 				return
 			}
-			if !needsKeyIndex(ds) {
-				return
-			}
-			st, err := ds.StageCreateIndex(ctx, ds.KeyColumn())
+			// The search indexes the node type declares (index/declared),
+			// built with the key index's stage or in their own.
+			files, err := declared.Build(ctx, ds, specs[k], true)
 			if err != nil {
-				errs[i] = fmt.Errorf("build the key index of %s: %w", k, err)
+				errs[i] = fmt.Errorf("%s: %w", k, err)
 				return
 			}
-			staged[i], frags[i] = st, len(ds.Manifest().Fragments)
+			var st *table.Staged
+			if needsKeyIndex(ds) {
+				if st, err = ds.StageCreateIndex(ctx, ds.KeyColumn()); err != nil {
+					errs[i] = fmt.Errorf("build the key index of %s: %w", k, err)
+					return
+				}
+				for _, f := range files {
+					if err := st.AddIndexFile(ctx, f); err != nil {
+						errs[i] = fmt.Errorf("%s: %w", k, err)
+						return
+					}
+				}
+			} else if len(files) > 0 {
+				st, err = ds.StageIndexes(ctx, func(*table.Dataset) ([]table.IndexFile, error) { return files, nil })
+				if err != nil {
+					errs[i] = fmt.Errorf("%s: %w", k, err)
+					return
+				}
+			} else {
+				return
+			}
+			staged[i], searchFiles[i], keyBuilt[i], frags[i] = st, files, needsKeyIndex(ds), len(ds.Fragments())
 		}(i, k)
 	}
 	wg.Wait()
@@ -137,7 +170,12 @@ func ensureAttempt(ctx context.Context, g *graph.Graph, opts IndexOptions) (*Ind
 		if err := w.Stage(ctx, k, func(context.Context, *table.Dataset) (*table.Staged, error) { return st, nil }); err != nil {
 			return nil, nil, err
 		}
-		res.Built = append(res.Built, IndexBuilt{Table: k, Column: pg.ColID, Kind: "key", FromVersion: st.ReadVersion, ToVersion: st.ReadVersion + 1, Fragments: frags[i]})
+		if keyBuilt[i] {
+			res.Built = append(res.Built, IndexBuilt{Table: k, Column: pg.ColID, Kind: "key", FromVersion: st.ReadVersion, ToVersion: st.ReadVersion + 1, Fragments: frags[i]})
+		}
+		for _, f := range searchFiles[i] {
+			res.Built = append(res.Built, IndexBuilt{Table: k, Column: f.Columns[0], Kind: f.Kind, FromVersion: st.ReadVersion, ToVersion: st.ReadVersion + 1, Fragments: frags[i]})
+		}
 	}
 	gr, err := w.Commit(ctx)
 	if err != nil {
@@ -152,6 +190,18 @@ func ensureAttempt(ctx context.Context, g *graph.Graph, opts IndexOptions) (*Ind
 	return res, gr, nil
 }
 
+// searchSpecs maps each node table key to the search indexes its type
+// declares.
+func searchSpecs(cat *pg.Catalog) map[string][]declared.Spec {
+	out := map[string][]declared.Spec{}
+	for _, n := range cat.Nodes {
+		if sp := declared.Of(n); len(sp) > 0 {
+			out[graph.NodeTableKey(n.Name)] = sp
+		}
+	}
+	return out
+}
+
 // needsKeyIndex: a table with rows whose key index is missing or does not
 // cover every fragment.
 func needsKeyIndex(ds *table.Dataset) bool {
@@ -162,19 +212,19 @@ func needsKeyIndex(ds *table.Dataset) bool {
 // index is the key index).
 func declaredPending(cat *pg.Catalog) []IndexPending {
 	out := []IndexPending{}
-	add := func(key string, key1 []string, groups [][]string) {
+	add := func(key string, key1 []string, groups [][]string, built []declared.Spec) {
 		for _, g := range groups {
-			if sameStrings(g, key1) {
+			if sameStrings(g, key1) || len(g) == 1 && slices.ContainsFunc(built, func(s declared.Spec) bool { return s.Column == g[0] }) {
 				continue
 			}
 			out = append(out, IndexPending{Table: key, Columns: strings.Join(g, ", "), Reason: pendingSecondary})
 		}
 	}
 	for _, n := range cat.Nodes {
-		add(graph.NodeTableKey(n.Name), n.Key, n.Index)
+		add(graph.NodeTableKey(n.Name), n.Key, n.Index, declared.Of(n))
 	}
 	for _, e := range cat.Edges {
-		add(graph.EdgeTableKey(e.Name), nil, e.Index)
+		add(graph.EdgeTableKey(e.Name), nil, e.Index, nil)
 	}
 	return out
 }

@@ -97,12 +97,19 @@ func Levenshtein(a, b string) int {
 func MatchAny(doc, query []string, edits int) bool {
 	for _, q := range query {
 		for _, d := range doc {
-			if q == d || (edits > 0 && abs(len(q)-len(d)) <= edits && Levenshtein(q, d) <= edits) {
+			if Within(q, d, edits) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// Within reports whether document term d matches query term q: equal, or
+// with edits > 0 within edits of it (what MatchAny tests per pair; the
+// full-text index tests its dictionary with it).
+func Within(q, d string, edits int) bool {
+	return q == d || (edits > 0 && abs(len(q)-len(d)) <= edits && Levenshtein(q, d) <= edits)
 }
 
 func abs(x int) int {
@@ -155,7 +162,6 @@ func (c *Corpus) Score(doc, terms []string) float64 {
 	if c.Docs == 0 || c.Tokens == 0 {
 		return 0
 	}
-	avgdl := float64(c.Tokens) / float64(c.Docs)
 	s := 0.0
 	for _, t := range terms {
 		tf := 0
@@ -164,13 +170,22 @@ func (c *Corpus) Score(doc, terms []string) float64 {
 				tf++
 			}
 		}
-		if tf == 0 {
-			continue
-		}
-		f := float64(tf)
-		s += c.IDF(t) * f * (K1 + 1) / (f + K1*(1-B+B*float64(len(doc))/avgdl))
+		s += c.TermScore(t, tf, len(doc))
 	}
 	return s
+}
+
+// TermScore is one term's part of Score for a document of docLen tokens
+// holding it tf times (0 when tf is 0). Summing it over the distinct
+// query terms in order is Score, to the bit: the full-text index scores
+// its postings with it.
+func (c *Corpus) TermScore(term string, tf, docLen int) float64 {
+	if tf == 0 || c.Docs == 0 || c.Tokens == 0 {
+		return 0
+	}
+	avgdl := float64(c.Tokens) / float64(c.Docs)
+	f := float64(tf)
+	return c.IDF(term) * f * (K1 + 1) / (f + K1*(1-B+B*float64(docLen)/avgdl))
 }
 
 // fold maps Latin letters with diacritics to ASCII.

@@ -66,7 +66,7 @@ func allowed(pkg string) []string {
 	case pkg == shared:
 		return []string{"backend", "table", "recovery", "graph", "graph/pg", "graph/gq", "graph/manifest", plant}
 	case strings.HasPrefix(pkg, "graph/"): // an operation package
-		return []string{"backend", "table", "recovery", "graph", "graph/pg", "graph/gq", "graph/manifest", shared, "graph/text", "graph/embed", plant}
+		return []string{"backend", "table", "recovery", "graph", "graph/pg", "graph/gq", "graph/manifest", shared, "graph/text", "graph/embed", "index/...", plant}
 	case pkg == "internal/testenv":
 		// The wire-level re-issue driver publishes through the manifest
 		// store and scans its logs.
