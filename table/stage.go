@@ -496,6 +496,18 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 	if wantAdj && !slices.Contains(adjs, adj) {
 		adjs = append(adjs, adj)
 	}
+	// Caller-built indexes (full-text, vector) are dropped, except by a
+	// tiered run that wrote only small fragments: their readers scan what
+	// an index does not cover (the new small fragment) and ignore its
+	// entries of the fragments the run replaced, so the answers stay the
+	// same, and rebuilding one costs O(table rows) a run.
+	if opts.TierRatio > 0 && smallOutput(newFrags) {
+		for _, ix := range old {
+			if ix.Kind != "key" && ix.Kind != AdjacencyKind {
+				m.Indexes = append(m.Indexes, ix)
+			}
+		}
+	}
 	m.Version = ds.m.Version + 1
 	for _, cols := range adjs {
 		if len(m.Fragments) == 0 {

@@ -559,3 +559,81 @@ func TestSearchIndexConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestTieredCompactionKeepsSearchIndexes: the automatic (size-tiered)
+// compaction after one-row writes rewrites only small fragments, so it
+// carries the full-text and vector indexes instead of rebuilding them over
+// the whole table (O(table rows) a run), and answers stay the scan's: the
+// merged small fragment is scanned, the replaced fragments' entries are
+// ignored.
+func TestTieredCompactionKeepsSearchIndexes(t *testing.T) {
+	defer func(m, p int) { vector.MinRows, vector.NProbe = m, p }(vector.MinRows, vector.NProbe)
+	vector.MinRows, vector.NProbe = 50, 1<<20 // probe every list: exact
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(23, 1))
+	store := mem.New()
+	g, err := graph.Init(ctx, store, idxSchema, graph.InitOptions{Actor: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if _, err := load.Run(ctx, g, strings.NewReader(idxDocs(rng, 0, 300)), load.Options{Mode: load.Merge}); err != nil {
+		t.Fatal(err)
+	}
+	ensureIndices(t, g, "main")
+	paths := func() (ft, ivf string, frags int) {
+		s, err := g.Snapshot(ctx, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := s.OpenTable(ctx, graph.NodeTableKey("Doc"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, okA := fulltext.Index(ds, "body")
+		b, okB := vector.Index(ds, "v")
+		if !okA || !okB {
+			t.Fatalf("search indexes missing: fulltext %v, vector %v", okA, okB)
+		}
+		return a.Path, b.Path, len(ds.Fragments())
+	}
+	ft0, ivf0, _ := paths()
+	compacted := false
+	for i := 0; i < 14; i++ {
+		// new docs (an update would leave a deletion file on the big
+		// fragment, and the tier rewrites every fragment with deletions)
+		doc := idxDocs(rng, 300+i, 1)
+		if _, err := load.Run(ctx, g, strings.NewReader(doc), load.Options{Mode: load.Merge}); err != nil {
+			t.Fatal(err)
+		}
+		_, _, before := paths()
+		res, err := optimize.Auto(ctx, g, optimize.AutoOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res != nil && !res.NoOp {
+			ft, ivf, after := paths()
+			if after >= before {
+				t.Fatalf("the automatic run left %d fragments of %d", after, before)
+			}
+			if ft != ft0 || ivf != ivf0 {
+				t.Fatalf("the tiered run rebuilt the search indexes: %s -> %s, %s -> %s", ft0, ft, ivf0, ivf)
+			}
+			compacted = true
+		}
+	}
+	if !compacted {
+		t.Fatal("no automatic compaction ran")
+	}
+	head := func(g *graph.Graph) *graph.Snapshot {
+		s, err := g.Snapshot(ctx, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	cases := idxCases(rng)
+	if used := compareIndexScan(t, store, head, cases, "after tiered compactions"); used < int64(len(cases))*3/4 {
+		t.Errorf("indexes narrowed %d of %d queries after tiered compactions", used, len(cases))
+	}
+}

@@ -49,6 +49,17 @@ func Covers(ds *table.Dataset, s Spec) bool {
 	return fulltext.Covers(ds, s.Column)
 }
 
+// has reports whether ds has spec's index at all, covering every fragment
+// or not. No I/O.
+func has(ds *table.Dataset, s Spec) bool {
+	if s.Kind == vector.Kind {
+		_, ok := vector.Index(ds, s.Column)
+		return ok
+	}
+	_, ok := fulltext.Index(ds, s.Column)
+	return ok
+}
+
 // Build builds the indexes of specs over ds (with missing set, only those
 // not covering ds as it is; a vector index only over at least
 // vector.MinRows vectors).
@@ -82,7 +93,8 @@ func Build(ctx context.Context, ds *table.Dataset, specs []Spec, missing bool) (
 }
 
 // AddTo builds the indexes of specs over the staged version and adds them
-// to the stage (optimize: the compaction dropped the old ones).
+// to the stage (optimize: the compaction dropped the old ones), except
+// those the stage still carries (a tiered compaction keeps them).
 func AddTo(ctx context.Context, st *table.Staged, specs []Spec) ([]table.IndexFile, error) {
 	if st.Empty() || len(specs) == 0 {
 		return nil, nil
@@ -91,7 +103,13 @@ func AddTo(ctx context.Context, st *table.Staged, specs []Spec) ([]table.IndexFi
 	if err != nil {
 		return nil, err
 	}
-	files, err := Build(ctx, view, specs, false)
+	var need []Spec
+	for _, s := range specs {
+		if !has(view, s) { // a tiered compaction carried it (table.StageCompact)
+			need = append(need, s)
+		}
+	}
+	files, err := Build(ctx, view, need, false)
 	if err != nil {
 		return nil, err
 	}
