@@ -84,6 +84,8 @@ type op struct {
 	// travel is the commit a time-travel read reads: one older than the
 	// last cleanup may be reclaimed (an error, never other rows).
 	travel string
+	// batch holds the operations of a concurrent batch (client -4).
+	batch []*op
 }
 
 // line is one generated load line.
@@ -810,4 +812,11 @@ func exportOp(br string) *op {
 			return b.data.String(), true
 		},
 	}
+}
+
+// lostToConcurrent says whether a refusal is the engine's answer to a
+// concurrent writer that got there first (the write changed nothing and
+// may be retried).
+func lostToConcurrent(err error) bool {
+	return errClass(err) == "read-set-changed" || errors.Is(err, manifest.ErrHeadMoved)
 }

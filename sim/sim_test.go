@@ -56,7 +56,8 @@ type sim struct {
 	raw   *mem.Store
 	inj   *fault.Injector
 	spy   *spy
-	store backend.StorageAdapter // what the engine writes through: spy(inj(bug(raw)))
+	sch   *sched
+	store backend.StorageAdapter // what the engine writes through: sched(spy(inj(bug(raw))))
 
 	proc    *graph.Process
 	clients []*graph.Graph
@@ -73,7 +74,8 @@ type sim struct {
 	step        int
 	history     []string
 
-	clock  time.Duration // the simulated clock: total re-issue pauses
+	clock  time.Duration     // the simulated clock: total re-issue pauses
+	cids   map[string]string // commit id -> its name in the history (cid)
 	logbuf logSink
 	log    *slog.Logger
 }
@@ -164,7 +166,8 @@ func runTraced(seed uint64, nops int, bug *planted, trace func([]string)) (err e
 	}
 	s.inj = fault.New(under)
 	s.spy = &spy{StorageAdapter: s.inj}
-	s.store = s.spy
+	s.sch = newSched(s.spy)
+	s.store = s.sch
 	ctx := context.Background()
 	g, err := graph.Init(ctx, s.store, schema, graph.InitOptions{Actor: "init"})
 	if err != nil {
@@ -221,6 +224,9 @@ func (s *sim) gen() *op {
 	user := userBranches[r.IntN(len(userBranches))]
 	if live := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "main" }); len(live) > 0 && r.IntN(5) > 0 {
 		user = live[r.IntN(len(live))] // mostly a branch that exists
+	}
+	if r.IntN(100) < batchPct {
+		return s.batchOp(r, w)
 	}
 	var o *op
 	drifted := false
@@ -288,7 +294,7 @@ func (s *sim) timeTravelOp(r *rand.Rand, w *world) *op {
 	want := s.known[id]
 	return &op{
 		travel: id,
-		desc:   "time travel to " + short(id),
+		desc:   "time travel to " + s.cid(id),
 		read: func(ctx context.Context, g *graph.Graph) (string, error) {
 			snap, err := g.SnapshotAt(ctx, id)
 			if err != nil {
@@ -324,6 +330,8 @@ func (s *sim) do(ctx context.Context, o *op) error {
 	case -3:
 		s.logf("%s", o.desc)
 		return s.restart(true)
+	case -4:
+		return s.doBatch(ctx, o)
 	}
 	g := s.ro
 	who := "ro"
@@ -363,7 +371,24 @@ func (s *sim) do(ctx context.Context, o *op) error {
 	}
 	s.spy.reset()
 	octx, cancel := s.spy.dies(ctx)
-	res, err := o.exec(octx, g)
+	var res written
+	var err error
+	if fdesc != "" {
+		// A faulted write runs under the scheduler, alone: its own
+		// concurrent requests (parallel table commits, the pre-arm check
+		// beside Phase A) go one at a time in the seed's order, so the
+		// fault hits the same request in every run of the seed.
+		outs, _, serr := s.sch.run(octx, rand.New(rand.NewPCG(s.seed, uint64(s.step)^0x5c4ed)), []func(context.Context) batchRun{
+			func(c context.Context) batchRun { r, e := o.exec(c, g); return batchRun{res: r, err: e} },
+		})
+		if serr != nil {
+			cancel()
+			return s.failf("%s: %v", o.desc, serr)
+		}
+		res, err = outs[0].res, outs[0].err
+	} else {
+		res, err = o.exec(octx, g)
+	}
 	cancel()
 	fired := s.spy.fired()
 	crashed := s.inj.Crashed()
@@ -373,17 +398,7 @@ func (s *sim) do(ctx context.Context, o *op) error {
 			return s.failf("%s: error message carries %q: %v", o.desc, msg, err)
 		}
 	}
-	outcome := "ok"
-	switch {
-	case err == nil:
-	case crashed:
-		// the process died: its caller never heard how the write ended
-		outcome = "unknown"
-	case errors.Is(err, backend.ErrUnknown), errors.Is(err, graph.ErrRecoveryRequired):
-		outcome = "unknown"
-	default:
-		outcome = "refused"
-	}
+	outcome := outcomeOf(err, crashed)
 	line := fmt.Sprintf("%s %s", who, o.desc)
 	if fdesc != "" {
 		line += " [fault " + fdesc
@@ -392,11 +407,38 @@ func (s *sim) do(ctx context.Context, o *op) error {
 		}
 		line += "]"
 	}
+	line += s.outcomeLine(outcome, res, err)
+	if crashed {
+		line += " (process crashed)"
+	}
+	s.logf("%s", line)
+
+	next, contents, why := s.advance(s.worlds, o, outcome, res, err, fired, false)
+	if len(next) == 0 {
+		return s.failf("%s: the engine's outcome (%s, err %v) fits no model world: %s", o.desc, outcome, err, strings.Join(why, "; "))
+	}
+	s.worlds = dedupe(next)
+	if res.commit != maybeCommit && len(contents) > 0 && !slices.ContainsFunc(contents, func(d data) bool { return !equalData(d, contents[0]) }) {
+		s.remember(res.commit, contents[0])
+	}
+	if o.cleanup {
+		// even a failed cleanup may have deleted part of what it meant to
+		s.lastCleanup = s.step
+	}
+	if crashed {
+		return s.restart(true)
+	}
+	return nil
+}
+
+// outcomeLine renders a write's outcome for the history.
+func (s *sim) outcomeLine(outcome string, res written, err error) string {
+	line := ""
 	switch outcome {
 	case "ok":
 		line += " -> ok"
 		if res.commit != "" {
-			line += " commit " + short(res.commit)
+			line += " commit " + s.cid(res.commit)
 		}
 		if res.extra != "" {
 			line += " " + res.extra
@@ -404,25 +446,41 @@ func (s *sim) do(ctx context.Context, o *op) error {
 	case "unknown":
 		line += " -> unknown: " + errClass(err)
 	default:
-		line += " -> refused: " + errClass(err) + ": " + firstLine(err.Error())
+		line += " -> refused: " + errClass(err) + ": " + firstLine(s.scrub(err.Error()))
 	}
-	if crashed {
-		line += " (process crashed)"
-	}
-	s.logf("%s", line)
+	return line
+}
 
+// outcomeOf classifies a write's result: ok, refused, or unknown (the
+// caller never heard how the write ended).
+func outcomeOf(err error, crashed bool) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case crashed:
+		// the process died: its caller never heard how the write ended
+		return "unknown"
+	case errors.Is(err, backend.ErrUnknown), errors.Is(err, graph.ErrRecoveryRequired):
+		return "unknown"
+	}
+	return "refused"
+}
+
+// advance applies a write's engine outcome (ok, refused, unknown) to each
+// world of ws: the worlds the outcome fits, the content of the acknowledged
+// commit per world, and why the others do not fit. conc: the write ran in
+// a concurrent batch, where a concurrent writer may make it fail without
+// a fault (a refusal that must change nothing).
+func (s *sim) advance(ws []*world, o *op, outcome string, res written, err error, fired, conc bool) (next []*world, contents []data, why []string) {
 	// A write on a branch with a pending write first heals it in process
 	// (roll forward only) or is refused.
 	var cands []*world
-	for _, w := range s.worlds {
+	for _, w := range ws {
 		if b := w.br[o.target]; o.target != "" && b != nil && b.pend != nil {
 			cands = append(cands, w.resolutions(o.target)[0])
 		}
 		cands = append(cands, w)
 	}
-	var next []*world
-	var why []string
-	var contents []data // of the acknowledged commit, per world
 	for _, w := range cands {
 		p := o.predict(w)
 		if b := w.br[o.target]; o.target != "" && b != nil && b.pend != nil {
@@ -467,6 +525,10 @@ func (s *sim) do(ctx context.Context, o *op) error {
 				next = append(next, w) // refused over drift, as it must be
 				continue
 			}
+			if conc && lostToConcurrent(err) {
+				next = append(next, w) // a concurrent writer won; nothing changed
+				continue
+			}
 			if p.refuse == "" && !fired && !(o.cleanup && errClass(err) == "cleanup-refused") {
 				why = append(why, "the model accepts it ("+p.why+") and no fault fired")
 				continue
@@ -502,21 +564,7 @@ func (s *sim) do(ctx context.Context, o *op) error {
 			next = append(next, n)
 		}
 	}
-	if len(next) == 0 {
-		return s.failf("%s: the engine's outcome (%s, err %v) fits no model world: %s", o.desc, outcome, err, strings.Join(why, "; "))
-	}
-	s.worlds = dedupe(next)
-	if res.commit != maybeCommit && len(contents) > 0 && !slices.ContainsFunc(contents, func(d data) bool { return !equalData(d, contents[0]) }) {
-		s.remember(res.commit, contents[0])
-	}
-	if o.cleanup {
-		// even a failed cleanup may have deleted part of what it meant to
-		s.lastCleanup = s.step
-	}
-	if crashed {
-		return s.restart(true)
-	}
-	return nil
+	return next, contents, why
 }
 
 // remember records the content of commit id, for time travel.
@@ -690,7 +738,7 @@ func (s *sim) audits(ctx context.Context) string {
 			continue
 		}
 		s.audited[r.OperationID] = true
-		out = append(out, fmt.Sprintf("%s %s %s on %s commit %s", r.WriterKind, r.RecoveryKind, r.Classification, r.Branch, short(r.CommitID)))
+		out = append(out, fmt.Sprintf("%s %s %s on %s commit %s", r.WriterKind, r.RecoveryKind, r.Classification, r.Branch, s.cid(r.CommitID)))
 	}
 	if len(out) == 0 {
 		return ""
@@ -1091,6 +1139,7 @@ func TestSimulation(t *testing.T) {
 	close(work)
 	wg.Wait()
 	scanDefaultLog(t)
+	t.Logf("scheduler: %d steps, %d quiescence checks, %d timed waits", schedSteps.Load(), schedDumps.Load(), schedWaits.Load())
 	if len(failed) > 0 {
 		slices.Sort(failed)
 		t.Logf("failing seeds: %v", failed)
