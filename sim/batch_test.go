@@ -88,7 +88,7 @@ func (s *sim) doBatch(ctx context.Context, o *op) error {
 	}
 	s.spy.reset()
 	rng := rand.New(rand.NewPCG(s.seed, uint64(s.step)^0xba7c4))
-	outs, order, err := s.sch.run(ctx, rng, fns)
+	outs, order, err := s.sch.run(ctx, rng, false, fns)
 	s.inj.Reset()
 	if err != nil {
 		s.logf("%s", o.desc)

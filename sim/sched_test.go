@@ -44,6 +44,18 @@ type sched struct {
 	signal  chan struct{} // a request arrived or a client ended (buffered 1)
 	called  chan struct{} // a released request's call returned (buffered 1)
 	last    int64         // the goroutine of the newest request since a release (0: none)
+	// writesOnly: only writes stop at the gate (a faulted write alone:
+	// the fault schedule counts writes, so their order is what must not
+	// vary; its reads run freely).
+	writesOnly bool
+}
+
+func isWrite(method string) bool {
+	switch method {
+	case "Put", "PutIfAbsent", "PutIfMatch", "Delete", "DeletePrefix":
+		return true
+	}
+	return false
 }
 
 // req is one storage request waiting at the gate.
@@ -89,7 +101,7 @@ func (s *sched) poke() {
 // gate blocks a request of a batch until the scheduler releases it.
 func (s *sched) gate(ctx context.Context, method, key string) error {
 	s.mu.Lock()
-	if !s.on {
+	if !s.on || (s.writesOnly && !isWrite(method)) {
 		s.mu.Unlock()
 		return nil
 	}
@@ -222,14 +234,14 @@ type batchRun struct {
 // freed, a channel it fed) and that has not reached the gate yet; the
 // engine frees gates and feeds channels at the end of a write, where the
 // releasing goroutine ends rather than issue another request.
-func (s *sched) run(ctx context.Context, rng *rand.Rand, fns []func(ctx context.Context) batchRun) ([]batchRun, string, error) {
+func (s *sched) run(ctx context.Context, rng *rand.Rand, writesOnly bool, fns []func(ctx context.Context) batchRun) ([]batchRun, string, error) {
 	out := make([]batchRun, len(fns))
 	var mu sync.Mutex
 	roots := map[int64]bool{}
 	alive := len(fns)
 	var started sync.WaitGroup
 	s.mu.Lock()
-	s.on = true
+	s.on, s.writesOnly = true, writesOnly
 	s.last = 0
 	s.mu.Unlock()
 	defer func() {

@@ -30,6 +30,7 @@ var (
 	opsFlag     = flag.Int("ops", 200, "sim: operations per seed")
 	firstFlag   = flag.Uint64("first", 1, "sim: the first seed of TestSimulation")
 	historyFlag = flag.Bool("history", false, "sim: log the history of every seed, passing or not")
+	workersFlag = flag.Int("workers", 0, "sim: seeds run at once (0: GOMAXPROCS)")
 )
 
 // clients is how many read-write handles (logical clients) one simulated
@@ -378,7 +379,7 @@ func (s *sim) do(ctx context.Context, o *op) error {
 		// concurrent requests (parallel table commits, the pre-arm check
 		// beside Phase A) go one at a time in the seed's order, so the
 		// fault hits the same request in every run of the seed.
-		outs, _, serr := s.sch.run(octx, rand.New(rand.NewPCG(s.seed, uint64(s.step)^0x5c4ed)), []func(context.Context) batchRun{
+		outs, _, serr := s.sch.run(octx, rand.New(rand.NewPCG(s.seed, uint64(s.step)^0x5c4ed)), true, []func(context.Context) batchRun{
 			func(c context.Context) batchRun { r, e := o.exec(c, g); return batchRun{res: r, err: e} },
 		})
 		if serr != nil {
@@ -1115,7 +1116,11 @@ func TestSimulation(t *testing.T) {
 	var failed []uint64
 	work := make(chan uint64)
 	var wg sync.WaitGroup
-	for range max(1, runtime.GOMAXPROCS(0)) {
+	workers := *workersFlag
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/change"
 	"github.com/omnigraph-go/omnigraph/graph/manifest"
@@ -81,17 +80,11 @@ type Result struct {
 // Run merges branch source into branch target (default main).
 func Run(ctx context.Context, g *graph.Graph, source, target string, opts Options) (*Result, error) {
 	res, err := run(ctx, g, source, target, opts)
-	if err != nil && (errors.Is(err, table.ErrNotFound) || errors.Is(err, backend.ErrNotFound)) {
-		// A branch was deleted after the merge captured it, and its table
+	if err != nil {
+		// A branch deleted after the merge captured it takes its table
 		// versions with it: say so, not which table version went missing.
-		for _, b := range []struct{ role, name string }{{"source", source}, {"target", target}} {
-			if b.name == "" {
-				b.name = manifest.MainBranch
-			}
-			if _, serr := g.Snapshot(ctx, b.name); errors.Is(serr, manifest.ErrBranchNotFound) {
-				return nil, fmt.Errorf("merge %s %q was deleted while the merge read it; nothing was written: %w", b.role, b.name, serr)
-			}
-		}
+		err = g.IfBranchDeleted(ctx, "merge source", source, err)
+		err = g.IfBranchDeleted(ctx, "merge target", target, err)
 	}
 	return res, err
 }
