@@ -46,8 +46,11 @@ func (s *sim) batchOp(r *rand.Rand, w *world) *op {
 			o = mergeOp(user, "main")
 		case x < 78:
 			o = mergeOp("main", user)
-		case x < 82:
+		case x < 80:
 			o = optimizeOp(br)
+		case x < 82:
+			s.schemaK++
+			o = schemaOp(s.schemaK, false)
 		case x < 90:
 			o = queryOp(r, br)
 		case x < 95:
@@ -107,6 +110,7 @@ func (s *sim) doBatch(ctx context.Context, o *op) error {
 		line := fmt.Sprintf("  c%d %s", sub.client, sub.desc)
 		if sub.write {
 			outcomes[i] = outcomeOf(out.err, false)
+			s.noteSchema(sub, outcomes[i], fired)
 			line += s.outcomeLine(outcomes[i], out.res, out.err)
 		} else if out.err != nil {
 			line += " -> refused (" + errClass(out.err) + ")"
@@ -115,6 +119,13 @@ func (s *sim) doBatch(ctx context.Context, o *op) error {
 		}
 		s.logf("%s", line)
 	}
+	s.ghosts = false
+	for i, sub := range o.batch {
+		if sub.create && errClass(outs[i].err) == "schema-locked" {
+			s.ghosts = true
+		}
+	}
+	defer func() { s.ghosts = false }()
 	var all []*world
 	var why []string
 	contents := make([][]data, len(o.batch))

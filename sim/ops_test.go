@@ -25,6 +25,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
 	"github.com/omnigraph-go/omnigraph/graph/optimize"
 	"github.com/omnigraph-go/omnigraph/graph/query"
+	gschema "github.com/omnigraph-go/omnigraph/graph/schema"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
@@ -86,6 +87,9 @@ type op struct {
 	travel string
 	// batch holds the operations of a concurrent batch (client -4).
 	batch []*op
+	// schema marks a schema apply (an unfinished one may leave its lock),
+	// create a branch create.
+	schema, create bool
 }
 
 // line is one generated load line.
@@ -190,6 +194,10 @@ func errClass(err error) string {
 		return "read-set-changed"
 	case errors.Is(err, graph.ErrTableDrift):
 		return "drift"
+	case errors.Is(err, graph.ErrSchemaLocked):
+		return "schema-locked"
+	case errors.Is(err, gschema.ErrBranchesExist):
+		return "branches-exist"
 	}
 	return "other"
 }
@@ -371,8 +379,9 @@ func mutateOp(r *rand.Rand, br string) *op {
 
 func createOp(name string) *op {
 	return &op{
-		desc:  "branch create " + name,
-		write: true,
+		desc:   "branch create " + name,
+		write:  true,
+		create: true,
 		exec: func(ctx context.Context, g *graph.Graph) (written, error) {
 			_, err := g.CreateBranch(ctx, name, "main")
 			return written{}, err
@@ -818,5 +827,49 @@ func exportOp(br string) *op {
 // concurrent writer that got there first (the write changed nothing and
 // may be retried).
 func lostToConcurrent(err error) bool {
-	return errClass(err) == "read-set-changed" || errors.Is(err, manifest.ErrHeadMoved)
+	switch errClass(err) {
+	case "read-set-changed", "schema-locked":
+		return true
+	}
+	return errors.Is(err, manifest.ErrHeadMoved)
+}
+
+// schemaWith is the schema with k more nullable Person properties x1..xk
+// (the simulated schema applies only add: the model's reads ignore them).
+func schemaWith(k int) string {
+	var props strings.Builder
+	for i := 1; i <= k; i++ {
+		fmt.Fprintf(&props, "  x%d: String?\n", i)
+	}
+	return strings.Replace(schema, "  age: I32?\n", "  age: I32?\n"+props.String(), 1)
+}
+
+// schemaOp applies the schema with k extra properties (omnigraph schema
+// apply): k is above every earlier apply's, so whatever storage holds the
+// apply adds at least one property and commits on main. It is refused
+// while other branches exist.
+func schemaOp(k int, breakStale bool) *op {
+	src := schemaWith(k)
+	return &op{
+		desc:   fmt.Sprintf("schema apply (+x%d)", k),
+		write:  true,
+		target: "main",
+		schema: true,
+		exec: func(ctx context.Context, g *graph.Graph) (written, error) {
+			res, err := gschema.Apply(ctx, g, src, gschema.ApplyOptions{BreakStaleLock: breakStale})
+			if err != nil {
+				return written{}, err
+			}
+			if res.NoOp {
+				return written{extra: "no-op"}, nil
+			}
+			return written{commit: commitOf(res.Commit)}, nil
+		},
+		predict: func(w *world) pred {
+			if len(w.br) > 1 {
+				return pred{refuse: "branches-exist", why: "branches " + strings.Join(w.branchNames(), ",")}
+			}
+			return pred{branch: "main", rule: commitMust, apply: func(*world) {}}
+		},
+	}
 }

@@ -75,8 +75,16 @@ type sim struct {
 	step        int
 	history     []string
 
-	clock  time.Duration     // the simulated clock: total re-issue pauses
-	cids   map[string]string // commit id -> its name in the history (cid)
+	clock time.Duration     // the simulated clock: total re-issue pauses
+	cids  map[string]string // commit id -> its name in the history (cid)
+	// schemaK is the number of extra properties the last schema apply
+	// generated asked for; schemaLock: an apply that did not end well may
+	// have left its lock (branch creates are refused until an apply ends).
+	schemaK    int
+	schemaLock bool
+	// ghosts: a branch create of the current batch was withdrawn under a
+	// schema lock (its branch was visible to the batch for a while).
+	ghosts bool
 	logbuf logSink
 	log    *slog.Logger
 }
@@ -263,6 +271,9 @@ func (s *sim) gen() *op {
 		o = strayOp(s.raw)
 	case x < 89:
 		o = repairOp()
+	case x < 90:
+		s.schemaK++
+		o = schemaOp(s.schemaK, true)
 	case x < 91:
 		o = &op{desc: "restart (clean)", client: -2}
 	case x < 93:
@@ -415,6 +426,7 @@ func (s *sim) do(ctx context.Context, o *op) error {
 	s.logf("%s", line)
 
 	next, contents, why := s.advance(s.worlds, o, outcome, res, err, fired, false)
+	s.noteSchema(o, outcome, fired)
 	if len(next) == 0 {
 		return s.failf("%s: the engine's outcome (%s, err %v) fits no model world: %s", o.desc, outcome, err, strings.Join(why, "; "))
 	}
@@ -526,6 +538,15 @@ func (s *sim) advance(ws []*world, o *op, outcome string, res written, err error
 				next = append(next, w) // refused over drift, as it must be
 				continue
 			}
+			if s.schemaLock && errClass(err) == "schema-locked" {
+				next = append(next, w) // an interrupted apply's lock refuses branch creates
+				continue
+			}
+			if conc && s.ghosts && (errClass(err) == "exists" || errClass(err) == "branches-exist") {
+				// a create the schema lock withdrew was visible meanwhile
+				next = append(next, w)
+				continue
+			}
 			if conc && lostToConcurrent(err) {
 				next = append(next, w) // a concurrent writer won; nothing changed
 				continue
@@ -566,6 +587,21 @@ func (s *sim) advance(ws []*world, o *op, outcome string, res written, err error
 		}
 	}
 	return next, contents, why
+}
+
+// noteSchema follows the schema-apply lock: an apply that ended with a
+// commit removed any stale lock (it breaks them); one that did not end
+// well may have left it.
+func (s *sim) noteSchema(o *op, outcome string, fired bool) {
+	if !o.schema {
+		return
+	}
+	switch {
+	case outcome == "ok":
+		s.schemaLock = false
+	case outcome == "unknown" || fired:
+		s.schemaLock = true
+	}
 }
 
 // remember records the content of commit id, for time travel.
