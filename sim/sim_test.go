@@ -76,6 +76,7 @@ type sim struct {
 	history     []string
 
 	clock time.Duration     // the simulated clock: total re-issue pauses
+	skip  map[int]bool      // steps whose operation is drawn but not run
 	cids  map[string]string // commit id -> its name in the history (cid)
 	// schemaK is the number of extra properties the last schema apply
 	// generated asked for; schemaLock: an apply that did not end well may
@@ -118,6 +119,7 @@ type failure struct {
 	bug     string
 	history []string
 	msg     string
+	skip    map[int]bool
 }
 
 func (f *failure) Error() string {
@@ -128,11 +130,20 @@ func (f *failure) Error() string {
 		b.WriteString("  " + h + "\n")
 	}
 	if f.bug == "" {
-		fmt.Fprintf(&b, "replay: go test ./sim -run 'TestSimulation$' -seed=%d -ops=%d -v\n", f.seed, f.ops)
+		fmt.Fprintf(&b, "replay: %s\n", f.replay())
 	} else {
 		fmt.Fprintf(&b, "planted bug %q\n", f.bug)
 	}
 	return b.String()
+}
+
+// replay is the command that replays the failure.
+func (f *failure) replay() string {
+	cmd := fmt.Sprintf("go test ./sim -run 'TestSimulation$' -seed=%d -ops=%d", f.seed, f.ops)
+	if len(f.skip) > 0 {
+		cmd += " -skip=" + formatSteps(f.skip)
+	}
+	return cmd + " -v"
 }
 
 func (s *sim) failf(format string, args ...any) error {
@@ -150,7 +161,14 @@ func run(seed uint64, nops int, bug *planted) (err error) {
 
 // runTraced is run; trace, when set, receives the history of a passing run.
 func runTraced(seed uint64, nops int, bug *planted, trace func([]string)) (err error) {
+	return runSkipping(seed, nops, nil, bug, trace)
+}
+
+// runSkipping is runTraced with the operations of the steps in skip drawn
+// but not run (the shrinker's variants of a seed).
+func runSkipping(seed uint64, nops int, skip map[int]bool, bug *planted, trace func([]string)) (err error) {
 	s := &sim{
+		skip:    skip,
 		seed:    seed,
 		rng:     rand.New(rand.NewPCG(seed, seed^0x5eed)),
 		bug:     bug,
@@ -164,6 +182,7 @@ func runTraced(seed uint64, nops int, bug *planted, trace func([]string)) (err e
 	defer func() {
 		if f, ok := err.(*failure); ok {
 			f.ops = nops
+			f.skip = skip
 			if bug != nil {
 				f.bug = bug.name
 			}
@@ -203,6 +222,9 @@ func runTraced(seed uint64, nops int, bug *planted, trace func([]string)) (err e
 	}
 	for s.step = 1; s.step <= nops; s.step++ {
 		o := s.gen()
+		if s.skip[s.step] {
+			continue
+		}
 		s.restarted = false
 		if err := s.do(ctx, o); err != nil {
 			return err
@@ -1148,6 +1170,10 @@ func TestSimulation(t *testing.T) {
 	if testing.Short() && *seedFlag == 0 && len(seeds) > 20 {
 		seeds = seeds[:20]
 	}
+	skip, err := parseSteps(*skipFlag)
+	if err != nil {
+		t.Fatalf("-skip: %v", err)
+	}
 	var mu sync.Mutex
 	var failed []uint64
 	work := make(chan uint64)
@@ -1165,11 +1191,18 @@ func TestSimulation(t *testing.T) {
 				if *historyFlag {
 					trace = func(h []string) { t.Logf("seed %d:\n  %s", seed, strings.Join(h, "\n  ")) }
 				}
-				if err := runTraced(seed, *opsFlag, nil, trace); err != nil {
+				if err := runSkipping(seed, *opsFlag, skip, nil, trace); err != nil {
 					mu.Lock()
 					failed = append(failed, seed)
+					n := len(failed)
 					mu.Unlock()
 					t.Error(err)
+					var f *failure
+					if errors.As(err, &f) && *shrinkFlag > 0 && n <= 3 {
+						small, runs := shrink(f, *shrinkFlag)
+						t.Logf("seed %d shrunk in %d runs: %d operations run (from %d), failing at step %d: %s\n  replay: %s",
+							seed, runs, executed(small), executed(f), small.step, small.msg, small.replay())
+					}
 				}
 			}
 		}()
