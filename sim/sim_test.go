@@ -18,6 +18,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
+	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/internal/logtest"
 	"github.com/omnigraph-go/omnigraph/recovery"
@@ -58,7 +59,17 @@ type sim struct {
 	inj   *fault.Injector
 	spy   *spy
 	sch   *sched
-	store backend.StorageAdapter // what the engine writes through: sched(spy(inj(bug(raw))))
+	store backend.StorageAdapter // sched(spy(inj(bug(raw))))
+	// wstore is what the writer process's handles write through: its
+	// lease's Guard over store (lease_test.go).
+	wstore backend.StorageAdapter
+	lclock *leaseClock
+	view   *clockView // the writer process's clock
+	lease  *clusterlock.Lease
+	// nextView and nextLease: a lease a takeover acquired, for the next
+	// process
+	nextView  *clockView
+	nextLease *clusterlock.Lease
 
 	proc    *graph.Process
 	clients []*graph.Graph
@@ -177,7 +188,9 @@ func runSkipping(seed uint64, nops int, skip map[int]bool, bug *planted, trace f
 		audited: map[string]bool{},
 		knownAt: map[string]int{},
 		seen:    map[string]data{},
+		lclock:  newLeaseClock(),
 	}
+	defer func() { s.endLease(true) }() // the last process's heartbeats end with the run
 	s.log = slog.New(slog.NewJSONHandler(&s.logbuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	defer func() {
 		if f, ok := err.(*failure); ok {
@@ -221,6 +234,9 @@ func runSkipping(seed uint64, nops int, skip map[int]bool, bug *planted, trace f
 		defer func() { trace(s.history) }()
 	}
 	for s.step = 1; s.step <= nops; s.step++ {
+		if err := s.lclock.advance(stepTime, s.view, 2); err != nil {
+			return s.failf("simulated clock: %v", err)
+		}
 		o := s.gen()
 		if s.skip[s.step] {
 			continue
@@ -300,6 +316,8 @@ func (s *sim) gen() *op {
 		o = &op{desc: "restart (clean)", client: -2}
 	case x < 93:
 		o = &op{desc: "restart (crash between operations)", client: -3}
+	case x < 94:
+		o = takeoverOp(r)
 	default:
 		o = mergeOp("main", user)
 	}
@@ -366,6 +384,8 @@ func (s *sim) do(ctx context.Context, o *op) error {
 		return s.restart(true)
 	case -4:
 		return s.doBatch(ctx, o)
+	case -5:
+		return s.takeover(ctx, o)
 	}
 	g := s.ro
 	who := "ro"
@@ -707,9 +727,15 @@ func (s *sim) restart(crash bool) error {
 	}
 	s.clients = nil
 	s.restarted = true
+	if err := s.endLease(crash); err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		s.proc = graph.NewProcess()
 		s.inj.Reset()
+		if err := s.startLease(ctx); err != nil {
+			return err
+		}
 		fdesc := ""
 		if crash && attempt < 3 && s.rng.IntN(4) == 0 {
 			k := 1 + s.rng.IntN(6)
@@ -717,7 +743,7 @@ func (s *sim) restart(crash bool) error {
 			fdesc = fmt.Sprintf(" [fault crash at write %d]", k)
 		}
 		octx, cancel := s.spy.dies(ctx)
-		g, err := graph.Open(octx, s.store, graph.OpenOptions{Actor: "c0", Process: s.proc})
+		g, err := graph.Open(octx, s.wstore, graph.OpenOptions{Actor: "c0", Process: s.proc})
 		cancel()
 		crashed := s.inj.Crashed()
 		s.inj.Reset()
@@ -744,10 +770,13 @@ func (s *sim) restart(crash bool) error {
 		if !crashed {
 			return s.failf("reopen after a restart: %v", err)
 		}
+		if err := s.endLease(true); err != nil { // the process died in its sweep
+			return err
+		}
 		s.logf("reopen%s -> crashed during the sweep (%v)", fdesc, errClass(err))
 	}
 	for i := 1; i < clients; i++ {
-		g, err := graph.Open(ctx, s.store, graph.OpenOptions{Actor: fmt.Sprintf("c%d", i), Process: s.proc})
+		g, err := graph.Open(ctx, s.wstore, graph.OpenOptions{Actor: fmt.Sprintf("c%d", i), Process: s.proc})
 		if err != nil {
 			return s.failf("open client %d: %v", i, err)
 		}
@@ -761,7 +790,7 @@ func (s *sim) restart(crash bool) error {
 // would when a read-write open fails closed, and advances the oracle as
 // repairOp does.
 func (s *sim) repairAtOpen(ctx context.Context) error {
-	g, err := graph.OpenForRepair(ctx, s.store, graph.OpenOptions{Actor: "operator", Process: s.proc})
+	g, err := graph.OpenForRepair(ctx, s.wstore, graph.OpenOptions{Actor: "operator", Process: s.proc})
 	if err != nil {
 		return s.failf("open for repair: %v", err)
 	}
