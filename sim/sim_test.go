@@ -172,12 +172,16 @@ func run(seed uint64, nops int, bug *planted) (err error) {
 
 // runTraced is run; trace, when set, receives the history of a passing run.
 func runTraced(seed uint64, nops int, bug *planted, trace func([]string)) (err error) {
-	return runSkipping(seed, nops, nil, bug, trace)
+	var at func(*sim)
+	if trace != nil {
+		at = func(s *sim) { trace(s.history) }
+	}
+	return runSkipping(seed, nops, nil, bug, at)
 }
 
 // runSkipping is runTraced with the operations of the steps in skip drawn
 // but not run (the shrinker's variants of a seed).
-func runSkipping(seed uint64, nops int, skip map[int]bool, bug *planted, trace func([]string)) (err error) {
+func runSkipping(seed uint64, nops int, skip map[int]bool, bug *planted, trace func(*sim)) (err error) {
 	s := &sim{
 		skip:    skip,
 		seed:    seed,
@@ -231,7 +235,7 @@ func runSkipping(seed uint64, nops int, skip map[int]bool, bug *planted, trace f
 		return err
 	}
 	if trace != nil {
-		defer func() { trace(s.history) }()
+		defer func() { trace(s) }()
 	}
 	for s.step = 1; s.step <= nops; s.step++ {
 		if err := s.lclock.advance(stepTime, s.view, 2); err != nil {
@@ -1216,9 +1220,9 @@ func TestSimulation(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for seed := range work {
-				var trace func([]string)
+				var trace func(*sim)
 				if *historyFlag {
-					trace = func(h []string) { t.Logf("seed %d:\n  %s", seed, strings.Join(h, "\n  ")) }
+					trace = func(s *sim) { t.Logf("seed %d:\n  %s", seed, strings.Join(s.history, "\n  ")) }
 				}
 				if err := runSkipping(seed, *opsFlag, skip, nil, trace); err != nil {
 					mu.Lock()
