@@ -39,13 +39,13 @@ func (s *sim) batchOp(r *rand.Rand, w *world) *op {
 		case x < 50:
 			o = mutateOp(r, br)
 		case x < 58:
-			o = createOp(user)
+			o = createOp(user, forkSource(r, names, user))
 		case x < 63:
 			o = deleteOp(user)
 		case x < 73:
-			o = mergeOp(user, "main")
+			o = s.mergeWithParent(user, true)
 		case x < 78:
-			o = mergeOp("main", user)
+			o = s.mergeWithParent(user, false)
 		case x < 80:
 			o = optimizeOp(br)
 		case x < 82:

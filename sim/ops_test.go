@@ -198,6 +198,8 @@ func errClass(err error) string {
 		return "schema-locked"
 	case errors.Is(err, gschema.ErrBranchesExist):
 		return "branches-exist"
+	case errors.Is(err, graph.ErrHasDescendants):
+		return "descendants"
 	}
 	return "other"
 }
@@ -377,22 +379,29 @@ func mutateOp(r *rand.Rand, br string) *op {
 	}
 }
 
-func createOp(name string) *op {
+func createOp(name, from string) *op {
+	desc := "branch create " + name
+	if from != "main" {
+		desc += " from " + from
+	}
 	return &op{
-		desc:   "branch create " + name,
+		desc:   desc,
 		write:  true,
 		create: true,
 		exec: func(ctx context.Context, g *graph.Graph) (written, error) {
-			_, err := g.CreateBranch(ctx, name, "main")
+			_, err := g.CreateBranch(ctx, name, from)
 			return written{}, err
 		},
 		predict: func(w *world) pred {
 			if w.br[name] != nil {
 				return pred{refuse: "exists"}
 			}
+			if w.br[from] == nil {
+				return pred{refuse: "notfound", why: from + " is not a branch"}
+			}
 			return pred{rule: commitNever, apply: func(w *world) {
-				m := w.br["main"]
-				b := &branch{data: m.data.clone(), commits: slices.Clone(m.commits)}
+				m := w.br[from]
+				b := &branch{data: m.data.clone(), commits: slices.Clone(m.commits), parent: from}
 				b.setSync(m.data, len(m.commits), len(m.commits), 'f')
 				w.br[name] = b
 			}}
@@ -411,16 +420,22 @@ func deleteOp(name string) *op {
 			if w.br[name] == nil {
 				return pred{refuse: "notfound"}
 			}
+			for _, n := range w.branchNames() {
+				if w.br[n].parent == name {
+					return pred{refuse: "descendants", why: n + " forked from " + name}
+				}
+			}
 			return pred{rule: commitNever, apply: func(w *world) { delete(w.br, name) }}
 		},
 	}
 }
 
-// mergeOp merges src into dst; one of them is main, the other a user
-// branch (merges between user branches are not generated).
-func mergeOp(src, dst string) *op {
+// mergeOp merges src into dst; one of them is the parent of the other, a
+// user branch (the branch it forked from: main, or a user branch). Other
+// pairs (siblings, criss-cross bases) are not generated.
+func mergeOp(src, dst, parent string) *op {
 	user := src
-	if src == "main" {
+	if src == parent {
 		user = dst
 	}
 	return &op{
@@ -435,13 +450,16 @@ func mergeOp(src, dst string) *op {
 			return written{commit: commitOf(res.Commit), extra: string(res.Outcome)}, nil
 		},
 		predict: func(w *world) pred {
-			u := w.br[user]
-			if u == nil {
+			u, m := w.br[user], w.br[parent]
+			if u == nil || m == nil {
 				return pred{refuse: "notfound"}
 			}
-			s, t, m := w.br[src], w.br[dst], w.br["main"]
+			if u.parent != parent {
+				return pred{refuse: "unmodeled", why: user + " forked from " + u.parent + " in this world"}
+			}
+			s, t := w.br[src], w.br[dst]
 			upToDate := false
-			if src == "main" {
+			if src == parent {
 				upToDate = (u.by == 'f' || u.by == 'm') && len(m.commits) == u.mainLen
 			} else {
 				upToDate = (u.by == 'f' || u.by == 'b') && len(u.commits) == u.baseLen
@@ -454,11 +472,11 @@ func mergeOp(src, dst string) *op {
 				return pred{refuse: "conflict", why: strings.Join(conflicts, ",")}
 			}
 			return pred{branch: dst, rule: commitMust, sync: user, apply: func(w *world) {
-				s, t, u, m := w.br[src], w.br[dst], w.br[user], w.br["main"]
+				s, t, u, m := w.br[src], w.br[dst], w.br[user], w.br[parent]
 				t.data = out.clone()
 				// the sync point: the source head merged, with the
 				// lengths after the merge commit lands on the target
-				if src == "main" {
+				if src == parent {
 					u.setSync(s.data, len(u.commits)+1, len(m.commits), 'm')
 				} else {
 					u.setSync(s.data, len(u.commits), len(m.commits)+1, 'b')

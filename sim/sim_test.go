@@ -292,11 +292,11 @@ func (s *sim) gen() *op {
 	case x < 42:
 		o = mutateOp(r, br)
 	case x < 48:
-		o = createOp(user)
+		o = createOp(user, forkSource(r, names, user))
 	case x < 52:
 		o = deleteOp(user)
 	case x < 62:
-		o = mergeOp(user, "main")
+		o = s.mergeWithParent(user, true)
 	case x < 66:
 		o = optimizeOp(br)
 	case x < 68:
@@ -323,7 +323,7 @@ func (s *sim) gen() *op {
 	case x < 94:
 		o = takeoverOp(r)
 	default:
-		o = mergeOp("main", user)
+		o = s.mergeWithParent(user, false)
 	}
 	if o.client == 0 {
 		o.client = r.IntN(clients)
@@ -332,6 +332,43 @@ func (s *sim) gen() *op {
 		}
 	}
 	return o
+}
+
+// forkSource draws the branch a new branch forks from: main mostly, else
+// a live user branch (a branch of a branch).
+func forkSource(r *rand.Rand, names []string, name string) string {
+	var users []string
+	for _, n := range names {
+		if n != "main" && n != name {
+			users = append(users, n)
+		}
+	}
+	if len(users) == 0 || r.IntN(3) > 0 {
+		return "main"
+	}
+	return users[r.IntN(len(users))]
+}
+
+// mergeWithParent is a merge of user with the branch it forked from, into
+// that parent or from it; when the worlds disagree on the parent, a read
+// of user instead.
+func (s *sim) mergeWithParent(user string, intoParent bool) *op {
+	parent := ""
+	for _, w := range s.worlds {
+		if b := w.br[user]; b != nil {
+			if parent != "" && parent != b.parent {
+				return readOp(user)
+			}
+			parent = b.parent
+		}
+	}
+	if parent == "" {
+		parent = "main" // no world has it: refused as not found
+	}
+	if intoParent {
+		return mergeOp(user, parent, parent)
+	}
+	return mergeOp(parent, user, parent)
 }
 
 // timeTravelOp reads a branch as of one of its acknowledged commits.
