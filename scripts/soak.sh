@@ -6,7 +6,7 @@
 # up. A failing seed prints its history and its replay command, and the
 # shrinker logs a shorter failing replay of the first three failing seeds:
 #   go test ./sim -run 'TestSimulation$' -seed=N -ops=OPS -v
-#   go test ./sim -run 'TestSimulation$' -seed=N -ops=K -skip=3,10-12 -v
+#   go test ./sim -run 'TestSimulation$' -seed=N -ops=K -drop=3,10-12 -v
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SEEDS=${SEEDS:-2000}

@@ -11,7 +11,7 @@ import (
 
 // batchPct is the share (in percent) of operations that are a concurrent
 // batch: 2 or 3 clients' operations at once, interleaved by the scheduler.
-const batchPct = 6
+const batchPct = 5
 
 // batchOp draws a batch of 2..3 operations, one per distinct client. Its
 // members are the writers and reads that may run beside each other in one
@@ -26,6 +26,10 @@ func (s *sim) batchOp(r *rand.Rand, w *world) *op {
 	who := r.Perm(clients)[:k]
 	b := &op{client: -4}
 	var descs []string
+	// a batch never both creates or deletes a branch and merges it: the
+	// merge's pair would depend on the order (the oracle models a branch's
+	// merges with its parent only)
+	created, merged := map[string]bool{}, map[string]bool{}
 	for _, c := range who {
 		br := names[r.IntN(len(names))]
 		if r.IntN(3) == 0 {
@@ -57,6 +61,22 @@ func (s *sim) batchOp(r *rand.Rand, w *world) *op {
 			o = readOp(br)
 		default:
 			o = exportOp(br)
+		}
+		switch {
+		case o.create || o.deletes != "":
+			n := o.deletes
+			if o.create {
+				n = user
+			}
+			if merged[n] {
+				o = readOp(n)
+			}
+			created[n] = true
+		case o.merges != "":
+			if created[o.merges] || !s.everywhere(o.merges) {
+				o = readOp(o.merges)
+			}
+			merged[o.merges] = true
 		}
 		o.client = c
 		b.write = b.write || o.write
@@ -181,6 +201,16 @@ func (s *sim) doBatch(ctx context.Context, o *op) error {
 		}
 	}
 	return nil
+}
+
+// everywhere says whether branch n is live in every world.
+func (s *sim) everywhere(n string) bool {
+	for _, w := range s.worlds {
+		if w.br[n] == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // readFits says whether a read's answer (or failure) fits world w.

@@ -88,8 +88,10 @@ type op struct {
 	// batch holds the operations of a concurrent batch (client -4).
 	batch []*op
 	// schema marks a schema apply (an unfinished one may leave its lock),
-	// create a branch create.
-	schema, create bool
+	// create a branch create; deletes names the branch a delete deletes,
+	// merges the user branch of a merge.
+	schema, create  bool
+	deletes, merges string
 }
 
 // line is one generated load line.
@@ -411,8 +413,9 @@ func createOp(name, from string) *op {
 
 func deleteOp(name string) *op {
 	return &op{
-		desc:  "branch delete " + name,
-		write: true,
+		desc:    "branch delete " + name,
+		write:   true,
+		deletes: name,
 		exec: func(ctx context.Context, g *graph.Graph) (written, error) {
 			return written{}, g.DeleteBranch(ctx, name)
 		},
@@ -441,6 +444,7 @@ func mergeOp(src, dst, parent string) *op {
 	return &op{
 		desc:   "merge " + src + " into " + dst,
 		write:  true,
+		merges: user,
 		target: dst,
 		exec: func(ctx context.Context, g *graph.Graph) (written, error) {
 			res, err := merge.Run(ctx, g, src, dst, merge.Options{})

@@ -285,7 +285,7 @@ func (s *sched) run(ctx context.Context, rng *rand.Rand, writesOnly bool, fns []
 			// comes back to the gate, or its client ends
 			select {
 			case <-s.signal:
-			case <-time.After(time.Millisecond):
+			case <-time.After(300 * time.Microsecond):
 				schedWaits.Add(1)
 			}
 			mu.Lock()

@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	skipFlag   = flag.String("skip", "", "sim: steps whose operation is drawn but not run, e.g. 3,5,10-20 (the shrinker's replays)")
+	dropFlag   = flag.String("drop", "", "sim: steps whose operation is drawn but not run, e.g. 3,5,10-20 (the shrinker's replays; not -skip, which go test takes)")
 	shrinkFlag = flag.Int("shrink", 120, "sim: runs the shrinker may spend on each failing seed (0: no shrinking)")
 )
 

@@ -152,7 +152,7 @@ func (f *failure) Error() string {
 func (f *failure) replay() string {
 	cmd := fmt.Sprintf("go test ./sim -run 'TestSimulation$' -seed=%d -ops=%d", f.seed, f.ops)
 	if len(f.skip) > 0 {
-		cmd += " -skip=" + formatSteps(f.skip)
+		cmd += " -drop=" + formatSteps(f.skip)
 	}
 	return cmd + " -v"
 }
@@ -1240,9 +1240,9 @@ func TestSimulation(t *testing.T) {
 	if testing.Short() && *seedFlag == 0 && len(seeds) > 20 {
 		seeds = seeds[:20]
 	}
-	skip, err := parseSteps(*skipFlag)
+	skip, err := parseSteps(*dropFlag)
 	if err != nil {
-		t.Fatalf("-skip: %v", err)
+		t.Fatalf("-drop: %v", err)
 	}
 	var mu sync.Mutex
 	var failed []uint64
