@@ -3,8 +3,10 @@
 # make test runs. SEEDS seeds (default 2000) from FIRST (default 1000: past
 # the 200 make test runs), OPS operations each (default 200). With DURATION
 # (seconds) it runs batches of SEEDS seeds from FIRST on until the time is
-# up. A failing seed prints its history and its replay command:
+# up. A failing seed prints its history and its replay command, and the
+# shrinker logs a shorter failing replay of the first three failing seeds:
 #   go test ./sim -run 'TestSimulation$' -seed=N -ops=OPS -v
+#   go test ./sim -run 'TestSimulation$' -seed=N -ops=K -drop=3,10-12 -v
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SEEDS=${SEEDS:-2000}

@@ -104,15 +104,16 @@ func (d data) cascade(k string) {
 type branch struct {
 	data    data
 	commits []string // oldest first, inherited ones included; "" is a commit whose id is not known yet
-	// base is the content of the merge base of a merge of this branch into
-	// main (its fork point, or its head at its last merge), baseLen the
-	// length of commits then. Branches fork from main only and merge into
-	// main only, so the base is always one of this branch's commits.
+	// base is the content of the merge base of a merge between this branch
+	// and its parent (its fork point, or its head at its last merge),
+	// baseLen the length of commits then. A branch merges only with its
+	// parent, so the base is always one of this branch's commits.
 	base    data
 	baseLen int
-	// mainLen is the length of main's commits at that sync point, and by
-	// says what made it: 'f' the fork, 'b' a merge of this branch into main,
-	// 'm' a merge of main into this branch. Merges run one at a time, so
+	// mainLen is the length of the parent's commits at that sync point
+	// (main's for a branch of main), and by says what made it: 'f' the
+	// fork, 'b' a merge of this branch into its parent, 'm' a merge of the
+	// parent into this branch. Merges run one at a time, so
 	// each sync point descends from the one before: the newest is the base.
 	mainLen int
 	by      byte
@@ -127,6 +128,9 @@ type branch struct {
 	// drift: a table of this branch has a version no commit pins (a stray
 	// table commit): a write over it is refused until repair restores it.
 	drift bool
+	// parent is the branch this one forked from ("" for main): its merges
+	// go to and from it, and the sync point above is with it.
+	parent string
 }
 
 func (b *branch) clone() *branch {
@@ -212,7 +216,7 @@ func (w *world) fingerprint() string {
 	var b strings.Builder
 	for _, n := range slices.Sorted(maps.Keys(w.br)) {
 		br := w.br[n]
-		fmt.Fprintf(&b, "%s[%s]{%s}base{%s}%d,%d%c", n, strings.Join(br.commits, ","), br.data, br.base, br.baseLen, br.mainLen, br.by)
+		fmt.Fprintf(&b, "%s<%s[%s]{%s}base{%s}%d,%d%c", n, br.parent, strings.Join(br.commits, ","), br.data, br.base, br.baseLen, br.mainLen, br.by)
 		if br.pend != nil {
 			fmt.Fprintf(&b, "pend{%s}", br.pend)
 		}

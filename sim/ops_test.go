@@ -25,6 +25,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
 	"github.com/omnigraph-go/omnigraph/graph/optimize"
 	"github.com/omnigraph-go/omnigraph/graph/query"
+	gschema "github.com/omnigraph-go/omnigraph/graph/schema"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
@@ -84,6 +85,13 @@ type op struct {
 	// travel is the commit a time-travel read reads: one older than the
 	// last cleanup may be reclaimed (an error, never other rows).
 	travel string
+	// batch holds the operations of a concurrent batch (client -4).
+	batch []*op
+	// schema marks a schema apply (an unfinished one may leave its lock),
+	// create a branch create; deletes names the branch a delete deletes,
+	// merges the user branch of a merge.
+	schema, create  bool
+	deletes, merges string
 }
 
 // line is one generated load line.
@@ -188,6 +196,12 @@ func errClass(err error) string {
 		return "read-set-changed"
 	case errors.Is(err, graph.ErrTableDrift):
 		return "drift"
+	case errors.Is(err, graph.ErrSchemaLocked):
+		return "schema-locked"
+	case errors.Is(err, gschema.ErrBranchesExist):
+		return "branches-exist"
+	case errors.Is(err, graph.ErrHasDescendants):
+		return "descendants"
 	}
 	return "other"
 }
@@ -367,21 +381,29 @@ func mutateOp(r *rand.Rand, br string) *op {
 	}
 }
 
-func createOp(name string) *op {
+func createOp(name, from string) *op {
+	desc := "branch create " + name
+	if from != "main" {
+		desc += " from " + from
+	}
 	return &op{
-		desc:  "branch create " + name,
-		write: true,
+		desc:   desc,
+		write:  true,
+		create: true,
 		exec: func(ctx context.Context, g *graph.Graph) (written, error) {
-			_, err := g.CreateBranch(ctx, name, "main")
+			_, err := g.CreateBranch(ctx, name, from)
 			return written{}, err
 		},
 		predict: func(w *world) pred {
 			if w.br[name] != nil {
 				return pred{refuse: "exists"}
 			}
+			if w.br[from] == nil {
+				return pred{refuse: "notfound", why: from + " is not a branch"}
+			}
 			return pred{rule: commitNever, apply: func(w *world) {
-				m := w.br["main"]
-				b := &branch{data: m.data.clone(), commits: slices.Clone(m.commits)}
+				m := w.br[from]
+				b := &branch{data: m.data.clone(), commits: slices.Clone(m.commits), parent: from}
 				b.setSync(m.data, len(m.commits), len(m.commits), 'f')
 				w.br[name] = b
 			}}
@@ -391,8 +413,9 @@ func createOp(name string) *op {
 
 func deleteOp(name string) *op {
 	return &op{
-		desc:  "branch delete " + name,
-		write: true,
+		desc:    "branch delete " + name,
+		write:   true,
+		deletes: name,
 		exec: func(ctx context.Context, g *graph.Graph) (written, error) {
 			return written{}, g.DeleteBranch(ctx, name)
 		},
@@ -400,21 +423,28 @@ func deleteOp(name string) *op {
 			if w.br[name] == nil {
 				return pred{refuse: "notfound"}
 			}
+			for _, n := range w.branchNames() {
+				if w.br[n].parent == name {
+					return pred{refuse: "descendants", why: n + " forked from " + name}
+				}
+			}
 			return pred{rule: commitNever, apply: func(w *world) { delete(w.br, name) }}
 		},
 	}
 }
 
-// mergeOp merges src into dst; one of them is main, the other a user
-// branch (merges between user branches are not generated).
-func mergeOp(src, dst string) *op {
+// mergeOp merges src into dst; one of them is the parent of the other, a
+// user branch (the branch it forked from: main, or a user branch). Other
+// pairs (siblings, criss-cross bases) are not generated.
+func mergeOp(src, dst, parent string) *op {
 	user := src
-	if src == "main" {
+	if src == parent {
 		user = dst
 	}
 	return &op{
 		desc:   "merge " + src + " into " + dst,
 		write:  true,
+		merges: user,
 		target: dst,
 		exec: func(ctx context.Context, g *graph.Graph) (written, error) {
 			res, err := merge.Run(ctx, g, src, dst, merge.Options{})
@@ -424,13 +454,16 @@ func mergeOp(src, dst string) *op {
 			return written{commit: commitOf(res.Commit), extra: string(res.Outcome)}, nil
 		},
 		predict: func(w *world) pred {
-			u := w.br[user]
-			if u == nil {
+			u, m := w.br[user], w.br[parent]
+			if u == nil || m == nil {
 				return pred{refuse: "notfound"}
 			}
-			s, t, m := w.br[src], w.br[dst], w.br["main"]
+			if u.parent != parent {
+				return pred{refuse: "unmodeled", why: user + " forked from " + u.parent + " in this world"}
+			}
+			s, t := w.br[src], w.br[dst]
 			upToDate := false
-			if src == "main" {
+			if src == parent {
 				upToDate = (u.by == 'f' || u.by == 'm') && len(m.commits) == u.mainLen
 			} else {
 				upToDate = (u.by == 'f' || u.by == 'b') && len(u.commits) == u.baseLen
@@ -443,11 +476,11 @@ func mergeOp(src, dst string) *op {
 				return pred{refuse: "conflict", why: strings.Join(conflicts, ",")}
 			}
 			return pred{branch: dst, rule: commitMust, sync: user, apply: func(w *world) {
-				s, t, u, m := w.br[src], w.br[dst], w.br[user], w.br["main"]
+				s, t, u, m := w.br[src], w.br[dst], w.br[user], w.br[parent]
 				t.data = out.clone()
 				// the sync point: the source head merged, with the
 				// lengths after the merge commit lands on the target
-				if src == "main" {
+				if src == parent {
 					u.setSync(s.data, len(u.commits)+1, len(m.commits), 'm')
 				} else {
 					u.setSync(s.data, len(u.commits), len(m.commits)+1, 'b')
@@ -808,6 +841,57 @@ func exportOp(br string) *op {
 				return "", false
 			}
 			return b.data.String(), true
+		},
+	}
+}
+
+// lostToConcurrent says whether a refusal is the engine's answer to a
+// concurrent writer that got there first (the write changed nothing and
+// may be retried).
+func lostToConcurrent(err error) bool {
+	switch errClass(err) {
+	case "read-set-changed", "schema-locked":
+		return true
+	}
+	return errors.Is(err, manifest.ErrHeadMoved)
+}
+
+// schemaWith is the schema with k more nullable Person properties x1..xk
+// (the simulated schema applies only add: the model's reads ignore them).
+func schemaWith(k int) string {
+	var props strings.Builder
+	for i := 1; i <= k; i++ {
+		fmt.Fprintf(&props, "  x%d: String?\n", i)
+	}
+	return strings.Replace(schema, "  age: I32?\n", "  age: I32?\n"+props.String(), 1)
+}
+
+// schemaOp applies the schema with k extra properties (omnigraph schema
+// apply): k is above every earlier apply's, so whatever storage holds the
+// apply adds at least one property and commits on main. It is refused
+// while other branches exist.
+func schemaOp(k int, breakStale bool) *op {
+	src := schemaWith(k)
+	return &op{
+		desc:   fmt.Sprintf("schema apply (+x%d)", k),
+		write:  true,
+		target: "main",
+		schema: true,
+		exec: func(ctx context.Context, g *graph.Graph) (written, error) {
+			res, err := gschema.Apply(ctx, g, src, gschema.ApplyOptions{BreakStaleLock: breakStale})
+			if err != nil {
+				return written{}, err
+			}
+			if res.NoOp {
+				return written{extra: "no-op"}, nil
+			}
+			return written{commit: commitOf(res.Commit)}, nil
+		},
+		predict: func(w *world) pred {
+			if len(w.br) > 1 {
+				return pred{refuse: "branches-exist", why: "branches " + strings.Join(w.branchNames(), ",")}
+			}
+			return pred{branch: "main", rule: commitMust, apply: func(*world) {}}
 		},
 	}
 }

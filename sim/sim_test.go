@@ -18,6 +18,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
+	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/internal/logtest"
 	"github.com/omnigraph-go/omnigraph/recovery"
@@ -30,6 +31,7 @@ var (
 	opsFlag     = flag.Int("ops", 200, "sim: operations per seed")
 	firstFlag   = flag.Uint64("first", 1, "sim: the first seed of TestSimulation")
 	historyFlag = flag.Bool("history", false, "sim: log the history of every seed, passing or not")
+	workersFlag = flag.Int("workers", 0, "sim: seeds run at once (0: GOMAXPROCS)")
 )
 
 // clients is how many read-write handles (logical clients) one simulated
@@ -56,7 +58,18 @@ type sim struct {
 	raw   *mem.Store
 	inj   *fault.Injector
 	spy   *spy
-	store backend.StorageAdapter // what the engine writes through: spy(inj(bug(raw)))
+	sch   *sched
+	store backend.StorageAdapter // sched(spy(inj(bug(raw))))
+	// wstore is what the writer process's handles write through: its
+	// lease's Guard over store (lease_test.go).
+	wstore backend.StorageAdapter
+	lclock *leaseClock
+	view   *clockView // the writer process's clock
+	lease  *clusterlock.Lease
+	// nextView and nextLease: a lease a takeover acquired, for the next
+	// process
+	nextView  *clockView
+	nextLease *clusterlock.Lease
 
 	proc    *graph.Process
 	clients []*graph.Graph
@@ -73,7 +86,17 @@ type sim struct {
 	step        int
 	history     []string
 
-	clock  time.Duration // the simulated clock: total re-issue pauses
+	clock time.Duration     // the simulated clock: total re-issue pauses
+	skip  map[int]bool      // steps whose operation is drawn but not run
+	cids  map[string]string // commit id -> its name in the history (cid)
+	// schemaK is the number of extra properties the last schema apply
+	// generated asked for; schemaLock: an apply that did not end well may
+	// have left its lock (branch creates are refused until an apply ends).
+	schemaK    int
+	schemaLock bool
+	// ghosts: a branch create of the current batch was withdrawn under a
+	// schema lock (its branch was visible to the batch for a while).
+	ghosts bool
 	logbuf logSink
 	log    *slog.Logger
 }
@@ -107,6 +130,7 @@ type failure struct {
 	bug     string
 	history []string
 	msg     string
+	skip    map[int]bool
 }
 
 func (f *failure) Error() string {
@@ -117,11 +141,20 @@ func (f *failure) Error() string {
 		b.WriteString("  " + h + "\n")
 	}
 	if f.bug == "" {
-		fmt.Fprintf(&b, "replay: go test ./sim -run 'TestSimulation$' -seed=%d -ops=%d -v\n", f.seed, f.ops)
+		fmt.Fprintf(&b, "replay: %s\n", f.replay())
 	} else {
 		fmt.Fprintf(&b, "planted bug %q\n", f.bug)
 	}
 	return b.String()
+}
+
+// replay is the command that replays the failure.
+func (f *failure) replay() string {
+	cmd := fmt.Sprintf("go test ./sim -run 'TestSimulation$' -seed=%d -ops=%d", f.seed, f.ops)
+	if len(f.skip) > 0 {
+		cmd += " -drop=" + formatSteps(f.skip)
+	}
+	return cmd + " -v"
 }
 
 func (s *sim) failf(format string, args ...any) error {
@@ -139,7 +172,18 @@ func run(seed uint64, nops int, bug *planted) (err error) {
 
 // runTraced is run; trace, when set, receives the history of a passing run.
 func runTraced(seed uint64, nops int, bug *planted, trace func([]string)) (err error) {
+	var at func(*sim)
+	if trace != nil {
+		at = func(s *sim) { trace(s.history) }
+	}
+	return runSkipping(seed, nops, nil, bug, at)
+}
+
+// runSkipping is runTraced with the operations of the steps in skip drawn
+// but not run (the shrinker's variants of a seed).
+func runSkipping(seed uint64, nops int, skip map[int]bool, bug *planted, trace func(*sim)) (err error) {
 	s := &sim{
+		skip:    skip,
 		seed:    seed,
 		rng:     rand.New(rand.NewPCG(seed, seed^0x5eed)),
 		bug:     bug,
@@ -148,11 +192,14 @@ func runTraced(seed uint64, nops int, bug *planted, trace func([]string)) (err e
 		audited: map[string]bool{},
 		knownAt: map[string]int{},
 		seen:    map[string]data{},
+		lclock:  newLeaseClock(),
 	}
+	defer func() { s.endLease(true) }() // the last process's heartbeats end with the run
 	s.log = slog.New(slog.NewJSONHandler(&s.logbuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	defer func() {
 		if f, ok := err.(*failure); ok {
 			f.ops = nops
+			f.skip = skip
 			if bug != nil {
 				f.bug = bug.name
 			}
@@ -164,7 +211,8 @@ func runTraced(seed uint64, nops int, bug *planted, trace func([]string)) (err e
 	}
 	s.inj = fault.New(under)
 	s.spy = &spy{StorageAdapter: s.inj}
-	s.store = s.spy
+	s.sch = newSched(s.spy)
+	s.store = s.sch
 	ctx := context.Background()
 	g, err := graph.Init(ctx, s.store, schema, graph.InitOptions{Actor: "init"})
 	if err != nil {
@@ -187,10 +235,16 @@ func runTraced(seed uint64, nops int, bug *planted, trace func([]string)) (err e
 		return err
 	}
 	if trace != nil {
-		defer func() { trace(s.history) }()
+		defer func() { trace(s) }()
 	}
 	for s.step = 1; s.step <= nops; s.step++ {
+		if err := s.lclock.advance(stepTime, s.view, 2); err != nil {
+			return s.failf("simulated clock: %v", err)
+		}
 		o := s.gen()
+		if s.skip[s.step] {
+			continue
+		}
 		s.restarted = false
 		if err := s.do(ctx, o); err != nil {
 			return err
@@ -222,6 +276,9 @@ func (s *sim) gen() *op {
 	if live := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "main" }); len(live) > 0 && r.IntN(5) > 0 {
 		user = live[r.IntN(len(live))] // mostly a branch that exists
 	}
+	if r.IntN(100) < batchPct {
+		return s.batchOp(r, w)
+	}
 	var o *op
 	drifted := false
 	for _, b := range w.br {
@@ -235,11 +292,11 @@ func (s *sim) gen() *op {
 	case x < 42:
 		o = mutateOp(r, br)
 	case x < 48:
-		o = createOp(user)
+		o = createOp(user, forkSource(r, names, user))
 	case x < 52:
 		o = deleteOp(user)
 	case x < 62:
-		o = mergeOp(user, "main")
+		o = s.mergeWithParent(user, true)
 	case x < 66:
 		o = optimizeOp(br)
 	case x < 68:
@@ -256,12 +313,17 @@ func (s *sim) gen() *op {
 		o = strayOp(s.raw)
 	case x < 89:
 		o = repairOp()
+	case x < 90:
+		s.schemaK++
+		o = schemaOp(s.schemaK, true)
 	case x < 91:
 		o = &op{desc: "restart (clean)", client: -2}
 	case x < 93:
 		o = &op{desc: "restart (crash between operations)", client: -3}
+	case x < 94:
+		o = takeoverOp(r)
 	default:
-		o = mergeOp("main", user)
+		o = s.mergeWithParent(user, false)
 	}
 	if o.client == 0 {
 		o.client = r.IntN(clients)
@@ -270,6 +332,43 @@ func (s *sim) gen() *op {
 		}
 	}
 	return o
+}
+
+// forkSource draws the branch a new branch forks from: main mostly, else
+// a live user branch (a branch of a branch).
+func forkSource(r *rand.Rand, names []string, name string) string {
+	var users []string
+	for _, n := range names {
+		if n != "main" && n != name {
+			users = append(users, n)
+		}
+	}
+	if len(users) == 0 || r.IntN(3) > 0 {
+		return "main"
+	}
+	return users[r.IntN(len(users))]
+}
+
+// mergeWithParent is a merge of user with the branch it forked from, into
+// that parent or from it; when the worlds disagree on the parent, a read
+// of user instead.
+func (s *sim) mergeWithParent(user string, intoParent bool) *op {
+	parent := ""
+	for _, w := range s.worlds {
+		if b := w.br[user]; b != nil {
+			if parent != "" && parent != b.parent {
+				return readOp(user)
+			}
+			parent = b.parent
+		}
+	}
+	if parent == "" {
+		parent = "main" // no world has it: refused as not found
+	}
+	if intoParent {
+		return mergeOp(user, parent, parent)
+	}
+	return mergeOp(parent, user, parent)
 }
 
 // timeTravelOp reads a branch as of one of its acknowledged commits.
@@ -288,7 +387,7 @@ func (s *sim) timeTravelOp(r *rand.Rand, w *world) *op {
 	want := s.known[id]
 	return &op{
 		travel: id,
-		desc:   "time travel to " + short(id),
+		desc:   "time travel to " + s.cid(id),
 		read: func(ctx context.Context, g *graph.Graph) (string, error) {
 			snap, err := g.SnapshotAt(ctx, id)
 			if err != nil {
@@ -324,6 +423,10 @@ func (s *sim) do(ctx context.Context, o *op) error {
 	case -3:
 		s.logf("%s", o.desc)
 		return s.restart(true)
+	case -4:
+		return s.doBatch(ctx, o)
+	case -5:
+		return s.takeover(ctx, o)
 	}
 	g := s.ro
 	who := "ro"
@@ -363,7 +466,24 @@ func (s *sim) do(ctx context.Context, o *op) error {
 	}
 	s.spy.reset()
 	octx, cancel := s.spy.dies(ctx)
-	res, err := o.exec(octx, g)
+	var res written
+	var err error
+	if fdesc != "" {
+		// A faulted write runs under the scheduler, alone: its own
+		// concurrent requests (parallel table commits, the pre-arm check
+		// beside Phase A) go one at a time in the seed's order, so the
+		// fault hits the same request in every run of the seed.
+		outs, _, serr := s.sch.run(octx, rand.New(rand.NewPCG(s.seed, uint64(s.step)^0x5c4ed)), true, []func(context.Context) batchRun{
+			func(c context.Context) batchRun { r, e := o.exec(c, g); return batchRun{res: r, err: e} },
+		})
+		if serr != nil {
+			cancel()
+			return s.failf("%s: %v", o.desc, serr)
+		}
+		res, err = outs[0].res, outs[0].err
+	} else {
+		res, err = o.exec(octx, g)
+	}
 	cancel()
 	fired := s.spy.fired()
 	crashed := s.inj.Crashed()
@@ -373,17 +493,7 @@ func (s *sim) do(ctx context.Context, o *op) error {
 			return s.failf("%s: error message carries %q: %v", o.desc, msg, err)
 		}
 	}
-	outcome := "ok"
-	switch {
-	case err == nil:
-	case crashed:
-		// the process died: its caller never heard how the write ended
-		outcome = "unknown"
-	case errors.Is(err, backend.ErrUnknown), errors.Is(err, graph.ErrRecoveryRequired):
-		outcome = "unknown"
-	default:
-		outcome = "refused"
-	}
+	outcome := outcomeOf(err, crashed)
 	line := fmt.Sprintf("%s %s", who, o.desc)
 	if fdesc != "" {
 		line += " [fault " + fdesc
@@ -392,11 +502,39 @@ func (s *sim) do(ctx context.Context, o *op) error {
 		}
 		line += "]"
 	}
+	line += s.outcomeLine(outcome, res, err)
+	if crashed {
+		line += " (process crashed)"
+	}
+	s.logf("%s", line)
+
+	next, contents, why := s.advance(s.worlds, o, outcome, res, err, fired, false)
+	s.noteSchema(o, outcome, fired)
+	if len(next) == 0 {
+		return s.failf("%s: the engine's outcome (%s, err %v) fits no model world: %s", o.desc, outcome, err, strings.Join(why, "; "))
+	}
+	s.worlds = dedupe(next)
+	if res.commit != maybeCommit && len(contents) > 0 && !slices.ContainsFunc(contents, func(d data) bool { return !equalData(d, contents[0]) }) {
+		s.remember(res.commit, contents[0])
+	}
+	if o.cleanup {
+		// even a failed cleanup may have deleted part of what it meant to
+		s.lastCleanup = s.step
+	}
+	if crashed {
+		return s.restart(true)
+	}
+	return nil
+}
+
+// outcomeLine renders a write's outcome for the history.
+func (s *sim) outcomeLine(outcome string, res written, err error) string {
+	line := ""
 	switch outcome {
 	case "ok":
 		line += " -> ok"
 		if res.commit != "" {
-			line += " commit " + short(res.commit)
+			line += " commit " + s.cid(res.commit)
 		}
 		if res.extra != "" {
 			line += " " + res.extra
@@ -404,25 +542,41 @@ func (s *sim) do(ctx context.Context, o *op) error {
 	case "unknown":
 		line += " -> unknown: " + errClass(err)
 	default:
-		line += " -> refused: " + errClass(err) + ": " + firstLine(err.Error())
+		line += " -> refused: " + errClass(err) + ": " + firstLine(s.scrub(err.Error()))
 	}
-	if crashed {
-		line += " (process crashed)"
-	}
-	s.logf("%s", line)
+	return line
+}
 
+// outcomeOf classifies a write's result: ok, refused, or unknown (the
+// caller never heard how the write ended).
+func outcomeOf(err error, crashed bool) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case crashed:
+		// the process died: its caller never heard how the write ended
+		return "unknown"
+	case errors.Is(err, backend.ErrUnknown), errors.Is(err, graph.ErrRecoveryRequired):
+		return "unknown"
+	}
+	return "refused"
+}
+
+// advance applies a write's engine outcome (ok, refused, unknown) to each
+// world of ws: the worlds the outcome fits, the content of the acknowledged
+// commit per world, and why the others do not fit. conc: the write ran in
+// a concurrent batch, where a concurrent writer may make it fail without
+// a fault (a refusal that must change nothing).
+func (s *sim) advance(ws []*world, o *op, outcome string, res written, err error, fired, conc bool) (next []*world, contents []data, why []string) {
 	// A write on a branch with a pending write first heals it in process
 	// (roll forward only) or is refused.
 	var cands []*world
-	for _, w := range s.worlds {
+	for _, w := range ws {
 		if b := w.br[o.target]; o.target != "" && b != nil && b.pend != nil {
 			cands = append(cands, w.resolutions(o.target)[0])
 		}
 		cands = append(cands, w)
 	}
-	var next []*world
-	var why []string
-	var contents []data // of the acknowledged commit, per world
 	for _, w := range cands {
 		p := o.predict(w)
 		if b := w.br[o.target]; o.target != "" && b != nil && b.pend != nil {
@@ -467,6 +621,19 @@ func (s *sim) do(ctx context.Context, o *op) error {
 				next = append(next, w) // refused over drift, as it must be
 				continue
 			}
+			if s.schemaLock && errClass(err) == "schema-locked" {
+				next = append(next, w) // an interrupted apply's lock refuses branch creates
+				continue
+			}
+			if conc && s.ghosts && (errClass(err) == "exists" || errClass(err) == "branches-exist") {
+				// a create the schema lock withdrew was visible meanwhile
+				next = append(next, w)
+				continue
+			}
+			if conc && lostToConcurrent(err) {
+				next = append(next, w) // a concurrent writer won; nothing changed
+				continue
+			}
 			if p.refuse == "" && !fired && !(o.cleanup && errClass(err) == "cleanup-refused") {
 				why = append(why, "the model accepts it ("+p.why+") and no fault fired")
 				continue
@@ -502,21 +669,22 @@ func (s *sim) do(ctx context.Context, o *op) error {
 			next = append(next, n)
 		}
 	}
-	if len(next) == 0 {
-		return s.failf("%s: the engine's outcome (%s, err %v) fits no model world: %s", o.desc, outcome, err, strings.Join(why, "; "))
+	return next, contents, why
+}
+
+// noteSchema follows the schema-apply lock: an apply that ended with a
+// commit removed any stale lock (it breaks them); one that did not end
+// well may have left it.
+func (s *sim) noteSchema(o *op, outcome string, fired bool) {
+	if !o.schema {
+		return
 	}
-	s.worlds = dedupe(next)
-	if res.commit != maybeCommit && len(contents) > 0 && !slices.ContainsFunc(contents, func(d data) bool { return !equalData(d, contents[0]) }) {
-		s.remember(res.commit, contents[0])
+	switch {
+	case outcome == "ok":
+		s.schemaLock = false
+	case outcome == "unknown" || fired:
+		s.schemaLock = true
 	}
-	if o.cleanup {
-		// even a failed cleanup may have deleted part of what it meant to
-		s.lastCleanup = s.step
-	}
-	if crashed {
-		return s.restart(true)
-	}
-	return nil
 }
 
 // remember records the content of commit id, for time travel.
@@ -600,9 +768,15 @@ func (s *sim) restart(crash bool) error {
 	}
 	s.clients = nil
 	s.restarted = true
+	if err := s.endLease(crash); err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		s.proc = graph.NewProcess()
 		s.inj.Reset()
+		if err := s.startLease(ctx); err != nil {
+			return err
+		}
 		fdesc := ""
 		if crash && attempt < 3 && s.rng.IntN(4) == 0 {
 			k := 1 + s.rng.IntN(6)
@@ -610,7 +784,7 @@ func (s *sim) restart(crash bool) error {
 			fdesc = fmt.Sprintf(" [fault crash at write %d]", k)
 		}
 		octx, cancel := s.spy.dies(ctx)
-		g, err := graph.Open(octx, s.store, graph.OpenOptions{Actor: "c0", Process: s.proc})
+		g, err := graph.Open(octx, s.wstore, graph.OpenOptions{Actor: "c0", Process: s.proc})
 		cancel()
 		crashed := s.inj.Crashed()
 		s.inj.Reset()
@@ -637,10 +811,13 @@ func (s *sim) restart(crash bool) error {
 		if !crashed {
 			return s.failf("reopen after a restart: %v", err)
 		}
+		if err := s.endLease(true); err != nil { // the process died in its sweep
+			return err
+		}
 		s.logf("reopen%s -> crashed during the sweep (%v)", fdesc, errClass(err))
 	}
 	for i := 1; i < clients; i++ {
-		g, err := graph.Open(ctx, s.store, graph.OpenOptions{Actor: fmt.Sprintf("c%d", i), Process: s.proc})
+		g, err := graph.Open(ctx, s.wstore, graph.OpenOptions{Actor: fmt.Sprintf("c%d", i), Process: s.proc})
 		if err != nil {
 			return s.failf("open client %d: %v", i, err)
 		}
@@ -654,7 +831,7 @@ func (s *sim) restart(crash bool) error {
 // would when a read-write open fails closed, and advances the oracle as
 // repairOp does.
 func (s *sim) repairAtOpen(ctx context.Context) error {
-	g, err := graph.OpenForRepair(ctx, s.store, graph.OpenOptions{Actor: "operator", Process: s.proc})
+	g, err := graph.OpenForRepair(ctx, s.wstore, graph.OpenOptions{Actor: "operator", Process: s.proc})
 	if err != nil {
 		return s.failf("open for repair: %v", err)
 	}
@@ -690,7 +867,7 @@ func (s *sim) audits(ctx context.Context) string {
 			continue
 		}
 		s.audited[r.OperationID] = true
-		out = append(out, fmt.Sprintf("%s %s %s on %s commit %s", r.WriterKind, r.RecoveryKind, r.Classification, r.Branch, short(r.CommitID)))
+		out = append(out, fmt.Sprintf("%s %s %s on %s commit %s", r.WriterKind, r.RecoveryKind, r.Classification, r.Branch, s.cid(r.CommitID)))
 	}
 	if len(out) == 0 {
 		return ""
@@ -1063,24 +1240,39 @@ func TestSimulation(t *testing.T) {
 	if testing.Short() && *seedFlag == 0 && len(seeds) > 20 {
 		seeds = seeds[:20]
 	}
+	skip, err := parseSteps(*dropFlag)
+	if err != nil {
+		t.Fatalf("-drop: %v", err)
+	}
 	var mu sync.Mutex
 	var failed []uint64
 	work := make(chan uint64)
 	var wg sync.WaitGroup
-	for range max(1, runtime.GOMAXPROCS(0)) {
+	workers := *workersFlag
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for seed := range work {
-				var trace func([]string)
+				var trace func(*sim)
 				if *historyFlag {
-					trace = func(h []string) { t.Logf("seed %d:\n  %s", seed, strings.Join(h, "\n  ")) }
+					trace = func(s *sim) { t.Logf("seed %d:\n  %s", seed, strings.Join(s.history, "\n  ")) }
 				}
-				if err := runTraced(seed, *opsFlag, nil, trace); err != nil {
+				if err := runSkipping(seed, *opsFlag, skip, nil, trace); err != nil {
 					mu.Lock()
 					failed = append(failed, seed)
+					n := len(failed)
 					mu.Unlock()
 					t.Error(err)
+					var f *failure
+					if errors.As(err, &f) && *shrinkFlag > 0 && n <= 3 {
+						small, runs := shrink(f, *shrinkFlag)
+						t.Logf("seed %d shrunk in %d runs: %d operations run (from %d), failing at step %d: %s\n  replay: %s",
+							seed, runs, executed(small), executed(f), small.step, small.msg, small.replay())
+					}
 				}
 			}
 		}()
@@ -1091,6 +1283,7 @@ func TestSimulation(t *testing.T) {
 	close(work)
 	wg.Wait()
 	scanDefaultLog(t)
+	t.Logf("scheduler: %d steps, %d quiescence checks, %d timed waits", schedSteps.Load(), schedDumps.Load(), schedWaits.Load())
 	if len(failed) > 0 {
 		slices.Sort(failed)
 		t.Logf("failing seeds: %v", failed)

@@ -102,6 +102,14 @@ var reservedLoadFields = []string{"_rowid", "_rowaddr", "_rowoffset", "_row_crea
 // an existing id is a *KeyConflict; neither writes anything. An overwrite
 // whose branch moved returns *ReadSetChanged; append and merge re-prepare.
 func Run(ctx context.Context, g *graph.Graph, r io.Reader, opts Options) (*Result, error) {
+	res, err := run(ctx, g, r, opts)
+	if err != nil {
+		return res, g.IfBranchDeleted(ctx, "load target", opts.Branch, err)
+	}
+	return res, nil
+}
+
+func run(ctx context.Context, g *graph.Graph, r io.Reader, opts Options) (*Result, error) {
 	if _, err := ParseMode(string(opts.Mode)); err != nil {
 		return nil, err
 	}

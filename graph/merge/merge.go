@@ -79,6 +79,17 @@ type Result struct {
 
 // Run merges branch source into branch target (default main).
 func Run(ctx context.Context, g *graph.Graph, source, target string, opts Options) (*Result, error) {
+	res, err := run(ctx, g, source, target, opts)
+	if err != nil {
+		// A branch deleted after the merge captured it takes its table
+		// versions with it: say so, not which table version went missing.
+		err = g.IfBranchDeleted(ctx, "merge source", source, err)
+		err = g.IfBranchDeleted(ctx, "merge target", target, err)
+	}
+	return res, err
+}
+
+func run(ctx context.Context, g *graph.Graph, source, target string, opts Options) (*Result, error) {
 	if target == "" {
 		target = manifest.MainBranch
 	}

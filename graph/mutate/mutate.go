@@ -96,6 +96,14 @@ func Run(ctx context.Context, g *graph.Graph, plan *gq.Plan, opts Options) (*Res
 }
 
 func run(ctx context.Context, g *graph.Graph, strict bool, planFor func(*pg.Catalog) (*gq.Plan, error), opts Options) (*Result, error) {
+	res, err := runOnce(ctx, g, strict, planFor, opts)
+	if err != nil {
+		return res, g.IfBranchDeleted(ctx, "mutation target", opts.Branch, err)
+	}
+	return res, nil
+}
+
+func runOnce(ctx context.Context, g *graph.Graph, strict bool, planFor func(*pg.Catalog) (*gq.Plan, error), opts Options) (*Result, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
