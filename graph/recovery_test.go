@@ -658,7 +658,7 @@ func TestRecoveryBudget(t *testing.T) {
 	if _, err := graph.Init(ctx, c, testSchema, graph.InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.Latency(time.Millisecond)
+	f.Latency(20 * time.Millisecond) // so scheduling delays cannot split a parallel round
 	defer f.Latency(0)
 	c.Reset()
 	g, err := graph.Open(ctx, c, graph.OpenOptions{})

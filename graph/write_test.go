@@ -50,7 +50,7 @@ func TestRequestBudgets(t *testing.T) {
 		var c costs
 		// Requests take a little time, so that requests sent together
 		// overlap and the counter's round-trip depth is exact.
-		r.fault.Latency(2 * time.Millisecond)
+		r.fault.Latency(20 * time.Millisecond)
 		defer r.fault.Latency(0)
 
 		// Open + read the head of a branch.

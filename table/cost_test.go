@@ -218,7 +218,7 @@ func TestColdScanReadsFragmentsInParallel(t *testing.T) {
 	for i := 0; i < F; i++ {
 		ds = mustAppend(t, ds, people("p", i, 1))
 	}
-	inj.Latency(3 * time.Millisecond)
+	inj.Latency(20 * time.Millisecond) // so scheduling delays cannot split a parallel round
 	cold, err := OpenVersion(ctx, store, testPath, MainBranch, ds.Version())
 	if err != nil {
 		t.Fatal(err)
