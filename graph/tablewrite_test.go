@@ -197,6 +197,21 @@ func TestRacingTableWritesHaveOneWinnerAndNoDrift(t *testing.T) {
 	}
 }
 
+// stagedAda opens a rig and a handle and stages an append of "ada" on main.
+func stagedAda(t *testing.T) (*rig, *graph.Graph, *graph.Write) {
+	t.Helper()
+	r := newRig(t)
+	g := r.open(t, graph.OpenOptions{})
+	w, err := g.BeginWrite(context.Background(), "main", graph.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Stage(context.Background(), personKey, appendPeople("ada")); err != nil {
+		t.Fatal(err)
+	}
+	return r, g, w
+}
+
 // TestRefusedPublishIsSettledInProcess: a manifest publish the store
 // refuses with a definite answer after the table commits publishes nothing
 // (seed 001), so the writer settles its own intent while it still holds the
@@ -206,15 +221,7 @@ func TestRacingTableWritesHaveOneWinnerAndNoDrift(t *testing.T) {
 // HEADs, no intent is left, and the next write lands on the same handle.
 func TestRefusedPublishIsSettledInProcess(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
-	g := r.open(t, graph.OpenOptions{})
-	w, err := g.BeginWrite(ctx, "main", graph.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Stage(ctx, personKey, appendPeople("ada")); err != nil {
-		t.Fatal(err)
-	}
+	r, g, w := stagedAda(t)
 	// Conditional puts of the effect phase: the recovery sidecar, the table
 	// commit, then the manifest publish. Refuse the publish once.
 	r.fault.FailNth(fault.CondPut, 3, backend.KindPermanent)
@@ -244,19 +251,11 @@ func TestRefusedPublishIsSettledInProcess(t *testing.T) {
 // write answers RecoveryRequired; a fresh read-write open resolves it.
 func TestRefusedPublishWhoseUndoFailsIsRecoveryRequired(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
-	g := r.open(t, graph.OpenOptions{})
-	w, err := g.BeginWrite(ctx, "main", graph.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Stage(ctx, personKey, appendPeople("ada")); err != nil {
-		t.Fatal(err)
-	}
+	r, _, w := stagedAda(t)
 	for n := 3; n < 40; n++ {
 		r.fault.FailNth(fault.CondPut, n, backend.KindPermanent)
 	}
-	_, err = w.Commit(ctx)
+	_, err := w.Commit(ctx)
 	var rr *graph.RecoveryRequired
 	if !errors.As(err, &rr) || rr.OperationID != w.OperationID() || !errors.Is(err, graph.ErrRecoveryRequired) {
 		t.Fatalf("Commit = %v, want RecoveryRequired for operation %s", err, w.OperationID())

@@ -110,8 +110,15 @@ func encodeKeyIndex(frags []string, entries []keyEntry) ([]byte, int64) {
 		pages.Write(enc.EncodeAll(encodeKeyPage(entries[lo:hi]), nil))
 		dir = append(dir, keyPage{first: entries[lo].key, off: int64(start), length: int64(pages.Len() - start), count: hi - lo})
 	}
+	return keyIndexFile(keyIndexMagic, frags, dir, pages.Bytes())
+}
+
+// keyIndexFile lays out a key index file: magic, the fragment list and the
+// page directory (the part a reader fetches first: dirLen bytes), then the
+// pages.
+func keyIndexFile(magic string, frags []string, dir []keyPage, pages []byte) (data []byte, dirLen int64) {
 	var head bytes.Buffer
-	head.WriteString(keyIndexMagic)
+	head.WriteString(magic)
 	putUvarint(&head, uint64(len(frags)))
 	for _, f := range frags {
 		putString(&head, f)
@@ -123,8 +130,8 @@ func encodeKeyIndex(frags []string, entries []keyEntry) ([]byte, int64) {
 		putUvarint(&head, uint64(p.length))
 		putUvarint(&head, uint64(p.count))
 	}
-	dirLen := int64(head.Len())
-	head.Write(pages.Bytes())
+	dirLen = int64(head.Len())
+	head.Write(pages)
 	return head.Bytes(), dirLen
 }
 

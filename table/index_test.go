@@ -260,22 +260,7 @@ func encodeKeyIndexV1(frags []string, entries []keyEntry) ([]byte, int64) {
 		}
 		dir = append(dir, keyPage{first: entries[lo].key, off: int64(start), length: int64(pages.Len() - start), count: hi - lo})
 	}
-	var head bytes.Buffer
-	head.WriteString(keyIndexMagicV1)
-	putUvarint(&head, uint64(len(frags)))
-	for _, f := range frags {
-		putString(&head, f)
-	}
-	putUvarint(&head, uint64(len(dir)))
-	for _, p := range dir {
-		putString(&head, p.first)
-		putUvarint(&head, uint64(p.off))
-		putUvarint(&head, uint64(p.length))
-		putUvarint(&head, uint64(p.count))
-	}
-	dirLen := int64(head.Len())
-	head.Write(pages.Bytes())
-	return head.Bytes(), dirLen
+	return keyIndexFile(keyIndexMagicV1, frags, dir, pages.Bytes())
 }
 
 // TestKeyIndexV2RoundTripAndV1StillRead: random keys (shared prefixes,

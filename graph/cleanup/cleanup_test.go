@@ -285,23 +285,7 @@ func TestCleanupCrashAtEveryWrite(t *testing.T) {
 		for _, mode := range []string{"at", "after"} {
 			store := mem.New()
 			build(t, store, n).Close()
-			inj := fault.New(store)
-			g, err := graph.Open(ctx, inj, graph.OpenOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			inj.Reset()
-			if mode == "at" {
-				inj.CrashAtWrite(k)
-			} else {
-				inj.CrashAfterWrite(k)
-			}
-			_, err = cleanup.Run(ctx, g, cleanup.Options{Keep: 2, Confirm: true})
-			if !errors.Is(err, fault.ErrCrashed) {
-				t.Fatalf("k=%d %s: cleanup returned %v, want the crash", k, mode, err)
-			}
-			inj.Heal()
-			g.Close()
+			crashCleanup(t, store, k, mode)
 			if got := answers(t, store); got != want {
 				t.Fatalf("k=%d %s: answers changed after the crash:\n%s\nwant\n%s", k, mode, got, want)
 			}
@@ -556,4 +540,28 @@ func TestCleanupKeepsTheBaseOfTheNextMerge(t *testing.T) {
 	if s := strings.Join(hs, " "); s != "base f1 f2 f3 f4 m0 m1 m2" {
 		t.Fatalf("main holds %s", s)
 	}
+}
+
+// crashCleanup runs cleanup --keep 2 --confirm on a fresh handle over
+// store with a crash at (mode "at") or after (mode "after") its k-th write,
+// and requires the crash.
+func crashCleanup(t *testing.T, store backend.StorageAdapter, k int, mode string) {
+	t.Helper()
+	inj := fault.New(store)
+	g, err := graph.Open(context.Background(), inj, graph.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	inj.Reset()
+	if mode == "at" {
+		inj.CrashAtWrite(k)
+	} else {
+		inj.CrashAfterWrite(k)
+	}
+	_, err = cleanup.Run(context.Background(), g, cleanup.Options{Keep: 2, Confirm: true})
+	if !errors.Is(err, fault.ErrCrashed) {
+		t.Fatalf("k=%d %s: cleanup returned %v, want the crash", k, mode, err)
+	}
+	inj.Heal()
 }

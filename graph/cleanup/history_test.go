@@ -283,23 +283,7 @@ func TestCleanupPruneCrashAtEveryWrite(t *testing.T) {
 			store, g := mk()
 			ids := commitIDs(t, g, "main")
 			g.Close()
-			inj := fault.New(store)
-			g, err := graph.Open(ctx, inj, graph.OpenOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			inj.Reset()
-			if mode == "at" {
-				inj.CrashAtWrite(k)
-			} else {
-				inj.CrashAfterWrite(k)
-			}
-			_, err = cleanup.Run(ctx, g, cleanup.Options{Keep: 2, Confirm: true})
-			if !errors.Is(err, fault.ErrCrashed) {
-				t.Fatalf("k=%d %s: cleanup returned %v, want the crash", k, mode, err)
-			}
-			inj.Heal()
-			g.Close()
+			crashCleanup(t, store, k, mode)
 			check := func(when string) {
 				t.Helper()
 				if got := handlesOf(t, store); got != want {
