@@ -453,3 +453,49 @@ func crashFirstWrite(t *testing.T, arm func(*fault.Injector, int)) {
 		}
 	}
 }
+
+// TestRefusedTableCommitIsUndone: in a two-table write, the store refuses
+// one table's commit (a definite answer) after the other's landed. Nothing
+// was published, so the writer rolls its own effect back in process and
+// answers the refusal (not RecoveryRequired: one refused request fails only
+// its write): no row of either table visible, pins equal table HEADs, no
+// intent left, and the next write on the same handle lands.
+func TestRefusedTableCommitIsUndone(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	g := r.open(t, graph.OpenOptions{})
+	companyKey := graph.NodeTableKey("Company")
+	w, err := g.BeginWrite(ctx, "main", graph.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{personKey, companyKey} {
+		if err := w.Stage(ctx, k, appendPeople("ada")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The sidecar, then the two table commits: refuse the second of them.
+	r.fault.FailNth(fault.CondPut, 3, backend.KindPermanent)
+	_, err = w.Commit(ctx)
+	if err == nil || errors.Is(err, graph.ErrRecoveryRequired) || backend.KindOf(err) != backend.KindPermanent {
+		t.Fatalf("Commit = %v, want the store's permanent refusal, not RecoveryRequired", err)
+	}
+	s, _ := r.open(t, graph.OpenOptions{ReadOnly: true}).Snapshot(ctx, "main")
+	rows := rowsOf(t, s)
+	if s.CommitID() == w.CommitID() || rows[personKey] != 0 || rows[companyKey] != 0 {
+		t.Fatalf("a refused write is visible: head %s, rows %v", s.CommitID(), rows)
+	}
+	for _, k := range []string{"Person", "Company"} {
+		head, err := table.LatestVersion(ctx, r.mem, graph.NodeTablePath(k), "main")
+		if pin, _ := s.Pin(graph.NodeTableKey(k)); err != nil || pin.Version != head {
+			t.Fatalf("after the undo the %s pin is %d and its HEAD %d (%v)", k, pin.Version, head, err)
+		}
+	}
+	if p, err := g.PendingRecovery(ctx); err != nil || len(p) != 0 {
+		t.Fatalf("pending recoveries after the undo: %d (%v)", len(p), err)
+	}
+	res := insert(t, g, "main", "bob")
+	if got := rowsOf(t, res.Snapshot); got[personKey] != 1 || got[companyKey] != 0 {
+		t.Fatalf("rows after the next write = %v, want Person 1 (bob), Company 0", got)
+	}
+}
