@@ -321,11 +321,6 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 			// version after our first effect: undo ours and prepare again.
 			return w.lostRace(ctx, intent, "table:"+w.failed, err)
 		}
-		if !errors.Is(err, backend.ErrUnknown) {
-			// A definite refusal: nothing of ours is in flight, so the
-			// writer undoes its own effects now (as for a refused publish).
-			return w.settleOwn(ctx, intent, err, "a table commit")
-		}
 		return nil, &RecoveryRequired{OperationID: w.opID, Reason: "a table commit failed after other effects", Err: err}
 	}
 	if err := g.failpoint(FailpointPostPhaseB); err != nil {
@@ -347,7 +342,7 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 			// first: undo our table effects and prepare again.
 			return w.lostRace(ctx, intent, "graph_head", err)
 		}
-		return w.settleOwn(ctx, intent, err, "the manifest publish")
+		return w.refusedPublish(ctx, intent, err)
 	}
 	return w.published(ctx, intent), nil
 }
@@ -470,21 +465,19 @@ func (w *Write) lostRace(ctx context.Context, intent *manifest.Intent, member st
 	return nil, w.changed(member, fmt.Sprint(w.base.Version), "moved by another writer")
 }
 
-// settleOwn settles a write after a storage request of its effect phase
-// (a table commit, or the manifest publish) was refused with a definite
-// answer, not a lost one: nothing was published and none of its requests
-// is in flight, so the writer resolves its own intent while it still holds
-// the gates rather than leave it for a restart (seed 001: a refused
-// request fails only its write, and the server keeps serving). When every
-// table effect is there (a refused publish) recovery rolls it forward and
-// the write is acknowledged once; otherwise it rolls the effects back and
-// the write answers the refusal. Only if recovery cannot finish (the store
-// keeps refusing) does the intent stay: *RecoveryRequired, which a
-// read-write open resolves.
-func (w *Write) settleOwn(ctx context.Context, intent *manifest.Intent, cause error, what string) (*Result, error) {
+// refusedPublish settles a write whose manifest publish the store refused
+// with a definite answer (not a lost one): nothing was published, so the
+// writer resolves its own intent while it still holds the gates rather than
+// leave it for a restart (seed 001: a refused manifest request fails only
+// its write, and the server keeps serving). Its table effects are all
+// there, so recovery normally rolls it forward and the write is
+// acknowledged once; a rollback answers the refusal. Only if recovery
+// cannot finish (the store keeps refusing) does the intent stay:
+// *RecoveryRequired, which a read-write open resolves.
+func (w *Write) refusedPublish(ctx context.Context, intent *manifest.Intent, cause error) (*Result, error) {
 	out, err := w.g.undoIntent(ctx, intent)
 	if err != nil {
-		return nil, &RecoveryRequired{OperationID: w.opID, Reason: what + " was refused after the write's first table commit, and settling it failed", Err: errors.Join(cause, err)}
+		return nil, &RecoveryRequired{OperationID: w.opID, Reason: "the manifest publish failed after the table commits, and undoing them failed", Err: errors.Join(cause, err)}
 	}
 	if out.Record != nil && out.Record.RecoveryKind == recovery.RolledForward {
 		// Recovery published the intact write: it landed, once.
@@ -492,7 +485,7 @@ func (w *Write) settleOwn(ctx context.Context, intent *manifest.Intent, cause er
 		w.g.remember(e, "")
 		return &Result{Commit: commitInfo(e), Snapshot: &Snapshot{g: w.g, entry: e}}, nil
 	}
-	return nil, fmt.Errorf("commit %s on branch %q: %s was refused by the store; the write's table changes were undone and nothing was published: %w", w.commit, w.base.Branch, what, cause)
+	return nil, fmt.Errorf("publish commit %s on branch %q (the store refused it; the write's table changes were undone and nothing was published): %w", w.commit, w.base.Branch, cause)
 }
 
 func (w *Write) changed(member, expected, actual string) error {
