@@ -166,17 +166,26 @@ func ensureIndices(t *testing.T, g *graph.Graph, branch string) *schema.IndexRes
 // appends the index does not cover, deletes and updates, on a branch, at
 // a past snapshot, after a merge, after optimize and with the index file
 // gone.
-func TestSearchIndexMatchesScan(t *testing.T) {
-	defer func(m, p int) { vector.MinRows, vector.NProbe = m, p }(vector.MinRows, vector.NProbe)
+// exactIndexGraph makes the vector index exact (every list probed, built
+// from 50 vectors) until the test ends, and returns a new graph of
+// idxSchema over a memory store with a seeded generator.
+func exactIndexGraph(t *testing.T, seed uint64) (*mem.Store, *graph.Graph, *rand.Rand) {
+	t.Helper()
+	m, p := vector.MinRows, vector.NProbe
+	t.Cleanup(func() { vector.MinRows, vector.NProbe = m, p })
 	vector.MinRows, vector.NProbe = 50, 1<<20 // probe every list: exact
-	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(19, 1))
 	store := mem.New()
-	g, err := graph.Init(ctx, store, idxSchema, graph.InitOptions{Actor: "t"})
+	g, err := graph.Init(context.Background(), store, idxSchema, graph.InitOptions{Actor: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer g.Close()
+	t.Cleanup(func() { g.Close() })
+	return store, g, rand.New(rand.NewPCG(seed, 1))
+}
+
+func TestSearchIndexMatchesScan(t *testing.T) {
+	ctx := context.Background()
+	store, g, rng := exactIndexGraph(t, 19)
 	for i := 0; i < 3; i++ {
 		if _, err := load.Run(ctx, g, strings.NewReader(idxDocs(rng, i*100, 100)), load.Options{Mode: load.Merge}); err != nil {
 			t.Fatal(err)
@@ -567,16 +576,8 @@ func TestSearchIndexConcurrent(t *testing.T) {
 // merged small fragment is scanned, the replaced fragments' entries are
 // ignored.
 func TestTieredCompactionKeepsSearchIndexes(t *testing.T) {
-	defer func(m, p int) { vector.MinRows, vector.NProbe = m, p }(vector.MinRows, vector.NProbe)
-	vector.MinRows, vector.NProbe = 50, 1<<20 // probe every list: exact
 	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(23, 1))
-	store := mem.New()
-	g, err := graph.Init(ctx, store, idxSchema, graph.InitOptions{Actor: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	store, g, rng := exactIndexGraph(t, 23)
 	if _, err := load.Run(ctx, g, strings.NewReader(idxDocs(rng, 0, 300)), load.Options{Mode: load.Merge}); err != nil {
 		t.Fatal(err)
 	}
