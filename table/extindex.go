@@ -57,6 +57,24 @@ func (ds *Dataset) IndexesOf(kind string) []Index {
 	return out
 }
 
+// IndexOn returns this version's index entry of kind on the one column
+// column, if it has one (a copy). No I/O.
+func (ds *Dataset) IndexOn(kind, column string) (Index, bool) {
+	for _, ix := range ds.IndexesOf(kind) {
+		if len(ix.Columns) == 1 && ix.Columns[0] == column {
+			return ix, true
+		}
+	}
+	return Index{}, false
+}
+
+// CoveredOn reports whether ds has an index of kind on column covering
+// every fragment as it is. No I/O.
+func (ds *Dataset) CoveredOn(kind, column string) bool {
+	ix, ok := ds.IndexOn(kind, column)
+	return ok && ds.IndexCovers(ix)
+}
+
 // FragmentCoverage matches this version's fragments with what ix covers:
 // for each fragment of the version, in order, the ordinal of that fragment
 // in ix.Fragments (-1: not covered, read it) and whether its deletion file

@@ -52,11 +52,7 @@ func Covers(ds *table.Dataset, s Spec) bool {
 // has reports whether ds has spec's index at all, covering every fragment
 // or not. No I/O.
 func has(ds *table.Dataset, s Spec) bool {
-	if s.Kind == vector.Kind {
-		_, ok := vector.Index(ds, s.Column)
-		return ok
-	}
-	_, ok := fulltext.Index(ds, s.Column)
+	_, ok := ds.IndexOn(s.Kind, s.Column)
 	return ok
 }
 

@@ -263,21 +263,11 @@ type Searcher struct {
 }
 
 // Index returns ds's full-text index entry on column, if it has one.
-func Index(ds *table.Dataset, column string) (table.Index, bool) {
-	for _, ix := range ds.IndexesOf(Kind) {
-		if len(ix.Columns) == 1 && ix.Columns[0] == column {
-			return ix, true
-		}
-	}
-	return table.Index{}, false
-}
+func Index(ds *table.Dataset, column string) (table.Index, bool) { return ds.IndexOn(Kind, column) }
 
 // Covers reports whether ds has a full-text index on column covering every
 // fragment as it is. No I/O.
-func Covers(ds *table.Dataset, column string) bool {
-	ix, ok := Index(ds, column)
-	return ok && ds.IndexCovers(ix)
-}
+func Covers(ds *table.Dataset, column string) bool { return ds.CoveredOn(Kind, column) }
 
 // Open returns the searcher of column in ds, or nil when ds has no usable
 // full-text index on it (none, gone, or undecodable: the caller scans).

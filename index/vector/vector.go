@@ -334,21 +334,11 @@ func decodeList(dim, count int) func([]byte) (any, int64, error) {
 }
 
 // Index returns ds's vector index entry on column, if it has one.
-func Index(ds *table.Dataset, column string) (table.Index, bool) {
-	for _, ix := range ds.IndexesOf(Kind) {
-		if len(ix.Columns) == 1 && ix.Columns[0] == column {
-			return ix, true
-		}
-	}
-	return table.Index{}, false
-}
+func Index(ds *table.Dataset, column string) (table.Index, bool) { return ds.IndexOn(Kind, column) }
 
 // Covers reports whether ds has a vector index on column covering every
 // fragment as it is. No I/O.
-func Covers(ds *table.Dataset, column string) bool {
-	ix, ok := Index(ds, column)
-	return ok && ds.IndexCovers(ix)
-}
+func Covers(ds *table.Dataset, column string) bool { return ds.CoveredOn(Kind, column) }
 
 // Searcher answers nearest() over one Vector column of one table version.
 // Safe for concurrent use.
