@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/omnigraph-go/omnigraph/backend"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // BranchInfo describes one live graph branch.

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/omnigraph-go/omnigraph/graph"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
 	"github.com/omnigraph-go/omnigraph/graph/query"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // personNames reads the names of every Person on branch, sorted.

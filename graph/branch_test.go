@@ -10,7 +10,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/graph"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // pinCommit publishes one commit on branch that re-pins a table at the same

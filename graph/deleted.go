@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/omnigraph-go/omnigraph/backend"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/manifest"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/omnigraph-go/omnigraph/backend"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // Errors, classified with errors.Is. The manifest package's branch errors

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // Internals the external tests of this directory (package graph_test) reach:
@@ -32,7 +32,7 @@ func (g *Graph) DeleteBranchInternal(ctx context.Context, name string) error {
 func (w *Write) Base() *manifest.Entry { return w.base }
 
 // The re-issue pauses of a lost publish answer are instant in this package's
-// tests (the rule itself, pauses included, is tested in graph/manifest).
+// tests (the rule itself, pauses included, is tested in manifest).
 func init() {
 	reissuePause = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 }

@@ -1,6 +1,6 @@
 // Package graph is the engine core: a typed property graph stored as one
 // table per node and edge type, tied together by the __manifest control
-// dataset (package graph/manifest), with graph branches, a commit graph,
+// dataset (package manifest), with graph branches, a commit graph,
 // time travel, and the shared write pipeline every writer goes through
 // (write.go: BeginWrite, Stage, Commit; recovery.go: the sweep at open,
 // heal and Repair).
@@ -34,8 +34,8 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/omnigraph-go/omnigraph/backend"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
+	"github.com/omnigraph-go/omnigraph/manifest"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend/counter"
 	"github.com/omnigraph-go/omnigraph/graph"
-	"github.com/omnigraph-go/omnigraph/graph/gq"
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
 )
 
 // insertRig is a graph with a history of depth commits on main (each a

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // Table keys name tables in the manifest: "node:<Type>" and "edge:<Type>".

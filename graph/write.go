@@ -41,8 +41,8 @@ import (
 	"sort"
 
 	"github.com/omnigraph-go/omnigraph/backend"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
 	"github.com/omnigraph-go/omnigraph/internal/plant"
+	"github.com/omnigraph-go/omnigraph/manifest"
 	"github.com/omnigraph-go/omnigraph/recovery"
 	"github.com/omnigraph-go/omnigraph/table"
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/counter"
 	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/graph"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // budget is what one operation cost.

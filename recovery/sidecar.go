@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // Dir is where sidecars live, relative to the graph root.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
+	"github.com/omnigraph-go/omnigraph/manifest"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 

@@ -10,10 +10,10 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/load"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
 	"github.com/omnigraph-go/omnigraph/graph/query"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // The operations of the API, shared by the HTTP routes and the MCP tools:

@@ -20,12 +20,12 @@ import (
 	"github.com/omnigraph-go/omnigraph/graph/cleanup"
 	"github.com/omnigraph-go/omnigraph/graph/export"
 	"github.com/omnigraph-go/omnigraph/graph/load"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
 	"github.com/omnigraph-go/omnigraph/graph/optimize"
 	"github.com/omnigraph-go/omnigraph/graph/query"
 	gschema "github.com/omnigraph-go/omnigraph/graph/schema"
+	"github.com/omnigraph-go/omnigraph/manifest"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/omnigraph-go/omnigraph/graph/embed"
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/index/embed"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 func init() {

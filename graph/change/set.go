@@ -21,7 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/omnigraph-go/omnigraph/graph"
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 

@@ -12,9 +12,9 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/cleanup"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/graph/query"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 const insPerson = `mutation m($h: String, $a: I32) { insert Person { handle: $h, age: $a } }`

@@ -17,7 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/omnigraph-go/omnigraph/graph/change"
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 var errSlow = errors.New("load: the line needs the strict parser")

@@ -13,8 +13,8 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/graph"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // mergeCommits counts main's commits whose second parent is src: a merge of

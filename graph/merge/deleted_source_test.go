@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // TestMergeOfASourceDeletedMidMergeIsBranchNotFound: the source branch is

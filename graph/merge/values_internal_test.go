@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/omnigraph-go/omnigraph/graph/change"
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 // TestCheckValuesFlagsRowsOutsideTheSchema exercises the defence-in-depth

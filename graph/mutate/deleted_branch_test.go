@@ -11,8 +11,8 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/load"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // deleteOnRead runs hook once, at the first read of a key containing mark.

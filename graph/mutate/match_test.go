@@ -3,7 +3,7 @@ package mutate
 import (
 	"testing"
 
-	"github.com/omnigraph-go/omnigraph/graph/gq"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
 )
 
 func TestMutationMatch(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package mutate runs a checked .gq mutation plan (graph/gq) as one write
+// Package mutate runs a checked .gq mutation plan (lang/gq) as one write
 // attempt of the shared pipeline (graph.Write). Statements run in order
 // against the write's snapshot overlaid with the rows earlier statements
 // staged (read-your-writes, graph/change); at the end the write is validated
@@ -16,8 +16,8 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/change"
-	"github.com/omnigraph-go/omnigraph/graph/gq"
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 

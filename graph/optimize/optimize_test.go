@@ -13,8 +13,8 @@ import (
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
 	"github.com/omnigraph-go/omnigraph/graph/optimize"
-	"github.com/omnigraph-go/omnigraph/graph/pg"
 	"github.com/omnigraph-go/omnigraph/graph/query"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 var probes = []string{

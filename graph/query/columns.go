@@ -3,8 +3,8 @@ package query
 import (
 	"slices"
 
-	"github.com/omnigraph-go/omnigraph/graph/gq"
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 // neededColumns lists, per node type a plan reads, the columns it can

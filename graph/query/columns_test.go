@@ -8,7 +8,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
-	"github.com/omnigraph-go/omnigraph/graph/gq"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
 )
 
 // TestScanLoadsOnlyItsColumns: a full load of a node table reads only the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 func edgeRecord(t *testing.T, edges [][2]string) arrow.Record {

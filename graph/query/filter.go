@@ -7,7 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/omnigraph-go/omnigraph/graph/gq"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
 )
 
 // filterRows is the scan fast path: it keeps the candidate rows of nr

@@ -8,8 +8,8 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
-	"github.com/omnigraph-go/omnigraph/graph/gq"
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
 )
 
 // paramSchema has float properties of both widths, an enum and a list of

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/omnigraph-go/omnigraph/graph"
-	"github.com/omnigraph-go/omnigraph/graph/gq"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
 )
 
 // Prefetch. A cold traversal reads a node table (to bind its start nodes)

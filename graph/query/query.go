@@ -1,4 +1,4 @@
-// Package query executes read queries (.gq, compiled by graph/gq) on one
+// Package query executes read queries (.gq, compiled by lang/gq) on one
 // graph.Snapshot: scans, key lookups, traversals over a CSR index of each
 // edge table (csr.go), filters, projection and aggregation (exec.go), with a
 // per-handle cache of loaded table versions (cache.go). It reads pinned
@@ -13,8 +13,8 @@ import (
 	"sync"
 
 	"github.com/omnigraph-go/omnigraph/graph"
-	"github.com/omnigraph-go/omnigraph/graph/gq"
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 // Reads. A query runs on one Snapshot: one manifest version (the pinned
@@ -33,7 +33,7 @@ type Result struct {
 	// Columns are the output columns in return order.
 	Columns []Column
 	// Rows hold one value per column: pg canonical values (see
-	// graph/gq/doc.go); a whole-node column holds a map with "id" and every
+	// lang/gq/doc.go); a whole-node column holds a map with "id" and every
 	// non-Blob property; NULL is nil.
 	Rows [][]any
 	// CommitID is the graph commit the snapshot shows: the id to pass to a

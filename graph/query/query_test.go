@@ -11,7 +11,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
-	"github.com/omnigraph-go/omnigraph/graph/gq"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
 )
 
 // TestQueryClauses runs one query per clause against socialFixture; every

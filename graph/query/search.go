@@ -8,13 +8,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/omnigraph-go/omnigraph/graph/embed"
-	"github.com/omnigraph-go/omnigraph/graph/gq"
-	"github.com/omnigraph-go/omnigraph/graph/text"
+	"github.com/omnigraph-go/omnigraph/index/embed"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
+	"github.com/omnigraph-go/omnigraph/text"
 )
 
 // Search. Every search function is evaluated on the rows the scan binds:
-// text filters analyse each candidate's value (graph/text), bm25 takes its
+// text filters analyse each candidate's value (text), bm25 takes its
 // corpus statistics over every row of the node type in the snapshot (from
 // the full-text index when there is one, searchindex.go), nearest is the
 // L2 distance and rrf fuses two such rankings. Filters run before ranking,
@@ -134,7 +134,7 @@ func (ex *executor) prepareScores(ctx context.Context, rows [][]ref) error {
 }
 
 // embedQuery embeds nearest()'s query text with the configured embedder
-// (graph/embed FromEnv), refusing a model other than the one @embed records.
+// (index/embed FromEnv), refusing a model other than the one @embed records.
 func embedQuery(ctx context.Context, s *gq.Score, q string) ([]float32, error) {
 	e, err := embed.FromEnv(os.Getenv)
 	if err != nil {

@@ -9,13 +9,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/omnigraph-go/omnigraph/graph"
-	"github.com/omnigraph-go/omnigraph/graph/gq"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
-	"github.com/omnigraph-go/omnigraph/graph/pg"
-	"github.com/omnigraph-go/omnigraph/graph/text"
 	"github.com/omnigraph-go/omnigraph/index/fulltext"
 	"github.com/omnigraph-go/omnigraph/index/vector"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
+	"github.com/omnigraph-go/omnigraph/manifest"
 	"github.com/omnigraph-go/omnigraph/table"
+	"github.com/omnigraph-go/omnigraph/text"
 )
 
 // Search through persisted indexes. When the scanned node type's table

@@ -10,11 +10,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/omnigraph-go/omnigraph/graph/gq"
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
-// Values during execution are pg's canonical values (see graph/gq/doc.go):
+// Values during execution are pg's canonical values (see lang/gq/doc.go):
 // string, bool, int32, int64, uint32, uint64, float32, float64, []float32,
 // []byte, []any, and nil for NULL.
 

@@ -14,10 +14,10 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/load"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
-	"github.com/omnigraph-go/omnigraph/graph/pg"
 	"github.com/omnigraph-go/omnigraph/graph/query"
 	"github.com/omnigraph-go/omnigraph/graph/schema"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
+	"github.com/omnigraph-go/omnigraph/manifest"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 

@@ -10,9 +10,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/omnigraph-go/omnigraph/graph/pg"
 	"github.com/omnigraph-go/omnigraph/index/fulltext"
 	"github.com/omnigraph-go/omnigraph/index/vector"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 

@@ -4,7 +4,7 @@
 // it exactly as a scan would: the index where it covers the version, a
 // scan of the fragments it does not cover.
 //
-// Analysis is graph/text's (Tokens, Terms), so the index holds the same
+// Analysis is text's (Tokens, Terms), so the index holds the same
 // terms a scan computes. The file (_indices/<uuid>/fulltext.idx, one per
 // indexed column, recorded in the table version's manifest with the
 // fragments it covers) is read whole with one GET and decoded once per
@@ -38,9 +38,9 @@ import (
 	"hash/crc32"
 	"sort"
 
-	"github.com/omnigraph-go/omnigraph/graph/text"
 	"github.com/omnigraph-go/omnigraph/index/internal/rowscan"
 	"github.com/omnigraph-go/omnigraph/table"
+	"github.com/omnigraph-go/omnigraph/text"
 )
 
 // Kind is the table index kind (and file name) of a full-text index.

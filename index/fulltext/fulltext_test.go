@@ -11,8 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/omnigraph-go/omnigraph/backend/mem"
-	"github.com/omnigraph-go/omnigraph/graph/text"
 	"github.com/omnigraph-go/omnigraph/table"
+	"github.com/omnigraph-go/omnigraph/text"
 )
 
 var schema = arrow.NewSchema([]arrow.Field{
@@ -38,7 +38,7 @@ func str(s string) *string { return &s }
 
 // TestSearcherMatchesBruteForce: the index of a two-fragment table, then a
 // third fragment it does not cover and a delete in a covered one, answers
-// Match, Corpus and Top as graph/text over the live rows does; a damaged
+// Match, Corpus and Top as text over the live rows does; a damaged
 // file is no index.
 func TestSearcherMatchesBruteForce(t *testing.T) {
 	ctx := context.Background()

@@ -1,9 +1,12 @@
 // Package layering holds the test that keeps the tree's import direction:
-// each layer imports only the layers below it, cloud SDKs stay in backend/,
-// and only backend/local and the CLI touch the filesystem.
+// the layers below are listed once, from the bottom, and a package imports
+// only from layers below its own (or, inside a family, from its own
+// folder). Cloud SDKs stay in backend/, and only backend/local and the CLI
+// touch the filesystem.
 package layering
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -18,64 +21,73 @@ import (
 
 const module = "github.com/omnigraph-go/omnigraph"
 
-// core are the graph packages every engine package may build on: the handle
-// and write pipeline (graph) and the schema, query language and manifest
-// below it. shared is the tier above the core that every writer builds on:
-// the change set and its constraint evaluator (graph/change). Any other
-// package under graph/ is an operation package (one concern: load,
-// mutation, query, and soon merge and schema apply), which imports the core
-// and the shared tier and never another operation.
-var core = map[string]bool{"graph": true, "graph/pg": true, "graph/gq": true, "graph/manifest": true, "graph/text": true, "graph/embed": true}
+// layer is one level of the tree. A package belongs to the first layer with
+// a pattern that matches it (exact, or a folder ending in "/..." that
+// matches the folder itself and everything under it).
+type layer struct {
+	name string
+	pkgs []string
+	// family: the layer's packages build on each other (an adapter on the
+	// backend contract, the vector index on the full-text one's row scan).
+	// Without it, packages of one layer never import each other: the graph
+	// operations meet only through the core below them.
+	family bool
+}
 
-const shared = "graph/change"
+// layers is the tree from the bottom. Each package may import any package
+// of a lower layer and, in a family, of its own; never one above.
+var layers = []layer{
+	{name: "leaves (import nothing of the project)", pkgs: []string{"internal/plant", "internal/logtest", "internal/tools/..."}},
+	{name: "storage contract and adapters", pkgs: []string{"backend/..."}, family: true},
+	{name: "conformance suite", pkgs: []string{"conformance/..."}, family: true},
+	{name: "tables", pkgs: []string{"table"}},
+	{name: "graph manifest", pkgs: []string{"manifest"}},
+	{name: "recovery and the cluster lock", pkgs: []string{"recovery", "clusterlock"}},
+	{name: "test environment", pkgs: []string{"internal/testenv"}},
+	{name: "text analysis", pkgs: []string{"text"}},
+	{name: "languages", pkgs: []string{"lang/..."}, family: true},
+	{name: "search indexes and embedders", pkgs: []string{"index/..."}, family: true},
+	{name: "graph core", pkgs: []string{"graph"}},
+	{name: "change set", pkgs: []string{"graph/change"}},
+	{name: "graph operations", pkgs: []string{"graph/..."}},
+	{name: "server", pkgs: []string{"server/..."}, family: true},
+	{name: "CLI", pkgs: []string{"cmd/..."}},
+	{name: "simulation (tests only)", pkgs: []string{"sim"}},
+}
 
-// plant is the leaf package of the planted-bug switches (the simulation's
-// meta-test): the engine packages that hold a seam may import it.
-const plant = "internal/plant"
-
-// allowed says which project packages a package (non-test files) may import.
-// A rule names packages exactly, or a prefix ending in "/...".
-func allowed(pkg string) []string {
-	switch {
-	case pkg == "backend":
-		return nil
-	case strings.HasPrefix(pkg, "backend/"):
-		return []string{"backend", "backend/..."}
-	case pkg == "conformance", pkg == "clusterlock":
-		return []string{"backend"}
-	case pkg == "conformance/wire":
-		return []string{"backend"}
-	case pkg == "table":
-		return []string{"backend"}
-	case pkg == "graph/text":
-		// A leaf: text analysis, edit distance and scoring.
-		return nil
-	case pkg == "graph/pg":
-		// The schema language; its typo hints use text's edit distance.
-		return []string{"graph/text"}
-	case pkg == "graph/embed": // embedders (and @embed specs of a schema)
-		return []string{"graph/pg"}
-	case pkg == "graph/gq":
-		return []string{"graph/pg", "graph/text"}
-	case pkg == "graph/manifest":
-		return []string{"backend", plant}
-	case pkg == "recovery":
-		return []string{"backend", "graph/manifest", "table", plant}
-	case pkg == "graph":
-		return []string{"backend", "table", "recovery", "graph/pg", "graph/gq", "graph/manifest", plant}
-	case pkg == shared:
-		return []string{"backend", "table", "recovery", "graph", "graph/pg", "graph/gq", "graph/manifest", plant}
-	case strings.HasPrefix(pkg, "graph/"): // an operation package
-		return []string{"backend", "table", "recovery", "graph", "graph/pg", "graph/gq", "graph/manifest", shared, "graph/text", "graph/embed", "index/...", plant}
-	case pkg == "internal/testenv":
-		// The wire-level re-issue driver publishes through the manifest
-		// store and scans its logs.
-		return []string{"backend", "backend/...", "conformance", "conformance/wire", "graph/manifest", "internal/logtest"}
-	case strings.HasPrefix(pkg, "internal/"):
-		return []string{"backend", "backend/...", "conformance"}
-	default: // cmd/..., server/...: the top, may import anything
-		return []string{"..."}
+// layerOf returns the index of pkg's layer, or -1 when no layer holds it.
+func layerOf(pkg string) int {
+	for i, l := range layers {
+		for _, p := range l.pkgs {
+			if matches(p, pkg) {
+				return i
+			}
+		}
 	}
+	return -1
+}
+
+func matches(pattern, pkg string) bool {
+	if dir, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return pkg == dir || strings.HasPrefix(pkg, dir+"/")
+	}
+	return pattern == pkg
+}
+
+// verdict says why pkg may not import imp, or "" when it may.
+func verdict(pkg, imp string) string {
+	from, to := layerOf(pkg), layerOf(imp)
+	switch {
+	case from < 0:
+		return fmt.Sprintf("%s is in no layer: add it to layers in internal/layering", pkg)
+	case to < 0:
+		return fmt.Sprintf("%s is in no layer: add it to layers in internal/layering", imp)
+	case to > from:
+		return fmt.Sprintf("runs up: %s (%s) is above %s (%s)", imp, layers[to].name, pkg, layers[from].name)
+	case to == from && !layers[from].family:
+		return fmt.Sprintf("runs sideways: %s and %s are both %s, which meet only through a lower layer", pkg, imp, layers[from].name)
+	}
+	return ""
 }
 
 // cloudSDKs are import prefixes only backend/ may use.
@@ -96,21 +108,6 @@ var fileIO = map[string]bool{
 func fileIOAllowed(pkg string) bool {
 	return pkg == "backend/local" || strings.HasPrefix(pkg, "cmd/") || strings.HasPrefix(pkg, "internal/") ||
 		pkg == "conformance" // the meta-test's child processes
-}
-
-func matches(rule, pkg string) bool {
-	if rule == "..." {
-		return true
-	}
-	if p, ok := strings.CutSuffix(rule, "/..."); ok {
-		return strings.HasPrefix(pkg, p+"/")
-	}
-	return rule == pkg
-}
-
-// operation reports whether pkg is an operation package under graph/.
-func operation(pkg string) bool {
-	return strings.HasPrefix(pkg, "graph/") && !core[pkg] && pkg != shared
 }
 
 type file struct {
@@ -171,44 +168,148 @@ func imports(f *ast.File) []string {
 	return out
 }
 
-// TestImportsRunDownward pins the rule: a package imports only the layers
-// its allowed() rule names, and operation packages under graph/ never import
-// each other (they meet through graph and graph/change).
-func TestImportsRunDownward(t *testing.T) {
-	graph := map[string]map[string]bool{}
-	for _, f := range sources(t) {
-		if graph[f.pkg] == nil {
-			graph[f.pkg] = map[string]bool{}
-		}
+// violations checks every project import of files against the layers and
+// names the file of each one that breaks them.
+func violations(files []file) []string {
+	var out []string
+	for _, f := range files {
 		for _, imp := range imports(f.ast) {
 			ours, ok := strings.CutPrefix(imp, module+"/")
 			if !ok {
 				continue
 			}
-			graph[f.pkg][ours] = true
-			ok = false
-			for _, r := range allowed(f.pkg) {
-				ok = ok || matches(r, ours)
-			}
-			if !ok {
-				t.Errorf("%s imports %s: %s may import only %v", f.path, ours, f.pkg, allowed(f.pkg))
-			}
-			if operation(f.pkg) && operation(ours) {
-				t.Errorf("%s imports %s: operation packages under graph/ meet only through graph", f.path, ours)
+			if why := verdict(f.pkg, ours); why != "" {
+				out = append(out, fmt.Sprintf("%s imports %s: %s", f.path, ours, why))
 			}
 		}
 	}
+	return out
+}
+
+// importGraph is the direct project imports of each package.
+func importGraph(files []file) map[string]map[string]bool {
+	g := map[string]map[string]bool{}
+	for _, f := range files {
+		if g[f.pkg] == nil {
+			g[f.pkg] = map[string]bool{}
+		}
+		for _, imp := range imports(f.ast) {
+			if ours, ok := strings.CutPrefix(imp, module+"/"); ok {
+				g[f.pkg][ours] = true
+			}
+		}
+	}
+	return g
+}
+
+// TestImportsRunDownward pins the rule: every import of a package runs to a
+// lower layer (or inside a family), never up or sideways.
+func TestImportsRunDownward(t *testing.T) {
+	files := sources(t)
+	for _, v := range violations(files) {
+		t.Error(v)
+	}
 	var lines []string
-	for p, imps := range graph {
+	for p, imps := range importGraph(files) {
 		var l []string
 		for i := range imps {
 			l = append(l, i)
 		}
 		sort.Strings(l)
-		lines = append(lines, p+" -> "+strings.Join(l, " "))
+		lines = append(lines, fmt.Sprintf("[%d] %s -> %s", layerOf(p), p, strings.Join(l, " ")))
 	}
 	sort.Strings(lines)
 	t.Logf("import graph:\n%s", strings.Join(lines, "\n"))
+}
+
+// TestLowerLayersNeverReachGraph: what the storage, table, recovery, lock
+// and index layers depend on, transitively, holds nothing under graph/; the
+// manifest and the languages reach nothing under graph/, server/ or cmd/.
+func TestLowerLayersNeverReachGraph(t *testing.T) {
+	g := importGraph(sources(t))
+	deps := func(root string) map[string]bool {
+		seen := map[string]bool{}
+		stack := []string{root}
+		for len(stack) > 0 {
+			p := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for q := range g[p] {
+				if !seen[q] {
+					seen[q] = true
+					stack = append(stack, q)
+				}
+			}
+		}
+		return seen
+	}
+	cases := []struct {
+		roots     []string
+		forbidden []string
+	}{
+		{[]string{"recovery", "index/...", "table", "backend/...", "clusterlock"}, []string{"graph/..."}},
+		{[]string{"manifest", "lang/..."}, []string{"graph/...", "server/...", "cmd/..."}},
+	}
+	for _, c := range cases {
+		n := 0
+		for p := range g {
+			root := false
+			for _, r := range c.roots {
+				root = root || matches(r, p)
+			}
+			if !root {
+				continue
+			}
+			n++
+			for d := range deps(p) {
+				for _, f := range c.forbidden {
+					if matches(f, d) {
+						t.Errorf("%s depends on %s (under %s)", p, d, f)
+					}
+				}
+			}
+		}
+		if n < len(c.roots) {
+			t.Errorf("only %d packages match %v: the walk is wrong", n, c.roots)
+		}
+	}
+}
+
+// TestEveryPackageHasALayer: a new package must be placed in the list, not
+// fall through a default.
+func TestEveryPackageHasALayer(t *testing.T) {
+	for p := range importGraph(sources(t)) {
+		if layerOf(p) < 0 {
+			t.Errorf("%s is in no layer: add it to layers in internal/layering", p)
+		}
+	}
+}
+
+// TestPlantedSwitchesAreSetOnlyByTests: production code only reads the
+// planted-bug switches (plant.On); turning one on (plant.Set) happens in
+// _test.go files alone, so a built binary has every switch off.
+func TestPlantedSwitchesAreSetOnlyByTests(t *testing.T) {
+	for _, f := range sources(t) {
+		name := ""
+		for _, s := range f.ast.Imports {
+			if p, _ := strconv.Unquote(s.Path.Value); p == module+"/internal/plant" {
+				name = "plant"
+				if s.Name != nil {
+					name = s.Name.Name
+				}
+			}
+		}
+		if name == "" || f.pkg == "internal/plant" {
+			continue
+		}
+		ast.Inspect(f.ast, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == name && sel.Sel.Name == "Set" {
+					t.Errorf("%s calls plant.Set: only tests may plant a bug", f.path)
+				}
+			}
+			return true
+		})
+	}
 }
 
 // TestCloudSDKsOnlyInBackend pins the rule: only backend/ packages import a
@@ -261,37 +362,72 @@ func TestNoFileIOOutsideBackend(t *testing.T) {
 	}
 }
 
-// TestRulesCatchViolations proves the checks can fail: each rule rejects a
-// made-up import that breaks it.
+// TestRulesCatchViolations proves the check can fail: a planted file in
+// each position that breaks the layers is reported, with its path named,
+// and the same imports in the right direction are not.
 func TestRulesCatchViolations(t *testing.T) {
-	cases := []struct{ pkg, imp string }{
+	bad := []struct{ pkg, imp string }{
 		{"table", "graph"},
 		{"backend/s3", "table"},
 		{"recovery", "graph"},
-		{"graph", "graph/write"},
-		{"graph/pg", "backend"},
+		{"recovery", "clusterlock"},
+		{"manifest", "recovery"},
+		{"index/fulltext", "graph/query"},
+		{"index/declared", "graph"},
+		{"lang/pg", "index/embed"},
+		{"index/embed", "graph/query"},
+		{"cmd/omnigraph", "sim"},
+		{"lang/gq", "index/fulltext"},
+		{"text", "lang/pg"},
 		{"conformance", "table"},
-		{"graph/load", "graph/query"},
-		{"graph/mutate", "graph/query"},
-		{"graph/query", "graph/load"},
-		{"graph/change", "graph/load"},
-		{"graph/change", "graph/mutate"},
 		{"graph", "graph/change"},
 		{"graph", "graph/query"},
+		{"graph/change", "graph/load"},
+		{"graph/load", "graph/query"},
+		{"graph/query", "graph/load"},
+		{"graph/merge", "server"},
+		{"server", "cmd/omnigraph"},
+		{"internal/plant", "backend"},
+		{"newpkg", "backend"},
 	}
-	for _, c := range cases {
-		ok := false
-		for _, r := range allowed(c.pkg) {
-			ok = ok || matches(r, c.imp)
+	for _, c := range bad {
+		f := planted(t, c.pkg, c.imp)
+		v := violations([]file{f})
+		if len(v) != 1 || !strings.HasPrefix(v[0], f.path+" imports "+c.imp) {
+			t.Errorf("planted %s -> %s: got %q, want one violation naming %s", c.pkg, c.imp, v, f.path)
 		}
-		if ok {
-			t.Errorf("allowed(%q) accepts %q; the rule cannot fail", c.pkg, c.imp)
+	}
+	good := []struct{ pkg, imp string }{
+		{"graph", "table"},
+		{"graph/query", "graph/change"},
+		{"graph/query", "index/fulltext"},
+		{"index/vector", "index/fulltext"},
+		{"index/declared", "lang/pg"},
+		{"lang/gq", "lang/pg"},
+		{"lang/pg", "text"},
+		{"recovery", "manifest"},
+		{"manifest", "internal/plant"},
+		{"backend/s3", "backend/internal/cloud"},
+		{"server", "graph/query"},
+	}
+	for _, c := range good {
+		if v := violations([]file{planted(t, c.pkg, c.imp)}); len(v) != 0 {
+			t.Errorf("%s -> %s runs down, but: %q", c.pkg, c.imp, v)
 		}
 	}
-	if !operation("graph/load") || !operation("graph/merge") || operation("graph/change") || operation("graph/gq") {
-		t.Error("operation() misclassifies a graph package")
-	}
-	if fileIOAllowed("graph") || fileIOAllowed("table") || fileIOAllowed("recovery") {
+	if fileIOAllowed("graph") || fileIOAllowed("table") || fileIOAllowed("recovery") || fileIOAllowed("manifest") {
 		t.Error("file I/O rule admits an engine package")
 	}
+}
+
+// planted parses a one-import file of package pkg.
+func planted(t *testing.T, pkg, imp string) file {
+	t.Helper()
+	src := fmt.Sprintf("package p\n\nimport _ %q\n", module+"/"+imp)
+	path := pkg + "/planted.go"
+	f, err := parser.ParseFile(token.NewFileSet(), path, src, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file{pkg: pkg, path: path, ast: f}
 }

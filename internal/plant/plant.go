@@ -15,7 +15,7 @@ const (
 	// PublishTwice: a publish re-issued after a lost answer that finds its
 	// version taken reports a lost race instead of reading the bytes back,
 	// so the writer re-prepares and publishes again
-	// (graph/manifest/publish.go).
+	// (manifest/publish.go).
 	PublishTwice Bug = iota
 	// SkipPreArmCheck: the pre-arm check of table heads against their pins
 	// always passes (graph/write.go checkHeads).

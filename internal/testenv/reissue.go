@@ -9,8 +9,8 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/logging"
-	"github.com/omnigraph-go/omnigraph/graph/manifest"
 	"github.com/omnigraph-go/omnigraph/internal/logtest"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // ReissueWire describes a cloud adapter for RunReissue.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 const fillSchema = `

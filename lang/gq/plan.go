@@ -1,7 +1,7 @@
 package gq
 
 import (
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 // Program is every query of a file, checked against one catalog.

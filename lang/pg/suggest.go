@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/omnigraph-go/omnigraph/graph/text"
+	"github.com/omnigraph-go/omnigraph/text"
 )
 
 // suggest returns the candidate closest to word, or "" when none is close

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 // Args are a plan's parameters bound to values, plus the instant now()

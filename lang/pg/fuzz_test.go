@@ -12,7 +12,7 @@ import (
 // every error is an *Error pointing inside the source with a message, and
 // that every accepted schema's canonical form compiles to the same identity.
 //
-//	go test ./graph/pg -run '^$' -fuzz FuzzParse -fuzztime 60s
+//	go test ./lang/pg -run '^$' -fuzz FuzzParse -fuzztime 60s
 func FuzzParse(f *testing.F) {
 	if src, err := os.ReadFile(filepath.Join("..", "..", "examples", "social.pg")); err == nil {
 		f.Add(string(src))

@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 // Spec says which vectors a load file carries: the original's embed spec

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 // blockPlan checks and plans the clauses of one match or not { } block, in

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 // scope maps variable names to slots; a not { } block opens a child scope.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 // Go representation of values in plans and bound parameters (also in

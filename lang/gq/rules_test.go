@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 var (

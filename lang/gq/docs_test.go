@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 // socialCatalog compiles the example schema the docs are written against.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/omnigraph-go/omnigraph/graph/gq"
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 func Example() {

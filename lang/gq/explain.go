@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 // String renders the plan as indented text, one step per line (the format

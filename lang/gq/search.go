@@ -3,14 +3,14 @@ package gq
 import (
 	"strconv"
 
-	"github.com/omnigraph-go/omnigraph/graph/pg"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
 // Text-match operators of a Predicate: search($x.f, q), fuzzy($x.f, q[, e])
 // and match_text($x.f, q), written alone as a match clause. Left is the
 // String node property, Right the query text (a String literal or
 // parameter), Edits fuzzy's maximum edits. Each holds when some term of the
-// analysed query text (graph/text) is a term of the analysed property value
+// analysed query text (text) is a term of the analysed property value
 // (within Edits edits for fuzzy); a NULL value never matches. As in the
 // original, match_text matches like search (its phrase form is not
 // implemented there either).

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/omnigraph-go/omnigraph/graph/pg"
-	"github.com/omnigraph-go/omnigraph/graph/text"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
+	"github.com/omnigraph-go/omnigraph/text"
 )
 
 // MaxHops bounds the max of a multi-hop traversal.
