@@ -1,10 +1,7 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -14,6 +11,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/graph/export"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/graph/query"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // Request and response bodies (components.schemas in the OpenAPI document).
@@ -196,29 +194,17 @@ func commitOutput(c *graph.CommitInfo) *CommitOutput {
 }
 
 // decode reads a JSON body: application/json (415 otherwise), within the
-// route's limit (413), one object (400).
+// route's limit (413), one object of v's members exactly (400, decode.go).
 func (r *request) decode(v any) error {
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 		return &Failure{Status: http.StatusUnsupportedMediaType, Body: ErrorOutput{Error: "the body must be JSON: send Content-Type: application/json", Code: CodeBadRequest}}
 	}
-	b, err := io.ReadAll(r.Body)
+	b, err := readBody(r.Body)
 	if err != nil {
-		var mbe *maxBytesError
-		if errors.As(err, &mbe) {
-			return tooLarge(mbe.resource, mbe.limit, 0)
-		}
-		return badRequest("read the request body: %v", err)
+		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return badRequest("the body is not a valid JSON object of this route: %v", err)
-	}
-	if dec.More() {
-		return badRequest("the body must be one JSON object")
-	}
-	return nil
+	return decodeStrict(b, v, "the body")
 }
 
 func (r *request) actorID() string { return r.actor }
@@ -287,6 +273,9 @@ func handleMutateIf(r *request) (int, any, error) {
 	v := strings.TrimSpace(vs[0])
 	if v == "" || v == "*" || strings.ContainsAny(v, `",`) || strings.HasPrefix(v, "W/") {
 		return 0, nil, badRequest("%s takes one raw commit id (no '*', quotes, W/ or lists)", HeaderIfGraphCommit)
+	}
+	if err := manifest.ValidateCommitID(v); err != nil {
+		return 0, nil, badRequest("%s: %v; nothing was written", HeaderIfGraphCommit, err)
 	}
 	return mutateWith(r, v)
 }

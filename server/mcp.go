@@ -1,15 +1,16 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/omnigraph-go/omnigraph/graph/merge"
@@ -144,28 +145,34 @@ func mcpTools() []mcpTool {
 }
 
 // tool binds an operation to a tool with the input schema inferred from
-// In. The SDK validates the arguments against it; they are then decoded
-// again with json.Number, as the HTTP routes decode bodies, so integer
-// parameters keep their precision.
+// In (what tools/list shows). The arguments are decoded by the one
+// decoding layer of every route (decodeStrict, with json.Number, so
+// integer parameters keep their precision): an unknown member or a value
+// of the wrong JSON type is an error result with status 400 and the
+// envelope, as on the tool's route, never the SDK's own validation text.
 func tool[In any](name string, act Action, desc string, ann *mcp.ToolAnnotations, op func(*request, In) (any, error)) mcpTool {
-	t := &mcp.Tool{Name: name, Description: desc, Annotations: ann}
+	schema, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: input schema: %v", name, err))
+	}
+	t := &mcp.Tool{Name: name, Description: desc, Annotations: ann, InputSchema: schema}
 	return mcpTool{tool: t, action: act, add: func(s *Server, ms *mcp.Server, t *mcp.Tool) {
-		mcp.AddTool(ms, t, func(ctx context.Context, req *mcp.CallToolRequest, _ In) (*mcp.CallToolResult, any, error) {
+		ms.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			hr, _ := ctx.Value(requestKey{}).(*request)
 			if hr == nil {
-				return nil, nil, errors.New("the tool call reached the server outside an HTTP request")
+				return nil, errors.New("the tool call reached the server outside an HTTP request")
 			}
 			r := *hr
 			r.Request = hr.Request.WithContext(ctx)
 			start := time.Now()
 			out, f := s.runTool(&r, name, func() (any, error) {
 				var in In
-				if len(req.Params.Arguments) > 0 {
-					dec := json.NewDecoder(bytes.NewReader(req.Params.Arguments))
-					dec.UseNumber()
-					if err := dec.Decode(&in); err != nil {
-						return nil, badRequest("the arguments of %s: %v", name, err)
-					}
+				args := req.Params.Arguments
+				if len(args) == 0 || string(args) == "null" {
+					args = json.RawMessage("{}")
+				}
+				if err := decodeStrict(args, &in, "the arguments of "+name); err != nil {
+					return nil, err
 				}
 				return op(&r, in)
 			})
@@ -180,9 +187,15 @@ func tool[In any](name string, act Action, desc string, ann *mcp.ToolAnnotations
 			}
 			s.log.Info("mcp tool call", attrs...)
 			if f != nil {
-				return toolErrorResult(f), nil, nil
+				return toolErrorResult(f), nil
 			}
-			return nil, out, nil
+			b, err := json.Marshal(out)
+			if err != nil {
+				return nil, fmt.Errorf("encode the result of %s: %w", name, err)
+			}
+			// Structured content, and the same JSON as text for clients
+			// that read only content (as the SDK's typed tools do).
+			return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
 		})
 	}}
 }

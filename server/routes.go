@@ -24,8 +24,11 @@ type Route struct {
 	// Rest: the last path parameter takes the rest of the path (branch
 	// names may hold '/').
 	Rest bool
-	// Query lists the query parameters.
+	// Query lists the query parameters; any other is refused (400).
 	Query []string
+	// Repeat lists the query parameters that may be given more than once
+	// (lists); any other given twice is refused (400).
+	Repeat []string
 	// Request and Response name the schemas of components.schemas; an
 	// empty Request means no body.
 	Request, Response string
@@ -70,7 +73,7 @@ func Routes() []Route {
 		{Method: "POST", Path: g + "/mutate", OperationID: "mutate", Summary: "Run a mutation as one commit", Auth: true, Graph: true, Write: true, Request: "MutateRequest", Response: "ChangeOutput", Statuses: writeErrs, handle: handleMutate},
 		{Method: "POST", Path: g + "/mutate/if-graph-commit", OperationID: "mutateIfGraphCommit", Summary: "Run a mutation only while the branch head is the given commit", Auth: true, Graph: true, Write: true, Header: HeaderIfGraphCommit, Request: "MutateRequest", Response: "ChangeOutput", Statuses: append([]int{412}, writeErrs...), handle: handleMutateIf},
 		{Method: "POST", Path: g + "/load", OperationID: "load", Summary: "Load a graph batch sent inline in JSON (NDJSON text in data, or line objects in records) as one commit", Auth: true, Graph: true, Write: true, Stream: true, Request: "LoadRequest", Response: "LoadOutput", Statuses: writeErrs, handle: handleLoadJSON},
-		{Method: "GET", Path: g + "/export", OperationID: "export", Summary: "Stream a branch head (or a snapshot) as graph-batch NDJSON, the input of load", Auth: true, Graph: true, Query: []string{"branch", "snapshot", "type"}, Response: "NDJSON", Statuses: readErrs, handle: handleExport},
+		{Method: "GET", Path: g + "/export", OperationID: "export", Summary: "Stream a branch head (or a snapshot) as graph-batch NDJSON, the input of load", Auth: true, Graph: true, Query: []string{"branch", "snapshot", "type"}, Repeat: []string{"type"}, Response: "NDJSON", Statuses: readErrs, handle: handleExport},
 		{Method: "POST", Path: g + "/load/ndjson", OperationID: "loadNdjson", Summary: "Load a graph batch (application/x-ndjson) as one commit", Auth: true, Graph: true, Write: true, Stream: true, Query: []string{"branch", "from", "mode"}, Request: "NDJSON", Response: "LoadOutput", Statuses: writeErrs, handle: handleLoadNDJSON},
 		{Method: "POST", Path: g + "/mcp", OperationID: "mcp", Summary: "MCP (Streamable HTTP, stateless, JSON responses): tools mirroring these routes", Auth: true, Graph: true, Stream: true, Request: "JSONRPC", Response: "JSONRPC", Statuses: []int{400, 401, 404, 405, 413}, handle: handleMCP},
 		{Method: "GET", Path: g + "/snapshot", OperationID: "getSnapshot", Summary: "A branch head: manifest version and per-table versions and counts", Auth: true, Graph: true, Query: []string{"branch"}, Response: "SnapshotOutput", Statuses: readErrs, handle: handleSnapshot},

@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"runtime/debug"
 	"sort"
@@ -285,6 +286,13 @@ func (s *Server) prepare(rt Route, req *request) *Failure {
 	}
 	if rt.Write && s.cfg.ReadOnly {
 		return fail(http.StatusForbidden, CodeForbidden, "this server is a read-only replica; send writes to the primary")
+	}
+	q, err := url.ParseQuery(req.URL.RawQuery)
+	if err != nil {
+		return badRequest("the query string is not well formed: send name=value pairs joined by '&', with %%-escapes; nothing was changed")
+	}
+	if f := checkQuery(rt, q); f != nil {
+		return f
 	}
 	limit, timeout := s.cfg.Limits.BodyBytes, s.cfg.Limits.BodyTimeout
 	if rt.Stream {

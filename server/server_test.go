@@ -267,8 +267,14 @@ func TestServerRoutesEndToEnd(t *testing.T) {
 	if len(ch) != 1 || ch[0].(map[string]any)["id"] != "cy" || ch[0].(map[string]any)["op"] != "insert" || m["cause"].(map[string]any)["graph_commit_id"] != head {
 		t.Fatalf("changes: %v", m)
 	}
-	st, m = c.json("GET", g0+"/commits/NOSUCHCOMMIT", "")
+	st, m = c.json("GET", g0+"/commits/01KA3Q8J5YV9H0M3WQ8X2C4T7B", "")
 	mustStatus(t, "unknown commit", st, 404, m)
+	// A malformed id is bad input, never a lookup (issue 26 item 7).
+	st, m = c.json("GET", g0+"/commits/NOSUCHCOMMIT", "")
+	mustStatus(t, "malformed commit id", st, 400, m)
+	if !strings.Contains(fmt.Sprint(m["error"]), "26-character") {
+		t.Fatalf("malformed commit id: %v", m)
+	}
 
 	// Input errors: 400; unknown graph and branch: 404; wrong media: 415.
 	st, m = c.json("POST", g0+"/query", `{"query":"query q( {"}`)

@@ -103,6 +103,7 @@ var errorCodes = []struct {
 	{"branch_exists", manifest.ErrBranchExists},
 	{"branch_overlap", manifest.ErrBranchOverlap},
 	{"commit_not_found", manifest.ErrCommitNotFound},
+	{"invalid_commit_id", manifest.ErrInvalidCommitID},
 	{"head_moved", manifest.ErrHeadMoved},
 	{"storage_version", manifest.ErrStamp},
 	{"corrupt", manifest.ErrCorrupt},

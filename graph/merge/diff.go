@@ -102,6 +102,9 @@ func Diff(ctx context.Context, a, b *graph.Snapshot, f Filter) ([]Change, error)
 
 // CommitChanges is the diff of commit id against its first parent.
 func CommitChanges(ctx context.Context, g *graph.Graph, id string, f Filter) ([]Change, error) {
+	if err := manifest.ValidateCommitID(id); err != nil {
+		return nil, err
+	}
 	w := newWalker(g)
 	e, err := g.Manifest().FindCommit(ctx, id)
 	if err != nil {

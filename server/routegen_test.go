@@ -1,0 +1,365 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/omnigraph-go/omnigraph/backend/counter"
+	"github.com/omnigraph-go/omnigraph/backend/local"
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/mutate"
+)
+
+// The tests in this file are generated from the route table (Routes) and
+// the MCP tool list (mcpTools): each route and each tool has one valid
+// example request below, and every test sends every example with one
+// thing made hostile. A route or tool without an example fails them, so a
+// new one cannot skip the checks.
+
+// fixture is a served graph over a request-counting local store: main
+// holds ann (commit first) and branch feature adds bob.
+type fixture struct {
+	g     *graph.Graph
+	store *counter.Counter
+	first string // a commit on main with a parent
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	base, err := local.New(filepath.Join(t.TempDir(), "g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := counter.New(base)
+	g, err := graph.Init(ctx, store, testSchema, graph.InitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	g, err = graph.Open(ctx, store, graph.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	res, err := mutate.Query(ctx, g, `mutation m() { insert Person { name: "ann" } }`, "", mutate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.CreateBranch(ctx, "feature", "main"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mutate.Query(ctx, g, `mutation m() { insert Person { name: "bob" } }`, "", mutate.Options{Branch: "feature"}); err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{g: g, store: store, first: res.Commit.ID}
+}
+
+// state is what a refused request must leave as it was: every live
+// branch and its head commit.
+func (fx *fixture) state(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	bs, err := fx.g.Branches(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, b := range bs {
+		s, err := fx.g.Snapshot(ctx, b.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b.Name+"@"+s.CommitID())
+	}
+	return strings.Join(out, " ")
+}
+
+func (fx *fixture) head(t *testing.T, branch string) string {
+	t.Helper()
+	s, err := fx.g.Snapshot(context.Background(), branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.CommitID()
+}
+
+// example is one valid request of a route.
+type example struct {
+	path   string // with the path parameters filled in
+	query  url.Values
+	ctype  string
+	body   string
+	header http.Header
+	// want is the status of the valid request.
+	want int
+}
+
+const (
+	exQuery  = `query q() { match { $p: Person } return { $p.name } }`
+	exMutate = `mutation m() { insert Person { name: "cy" } }`
+	exLine   = `{"type":"Person","data":{"name":"dee"}}`
+)
+
+func jsonBody(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// routeExample is the valid request of route rt on fx; ok is false for a
+// route without one (a test failure).
+func routeExample(t *testing.T, fx *fixture, rt Route) (example, bool) {
+	g := "/graphs/default"
+	js := "application/json"
+	switch rt.OperationID {
+	case "health":
+		return example{path: "/healthz", want: 200}, true
+	case "openapi":
+		return example{path: "/openapi.json", want: 200}, true
+	case "listGraphs":
+		return example{path: "/graphs", want: 200}, true
+	case "query":
+		return example{path: g + "/query", ctype: js, body: jsonBody(map[string]any{"query": exQuery, "branch": "main"}), want: 200}, true
+	case "mutate":
+		return example{path: g + "/mutate", ctype: js, body: jsonBody(map[string]any{"query": exMutate, "branch": "main"}), want: 200}, true
+	case "mutateIfGraphCommit":
+		return example{path: g + "/mutate/if-graph-commit", ctype: js, body: jsonBody(map[string]any{"query": exMutate, "branch": "main"}),
+			header: http.Header{HeaderIfGraphCommit: {fx.head(t, "main")}}, want: 200}, true
+	case "load":
+		return example{path: g + "/load", ctype: js, body: jsonBody(map[string]any{"data": exLine + "\n", "branch": "main", "mode": "merge"}), want: 200}, true
+	case "export":
+		return example{path: g + "/export", query: url.Values{"branch": {"main"}, "type": {"Person"}}, want: 200}, true
+	case "loadNdjson":
+		return example{path: g + "/load/ndjson", query: url.Values{"branch": {"main"}, "mode": {"merge"}}, ctype: "application/x-ndjson", body: exLine + "\n", want: 200}, true
+	case "mcp":
+		return example{path: g + "/mcp", ctype: js, body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			header: http.Header{"Accept": {"application/json, text/event-stream"}}, want: 200}, true
+	case "getSnapshot":
+		return example{path: g + "/snapshot", query: url.Values{"branch": {"main"}}, want: 200}, true
+	case "getSchema":
+		return example{path: g + "/schema", query: url.Values{"branch": {"main"}}, want: 200}, true
+	case "listBranches":
+		return example{path: g + "/branches", want: 200}, true
+	case "createBranch":
+		return example{path: g + "/branches", ctype: js, body: jsonBody(map[string]any{"name": "made", "from": "main"}), want: 200}, true
+	case "mergeBranch":
+		return example{path: g + "/branches/merge", ctype: js, body: jsonBody(map[string]any{"source": "feature", "target": "main"}), want: 200}, true
+	case "deleteBranch":
+		return example{path: g + "/branches/feature", want: 200}, true
+	case "listCommits":
+		return example{path: g + "/commits", query: url.Values{"branch": {"main"}, "limit": {"5"}}, want: 200}, true
+	case "getCommit":
+		return example{path: g + "/commits/" + fx.first, want: 200}, true
+	case "getCommitChanges":
+		return example{path: g + "/commits/" + fx.first + "/changes", query: url.Values{"type": {"Person"}, "op": {"insert"}, "limit": {"5"}}, want: 200}, true
+	}
+	return example{}, false
+}
+
+// toolExample is the valid arguments of an MCP tool on fx.
+func toolExample(fx *fixture, name string) (map[string]any, bool) {
+	switch name {
+	case "graph_query":
+		return map[string]any{"query": exQuery, "branch": "main"}, true
+	case "graph_mutate":
+		return map[string]any{"query": exMutate, "branch": "main"}, true
+	case "graph_load":
+		return map[string]any{"data": exLine + "\n", "branch": "main", "mode": "merge"}, true
+	case "graph_snapshot", "schema_get":
+		return map[string]any{"branch": "main"}, true
+	case "branch_list":
+		return map[string]any{}, true
+	case "branch_create":
+		return map[string]any{"name": "made", "from": "main"}, true
+	case "branch_delete":
+		return map[string]any{"name": "feature"}, true
+	case "branch_merge":
+		return map[string]any{"source": "feature", "target": "main"}, true
+	case "commit_list":
+		return map[string]any{"branch": "main", "limit": 5}, true
+	case "commit_get":
+		return map[string]any{"commit_id": fx.first}, true
+	case "commit_changes":
+		return map[string]any{"commit_id": fx.first, "type": "Person", "limit": 5}, true
+	}
+	return nil, false
+}
+
+// answer is one HTTP answer.
+type answer struct {
+	status int
+	body   map[string]any
+	raw    string
+	header http.Header
+}
+
+// send sends ex (as changed by edit) to base with the client's token.
+func send(t *testing.T, base, token string, rt Route, ex example, edit func(*http.Request)) answer {
+	t.Helper()
+	u := base + ex.path
+	if len(ex.query) > 0 {
+		u += "?" + ex.query.Encode()
+	}
+	req, err := http.NewRequest(rt.Method, u, strings.NewReader(ex.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.ctype != "" {
+		req.Header.Set("Content-Type", ex.ctype)
+	}
+	for k, vs := range ex.header {
+		req.Header[k] = slices.Clone(vs)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if edit != nil {
+		edit(req)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, raw: string(b), header: resp.Header}
+	_ = json.Unmarshal(b, &a.body)
+	return a
+}
+
+// mcpCall is one raw tools/call; it returns the tool's structured result
+// (or error envelope), whether it is an error, and the JSON-RPC error if
+// the call failed at the protocol level.
+func mcpCall(t *testing.T, base, token, name string, args any, edit func(*http.Request)) (res map[string]any, isError bool, rpcErr map[string]any, a answer) {
+	t.Helper()
+	body := jsonBody(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": name, "arguments": args}})
+	rt := Route{Method: "POST"}
+	a = send(t, base, token, rt, example{path: "/graphs/default/mcp", ctype: "application/json", body: body,
+		header: http.Header{"Accept": {"application/json, text/event-stream"}}}, edit)
+	if e, ok := a.body["error"].(map[string]any); ok {
+		return nil, false, e, a
+	}
+	r, _ := a.body["result"].(map[string]any)
+	sc, _ := r["structuredContent"].(map[string]any)
+	return sc, r["isError"] == true, nil, a
+}
+
+// misspell drops the last letter of a name ("branch" -> "branc").
+func misspell(name string) string { return name[:len(name)-1] }
+
+// withMember adds member name=v to the JSON object body.
+func withMember(t *testing.T, body, name string, v any) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		t.Fatalf("example body %s: %v", body, err)
+	}
+	m[name] = v
+	return jsonBody(m)
+}
+
+// TestEveryRouteRefusesUnknownMembers (issue 26 item 3): every route with
+// a JSON body answers 400 naming the member when its valid example gains
+// a misspelled member ("brnach"), a member in the wrong case, or a member
+// given twice; every route answers 400 naming it to an unknown query
+// parameter (each listed one misspelled, and "brnch"); every MCP tool
+// refuses a misspelled argument. Nothing is changed and the store sees no
+// request. Then each valid example itself succeeds, on a fresh graph, so
+// the refusals were the member's doing.
+func TestEveryRouteRefusesUnknownMembers(t *testing.T) {
+	for _, rt := range Routes() {
+		t.Run(rt.OperationID, func(t *testing.T) {
+			fx := newFixture(t)
+			_, base := newTestServer(t, fx.g, Config{})
+			ex, ok := routeExample(t, fx, rt)
+			if !ok {
+				t.Fatalf("route %s %s has no example in routeExample: add one", rt.Method, rt.Path)
+			}
+			before := fx.state(t)
+			fx.store.Reset()
+			refused := func(what string, member string, a answer) {
+				t.Helper()
+				if a.status != 400 || a.body["code"] != "bad_request" || !strings.Contains(fmt.Sprint(a.body["error"]), `"`+member+`"`) {
+					t.Errorf("%s: status %d %s, want 400 naming %q", what, a.status, a.raw, member)
+				}
+			}
+			if schema, ok := schemaTypes[rt.Request]; ok && rt.Request != "JSONRPC" {
+				bad := ex
+				bad.body = withMember(t, ex.body, "brnach", "scratch")
+				a := send(t, base, "", rt, bad, nil)
+				refused("misspelled member", "brnach", a)
+				if !strings.Contains(fmt.Sprint(a.body["error"]), "nothing was changed") {
+					t.Errorf("misspelled member: %q does not say nothing changed", a.body["error"])
+				}
+				first := memberNames(schema)[0]
+				upper := strings.ToUpper(first[:1]) + first[1:]
+				bad.body = withMember(t, ex.body, upper, "x")
+				refused("member in the wrong case", upper, send(t, base, "", rt, bad, nil))
+				bad.body = strings.TrimSuffix(ex.body, "}") + `,"` + first + `":"again"}`
+				refused("member given twice", first, send(t, base, "", rt, bad, nil))
+			}
+			for _, q := range append(slices.Clone(rt.Query), "brnchx") {
+				bad := ex
+				bad.query = url.Values{}
+				for k, v := range ex.query {
+					bad.query[k] = v
+				}
+				name := misspell(q)
+				bad.query.Set(name, "scratch")
+				refused("query parameter "+name, name, send(t, base, "", rt, bad, nil))
+			}
+			for _, q := range rt.Query {
+				if slices.Contains(rt.Repeat, q) {
+					continue
+				}
+				bad := ex
+				bad.query = url.Values{}
+				for k, v := range ex.query {
+					bad.query[k] = v
+				}
+				bad.query[q] = []string{"main", "scratch"}
+				refused("query parameter given twice", q, send(t, base, "", rt, bad, nil))
+			}
+			if rt.OperationID == "mcp" {
+				for _, tool := range MCPTools() {
+					args, ok := toolExample(fx, tool)
+					if !ok {
+						t.Fatalf("tool %s has no example in toolExample: add one", tool)
+					}
+					bad := map[string]any{"brnach": "scratch"}
+					for k, v := range args {
+						bad[k] = v
+					}
+					res, isErr, rpcErr, a := mcpCall(t, base, "", tool, bad, nil)
+					msg := fmt.Sprint(res["error"], rpcErr)
+					if rpcErr == nil && (!isErr || res["status"] != 400.0) || !strings.Contains(msg, "brnach") {
+						t.Errorf("tool %s with a misspelled argument: %s, want a refusal naming it", tool, a.raw)
+					}
+				}
+			}
+			if c := fx.store.Snapshot(); c.Total != 0 {
+				t.Errorf("refused requests reached the store: %v", c)
+			}
+			if got := fx.state(t); got != before {
+				t.Fatalf("refused requests changed the graph: %s, was %s", got, before)
+			}
+			// The valid example succeeds (example headers that name the
+			// head are taken now).
+			ex, _ = routeExample(t, fx, rt)
+			if a := send(t, base, "", rt, ex, nil); a.status != ex.want {
+				t.Fatalf("the valid example: status %d %s, want %d", a.status, a.raw, ex.want)
+			}
+		})
+	}
+}
