@@ -238,11 +238,10 @@ func (s *Server) newMCP() http.Handler {
 		Stateless:    true,
 		JSONResponse: true,
 		Logger:       s.log,
-		// The SDK's DNS-rebinding guard refuses a loopback connection
-		// whose Host is not loopback. It protects open mode (no token,
-		// loopback only); with tokens a rebound browser has no secret,
-		// and the guard would refuse a reverse proxy on the same host.
-		DisableLocalhostProtection: s.cfg.Tokens != nil,
+		// The SDK's DNS-rebinding guard is off: the open-mode guard
+		// (origin.go) decides for every route, this one included, so
+		// one function gives the one verdict.
+		DisableLocalhostProtection: true,
 		// wrap already bounds the body.
 		MaxRequestBodyBytes: -1,
 	})

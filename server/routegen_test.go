@@ -363,3 +363,92 @@ func TestEveryRouteRefusesUnknownMembers(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenModeRefusesForeignHostsAndSites (issue 26 item 4): in open mode
+// every route (and an unknown path, and the MCP endpoint's GET) answers
+// 403 to a request addressed to a name that is not loopback (DNS
+// rebinding: Host attacker.example), to an Origin of another site or
+// "null", and to Sec-Fetch-Site cross-site, with nothing changed and no
+// storage request. The loopback names (localhost, 127.0.0.1, [::1], any
+// port) and a loopback Origin are served; with tokens the Host is not
+// checked (a reverse proxy may use any name).
+func TestOpenModeRefusesForeignHostsAndSites(t *testing.T) {
+	fx := newFixture(t)
+	_, base := newTestServer(t, fx.g, Config{})
+	port := base[strings.LastIndex(base, ":")+1:]
+	before := fx.state(t)
+	hostile := map[string]func(*http.Request){
+		"host attacker.example":      func(r *http.Request) { r.Host = "attacker.example:" + port },
+		"host attacker.example bare": func(r *http.Request) { r.Host = "attacker.example" },
+		"host localhost.attacker":    func(r *http.Request) { r.Host = "localhost.attacker.example:" + port },
+		"host 127.0.0.1.nip.io":      func(r *http.Request) { r.Host = "127.0.0.1.nip.io:" + port },
+		"host 0.0.0.0":               func(r *http.Request) { r.Host = "0.0.0.0:" + port },
+		"origin attacker":            func(r *http.Request) { r.Header.Set("Origin", "https://attacker.example") },
+		"origin null":                func(r *http.Request) { r.Header.Set("Origin", "null") },
+		"origin loopback-looking":    func(r *http.Request) { r.Header.Set("Origin", "http://127.0.0.1.attacker.example") },
+		"sec-fetch-site cross-site":  func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "cross-site") },
+	}
+	routes := Routes()
+	routes = append(routes, Route{Method: "GET", Path: "/nope", OperationID: "unknown path"}, Route{Method: "GET", Path: "/graphs/{graph_id}/mcp", OperationID: "mcp GET"})
+	examples := map[string]example{}
+	for _, rt := range routes {
+		ex, ok := routeExample(t, fx, rt)
+		if !ok && rt.handle != nil {
+			t.Fatalf("route %s %s has no example in routeExample: add one", rt.Method, rt.Path)
+		}
+		if !ok {
+			ex = example{path: strings.Replace(rt.Path, "{graph_id}", "default", 1)}
+		}
+		examples[rt.OperationID] = ex
+	}
+	fx.store.Reset()
+	for _, rt := range routes {
+		ex := examples[rt.OperationID]
+		for what, edit := range hostile {
+			a := send(t, base, "", rt, ex, edit)
+			if a.status != 403 || a.body["code"] != "forbidden" || !strings.Contains(fmt.Sprint(a.body["error"]), "open mode") {
+				t.Errorf("%s %s with %s: status %d %s, want 403", rt.Method, rt.Path, what, a.status, a.raw)
+			}
+		}
+	}
+	if c := fx.store.Snapshot(); c.Total != 0 {
+		t.Errorf("refused requests reached the store: %v", c)
+	}
+	if got := fx.state(t); got != before {
+		t.Fatalf("refused requests changed the graph: %s, was %s", got, before)
+	}
+	// Every read route is served under each loopback name and from a
+	// loopback page.
+	friendly := map[string]func(*http.Request){
+		"host localhost":      func(r *http.Request) { r.Host = "localhost:" + port },
+		"host LOCALHOST bare": func(r *http.Request) { r.Host = "LOCALHOST" },
+		"host [::1]":          func(r *http.Request) { r.Host = "[::1]:" + port },
+		"host 127.0.0.2":      func(r *http.Request) { r.Host = "127.0.0.2:" + port },
+		"origin localhost":    func(r *http.Request) { r.Header.Set("Origin", "http://localhost:5173") },
+		"same-origin fetch":   func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "same-origin") },
+	}
+	for _, rt := range Routes() {
+		if rt.Write {
+			continue
+		}
+		ex, _ := routeExample(t, fx, rt)
+		for what, edit := range friendly {
+			if a := send(t, base, "", rt, ex, edit); a.status != ex.want {
+				t.Errorf("%s %s with %s: status %d %s, want %d", rt.Method, rt.Path, what, a.status, a.raw, ex.want)
+			}
+		}
+	}
+	// With tokens the Host is the proxy's business.
+	tokens, secrets := tokensFor(t, "alice")
+	_, tbase := newTestServer(t, fx.g, Config{Tokens: tokens})
+	rt := Routes()[0]
+	for _, r := range Routes() {
+		if r.OperationID == "listBranches" {
+			rt = r
+		}
+	}
+	ex, _ := routeExample(t, fx, rt)
+	if a := send(t, tbase, secrets["alice"], rt, ex, hostile["host attacker.example"]); a.status != 200 {
+		t.Errorf("with tokens, a proxied Host: status %d %s, want 200", a.status, a.raw)
+	}
+}

@@ -68,9 +68,11 @@ type Server struct {
 	ids    []string
 	adm    *admission
 	mux    *http.ServeMux
-	mcp    http.Handler
-	policy *Policy
-	log    *slog.Logger
+	// handler is mux behind the open-mode guard.
+	handler http.Handler
+	mcp     http.Handler
+	policy  *Policy
+	log     *slog.Logger
 	// compactors run each graph's automatic compaction (AutoOptimize).
 	compactors map[string]*compactor
 	// writesCtx is cancelled by Close: the only cancellation an admitted
@@ -134,11 +136,13 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, fail(http.StatusNotFound, CodeNotFound, "no such route: %s %s (see GET /openapi.json)", r.Method, r.URL.Path))
 	})
+	s.handler = s.openModeGuard(s.mux)
 	return s, nil
 }
 
-// Handler is the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler is the server's HTTP handler: the routes behind the open-mode
+// guard (origin.go).
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // CloseAdmission refuses every later request with 503 (the server is
 // stopping); in-flight requests run on.
