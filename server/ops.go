@@ -86,8 +86,9 @@ func (r *request) opMutate(m MutateRequest, ifCommit string) (ChangeOutput, erro
 }
 
 // opLoad loads a graph batch read from body. The policy is checked before
-// the body is read: load on the branch, and branch_create too when from
-// names a base (the branch is created from it if missing).
+// the body is read: load on the branch, and branch_create and read on the
+// base too when from names one (the branch is created from it if missing,
+// and a fork of a branch is a copy of what it holds).
 func (r *request) opLoad(body io.Reader, branch, from, modeS string) (LoadOutput, error) {
 	branch = orMain(branch)
 	if modeS == "" {
@@ -102,6 +103,9 @@ func (r *request) opLoad(body io.Reader, branch, from, modeS string) (LoadOutput
 	}
 	if from != "" {
 		if err := r.authorize(ActionBranchCreate, from, branch); err != nil {
+			return LoadOutput{}, err
+		}
+		if err := r.authorizeSource(from); err != nil {
 			return LoadOutput{}, err
 		}
 	}
@@ -227,6 +231,9 @@ func (r *request) opBranchCreate(b BranchCreateRequest) (BranchCreateOutput, err
 	if err := r.authorize(ActionBranchCreate, b.From, b.Name); err != nil {
 		return BranchCreateOutput{}, err
 	}
+	if err := r.authorizeSource(b.From); err != nil {
+		return BranchCreateOutput{}, err
+	}
 	release, err := r.admitWrite()
 	if err != nil {
 		return BranchCreateOutput{}, err
@@ -263,6 +270,9 @@ func (r *request) opMerge(m MergeRequest) (MergeOutput, error) {
 	}
 	m.Target = orMain(m.Target)
 	if err := r.authorize(ActionBranchMerge, m.Source, m.Target); err != nil {
+		return MergeOutput{}, err
+	}
+	if err := r.authorizeSource(m.Source); err != nil {
 		return MergeOutput{}, err
 	}
 	if m.DeleteBranch {

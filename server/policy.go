@@ -59,7 +59,9 @@ permit (principal, action, resource);
 // graph, branch and target_branch (strings, "" when not applicable):
 // branch_create has branch = from and target_branch = the new branch,
 // branch_merge branch = source and target_branch = target (the
-// resource), branch_delete target_branch = the branch deleted.
+// resource), branch_delete target_branch = the branch deleted. An
+// operation that copies a branch (create from, load from, merge source)
+// also asks read on it (authorizeSource).
 type Policy struct {
 	name   string
 	set    *cedar.PolicySet
@@ -199,6 +201,14 @@ func (r *request) authorize(act Action, branch, target string) error {
 		what = fmt.Sprintf("branch %q", b)
 	}
 	return fail(http.StatusForbidden, CodeForbidden, "the policy does not allow actor %q to %s on %s of graph %q", q.Actor, act, what, q.Graph)
+}
+
+// authorizeSource asks for read on a branch an operation copies from (the
+// base of a branch create or of load's from, the source of a merge): the
+// new or target branch would otherwise hand its content to an actor the
+// policy does not let read it.
+func (r *request) authorizeSource(branch string) error {
+	return r.authorize(ActionRead, branch, "")
 }
 
 // allowed is authorize without the 403 (filtering lists).

@@ -452,3 +452,161 @@ func TestOpenModeRefusesForeignHostsAndSites(t *testing.T) {
 		t.Errorf("with tokens, a proxied Host: status %d %s, want 200", a.status, a.raw)
 	}
 }
+
+func mustPolicy(t *testing.T, src string) *Policy {
+	t.Helper()
+	p, err := ParsePolicy("test.cedar", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestDenyAllRefusesEveryRouteAndTool (issue 26 item 5): under a policy
+// that forbids everything, every graph route and every MCP tool answers
+// 403 forbidden to its valid example before any engine work: the store
+// sees no request at all. GET /graphs lists nothing and tools/list shows
+// no tool; the unauthenticated routes (healthz, openapi) still answer.
+// The same examples under the default policy do reach the store, so the
+// count would see engine work done before authorize.
+func TestDenyAllRefusesEveryRouteAndTool(t *testing.T) {
+	fx := newFixture(t)
+	tokens, secrets := tokensFor(t, "alice")
+	_, base := newTestServer(t, fx.g, Config{Tokens: tokens, Policy: mustPolicy(t, `@id("deny-all") forbid (principal, action, resource);`)})
+	token := secrets["alice"]
+	examples := map[string]example{}
+	for _, rt := range Routes() {
+		ex, ok := routeExample(t, fx, rt)
+		if !ok {
+			t.Fatalf("route %s %s has no example in routeExample: add one", rt.Method, rt.Path)
+		}
+		examples[rt.OperationID] = ex
+	}
+	tools := map[string]map[string]any{}
+	for _, name := range MCPTools() {
+		args, ok := toolExample(fx, name)
+		if !ok {
+			t.Fatalf("tool %s has no example in toolExample: add one", name)
+		}
+		tools[name] = args
+	}
+	before := fx.state(t)
+	fx.store.Reset()
+	for _, rt := range Routes() {
+		a := send(t, base, token, rt, examples[rt.OperationID], nil)
+		switch {
+		case !rt.Auth:
+			if a.status != 200 {
+				t.Errorf("%s: status %d %s, want 200 (no auth)", rt.OperationID, a.status, a.raw)
+			}
+		case rt.OperationID == "listGraphs":
+			if a.status != 200 || fmt.Sprint(a.body["graphs"]) != "[]" {
+				t.Errorf("%s: status %d %s, want 200 and no graph", rt.OperationID, a.status, a.raw)
+			}
+		case rt.OperationID == "mcp":
+			r, _ := a.body["result"].(map[string]any)
+			if a.status != 200 || fmt.Sprint(r["tools"]) != "[]" {
+				t.Errorf("tools/list under deny-all: status %d %s, want no tool", a.status, a.raw)
+			}
+			for name, args := range tools {
+				res, isErr, rpcErr, a := mcpCall(t, base, token, name, args, nil)
+				if rpcErr != nil || !isErr || res["status"] != 403.0 || res["code"] != "forbidden" {
+					t.Errorf("tool %s under deny-all: %s, want status 403", name, a.raw)
+				}
+			}
+		default:
+			if a.status != 403 || a.body["code"] != "forbidden" || !strings.Contains(fmt.Sprint(a.body["error"]), "policy") {
+				t.Errorf("%s %s under deny-all: status %d %s, want 403", rt.Method, rt.Path, a.status, a.raw)
+			}
+		}
+	}
+	if c := fx.store.Snapshot(); c.Total != 0 {
+		t.Errorf("requests refused by the policy reached the store: %v", c)
+	}
+	if got := fx.state(t); got != before {
+		t.Fatalf("refused requests changed the graph: %s, was %s", got, before)
+	}
+
+	// The control: allowed, each graph route and tool does engine work the
+	// counter sees.
+	_, open := newTestServer(t, fx.g, Config{Tokens: tokens})
+	for _, rt := range Routes() {
+		if !rt.Graph || rt.OperationID == "mcp" {
+			continue
+		}
+		ex, _ := routeExample(t, fx, rt)
+		fx.store.Reset()
+		if a := send(t, open, token, rt, ex, nil); a.status != ex.want {
+			t.Fatalf("%s allowed: status %d %s", rt.OperationID, a.status, a.raw)
+		}
+		if fx.store.Snapshot().Total == 0 {
+			t.Errorf("%s allowed made no storage request: the deny-all count proves nothing for it", rt.OperationID)
+		}
+	}
+	fx2 := newFixture(t)
+	_, open2 := newTestServer(t, fx2.g, Config{Tokens: tokens})
+	order := slices.DeleteFunc(MCPTools(), func(n string) bool { return n == "branch_delete" })
+	for _, name := range append(order, "branch_delete") { // the delete last: merge reads feature
+		args, _ := toolExample(fx2, name)
+		fx2.store.Reset()
+		if res, isErr, _, a := mcpCall(t, open2, token, name, args, nil); isErr || res == nil {
+			t.Fatalf("tool %s allowed: %s", name, a.raw)
+		}
+		if fx2.store.Snapshot().Total == 0 {
+			t.Errorf("tool %s allowed made no storage request", name)
+		}
+	}
+}
+
+// TestSourcesNeedRead (issue 26 item 5): an actor denied read on branch
+// secret (and allowed everything else) cannot copy it out: a branch
+// create from it, a merge of it and a load with from=secret, over HTTP
+// and MCP, answer 403 naming read on secret, and create no branch.
+func TestSourcesNeedRead(t *testing.T) {
+	fx := newFixture(t)
+	if _, err := fx.g.CreateBranch(context.Background(), "secret", "feature"); err != nil {
+		t.Fatal(err)
+	}
+	tokens, secrets := tokensFor(t, "rita")
+	pol := mustPolicy(t, `
+@id("all") permit (principal, action, resource);
+@id("no-secret") forbid (principal, action == Omnigraph::Action::"read", resource == Omnigraph::Branch::"default/secret");
+`)
+	_, base := newTestServer(t, fx.g, Config{Tokens: tokens, Policy: pol})
+	token := secrets["rita"]
+	before := fx.state(t)
+	js := "application/json"
+	g := "/graphs/default"
+	for _, c := range []struct {
+		op string
+		ex example
+	}{
+		{"createBranch", example{path: g + "/branches", ctype: js, body: `{"name":"mine","from":"secret"}`}},
+		{"mergeBranch", example{path: g + "/branches/merge", ctype: js, body: `{"source":"secret","target":"feature"}`}},
+		{"load", example{path: g + "/load", ctype: js, body: jsonBody(map[string]any{"data": exLine + "\n", "branch": "mine", "from": "secret"})}},
+		{"loadNdjson", example{path: g + "/load/ndjson", query: url.Values{"branch": {"mine"}, "from": {"secret"}}, ctype: "application/x-ndjson", body: exLine + "\n"}},
+	} {
+		a := send(t, base, token, Route{Method: "POST"}, c.ex, nil)
+		if msg := fmt.Sprint(a.body["error"]); a.status != 403 || !strings.Contains(msg, "to read on branch \"secret\"") {
+			t.Errorf("%s from secret: status %d %s, want 403 for read on secret", c.op, a.status, a.raw)
+		}
+	}
+	for name, args := range map[string]map[string]any{
+		"branch_create": {"name": "mine", "from": "secret"},
+		"branch_merge":  {"source": "secret", "target": "feature"},
+		"graph_load":    {"data": exLine + "\n", "branch": "mine", "from": "secret"},
+	} {
+		res, isErr, _, a := mcpCall(t, base, token, name, args, nil)
+		if !isErr || res["status"] != 403.0 || !strings.Contains(fmt.Sprint(res["error"]), "to read on branch \"secret\"") {
+			t.Errorf("tool %s from secret: %s, want 403 for read on secret", name, a.raw)
+		}
+	}
+	if got := fx.state(t); got != before {
+		t.Fatalf("refused copies changed the graph: %s, was %s", got, before)
+	}
+	// The same actor may still fork what it can read.
+	a := send(t, base, token, Route{Method: "POST"}, example{path: g + "/branches", ctype: js, body: `{"name":"mine","from":"feature"}`}, nil)
+	if a.status != 200 {
+		t.Fatalf("create from a readable branch: %d %s", a.status, a.raw)
+	}
+}
