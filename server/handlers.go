@@ -209,7 +209,13 @@ func (r *request) decode(v any) error {
 
 func (r *request) actorID() string { return r.actor }
 
+// handleHealth answers 200 while the server admits requests, and 503
+// server_stopping with the reason once admission closed (a stopping
+// server must leave its load balancer's rotation).
 func handleHealth(r *request) (int, any, error) {
+	if reason, closed := r.s.adm.closedFor(); closed {
+		return 0, nil, stopping(reason)
+	}
 	mode := "read-write"
 	if r.s.cfg.ReadOnly {
 		mode = "read-only"

@@ -610,3 +610,51 @@ func TestSourcesNeedRead(t *testing.T) {
 		t.Fatalf("create from a readable branch: %d %s", a.status, a.raw)
 	}
 }
+
+// TestMalformedCommitIDIs400 (issue 26 item 7): a commit id that cannot be
+// one is bad input (400, saying what a commit id looks like) wherever a
+// client sends one: the If-Graph-Commit header, the if_graph_commit
+// argument, a snapshot to read or export, a commit path. A well-formed id
+// that is not the head is still 412, one that does not exist 404.
+func TestMalformedCommitIDIs400(t *testing.T) {
+	fx := newFixture(t)
+	_, base := newTestServer(t, fx.g, Config{})
+	before := fx.state(t)
+	js := "application/json"
+	g := "/graphs/default"
+	mut := jsonBody(map[string]any{"query": exMutate})
+	const wellFormed = "01KA3Q8J5YV9H0M3WQ8X2C4T7B"
+	for _, bad := range []string{"garbage", "01KA3Q8J5YV9H0M3WQ8X2C4T7", "01KA3Q8J5YV9H0M3WQ8X2C4T7BB", "ZZKA3Q8J5YV9H0M3WQ8X2C4T7B", "01KA3Q8J5YV9H0M3WQ8X2C4T7é"} {
+		for what, ex := range map[string]example{
+			"header":          {path: g + "/mutate/if-graph-commit", ctype: js, body: mut, header: http.Header{HeaderIfGraphCommit: {bad}}},
+			"query snapshot":  {path: g + "/query", ctype: js, body: jsonBody(map[string]any{"query": exQuery, "snapshot": bad})},
+			"export snapshot": {path: g + "/export", query: url.Values{"snapshot": {bad}}},
+			"commit":          {path: g + "/commits/" + url.PathEscape(bad)},
+			"changes":         {path: g + "/commits/" + url.PathEscape(bad) + "/changes"},
+		} {
+			method := "GET"
+			if ex.body != "" {
+				method = "POST"
+			}
+			a := send(t, base, "", Route{Method: method}, ex, nil)
+			if a.status != 400 || !strings.Contains(fmt.Sprint(a.body["error"]), "26-character") {
+				t.Errorf("%s %q: status %d %s, want 400 explaining a commit id", what, bad, a.status, a.raw)
+			}
+		}
+		res, isErr, _, a := mcpCall(t, base, "", "graph_mutate", map[string]any{"query": exMutate, "if_graph_commit": bad}, nil)
+		if !isErr || res["status"] != 400.0 {
+			t.Errorf("if_graph_commit %q: %s, want status 400", bad, a.raw)
+		}
+	}
+	if got := fx.state(t); got != before {
+		t.Fatalf("malformed ids changed the graph: %s, was %s", got, before)
+	}
+	a := send(t, base, "", Route{Method: "POST"}, example{path: g + "/mutate/if-graph-commit", ctype: js, body: mut, header: http.Header{HeaderIfGraphCommit: {wellFormed}}}, nil)
+	if a.status != 412 {
+		t.Errorf("a stale well-formed head: status %d %s, want 412", a.status, a.raw)
+	}
+	a = send(t, base, "", Route{Method: "GET"}, example{path: g + "/commits/" + wellFormed}, nil)
+	if a.status != 404 {
+		t.Errorf("an unknown well-formed commit: status %d %s, want 404", a.status, a.raw)
+	}
+}

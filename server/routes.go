@@ -66,7 +66,7 @@ var (
 func Routes() []Route {
 	g := "/graphs/{graph_id}"
 	return []Route{
-		{Method: "GET", Path: "/healthz", OperationID: "health", Summary: "Liveness", Response: "Health", handle: handleHealth},
+		{Method: "GET", Path: "/healthz", OperationID: "health", Summary: "Liveness: 200 while the server admits requests, 503 server_stopping (with stop_reason) once it is stopping", Response: "Health", Statuses: []int{503}, handle: handleHealth},
 		{Method: "GET", Path: "/openapi.json", OperationID: "openapi", Summary: "This OpenAPI document", Response: "OpenAPI", handle: handleOpenAPI},
 		{Method: "GET", Path: "/graphs", OperationID: "listGraphs", Summary: "List the served graphs", Auth: true, Response: "GraphList", Statuses: []int{401}, handle: handleGraphs},
 		{Method: "POST", Path: g + "/query", OperationID: "query", Summary: "Run a read query on one snapshot", Auth: true, Graph: true, Request: "QueryRequest", Response: "ReadOutput", Statuses: readErrs, handle: handleQuery},

@@ -144,9 +144,11 @@ func New(cfg Config) (*Server, error) {
 // guard (origin.go).
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// CloseAdmission refuses every later request with 503 (the server is
-// stopping); in-flight requests run on.
-func (s *Server) CloseAdmission() { s.adm.close() }
+// CloseAdmission refuses every later request, /healthz included, with 503
+// server_stopping and reason (StopShutdown for an ordered stop, or the
+// cause the caller's OnFatal got); in-flight requests run on. The first
+// reason stays.
+func (s *Server) CloseAdmission(reason string) { s.adm.close(reason) }
 
 // Close cancels the writes still in flight (those the drain did not
 // wait for) and stops the background work (automatic compaction),
@@ -267,8 +269,8 @@ func (s *Server) wrap(rt Route) http.Handler {
 }
 
 func (s *Server) prepare(rt Route, req *request) *Failure {
-	if rt.Auth && s.adm.isClosed() {
-		return stopping()
+	if reason, closed := s.adm.closedFor(); closed && rt.Auth {
+		return stopping(reason)
 	}
 	if rt.Auth && s.cfg.Tokens != nil {
 		actor, err := s.cfg.Tokens.Authenticate(req.Request)
@@ -316,7 +318,7 @@ func (s *Server) prepare(rt Route, req *request) *Failure {
 // server is told to stop, and the answer is outcome unknown.
 func (s *Server) panicked(what, graphID string) *Failure {
 	s.log.Error("handler panicked", "route", what, "stack", string(debug.Stack()))
-	s.stop("panic", graphID)
+	s.stop(StopPanic, graphID)
 	return &Failure{Status: http.StatusInternalServerError, Body: ErrorOutput{
 		Error: "the request failed inside the server and its outcome is unknown; if it was a write, check GET /graphs/" + graphID + "/commits before sending it again",
 		Code:  CodeInternal, OutcomeUnknown: &OutcomeUnknown{Check: "GET /graphs/" + graphID + "/commits"}, Class: "panic",
@@ -326,7 +328,7 @@ func (s *Server) panicked(what, graphID string) *Failure {
 // stop closes admission for every graph and tells the caller to stop the
 // process (OnFatal, which exits 2).
 func (s *Server) stop(cause, graphID string) {
-	s.adm.close()
+	s.adm.close(cause)
 	s.log.Error("the server must stop: admission is closed for every graph and the process exits 2", "cause", cause, "graph", graphID)
 	if s.cfg.OnFatal != nil {
 		s.cfg.OnFatal(cause)

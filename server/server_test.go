@@ -433,15 +433,26 @@ func TestServerReadOnly(t *testing.T) {
 }
 
 // TestServerClosedAdmission: once admission is closed (the server is
-// stopping), every graph request is 503 server_stopping.
+// stopping), every graph request is 503 server_stopping, and so is
+// /healthz (issue 26 item 6), with the reason, so a load balancer takes
+// the server out of rotation.
 func TestServerClosedAdmission(t *testing.T) {
 	g := testGraph(t)
 	s, base := newTestServer(t, g, Config{})
-	s.CloseAdmission()
-	st, m := (&client{t: t, base: base}).json("GET", "/graphs/default/branches", "")
-	mustStatus(t, "after close", st, 503, m)
-	if m["failure_class"] != "server_stopping" {
-		t.Fatalf("503: %v", m)
+	c := &client{t: t, base: base}
+	st, m := c.json("GET", "/healthz", "")
+	mustStatus(t, "healthz before", st, 200, m)
+	if m["status"] != "ok" {
+		t.Fatalf("healthz before: %v", m)
+	}
+	s.CloseAdmission(StopShutdown)
+	s.CloseAdmission(StopLeaseLost) // the first reason stays
+	for _, p := range []string{"/graphs/default/branches", "/healthz"} {
+		st, m = c.json("GET", p, "")
+		mustStatus(t, p+" after close", st, 503, m)
+		if m["failure_class"] != "server_stopping" || m["stop_reason"] != StopShutdown || !strings.Contains(fmt.Sprint(m["error"]), "told to shut down") {
+			t.Fatalf("%s 503: %v", p, m)
+		}
 	}
 }
 

@@ -240,7 +240,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 
 	select {
 	case <-ctx.Done():
-		srv.CloseAdmission()
+		srv.CloseAdmission(server.StopShutdown)
 		log.Info("stopping: draining in-flight requests", "drain_timeout", o.drainTimeout.String())
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.drainTimeout)
 		defer cancel()
@@ -251,7 +251,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		log.Info("stopped")
 		return nil
 	case reason := <-fatalc:
-		srv.CloseAdmission()
+		srv.CloseAdmission(reason)
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
 		if hs.Shutdown(dctx) != nil {
@@ -311,7 +311,7 @@ func openServed(ctx context.Context, log *slog.Logger, o serveOptions, sg served
 			lo.Lease = lease
 			lo.OnLost = func(err error) {
 				log.Error("the writer lock's lease was lost; admission is closed and the server exits 2", "graph", sg.id, "reason", lostReason(err))
-				fatal("lease_lost")
+				fatal(server.StopLeaseLost)
 			}
 			// AcquireLeased returns once the first heartbeat is answered,
 			// and refuses to start otherwise.
