@@ -39,27 +39,41 @@ const maxBranchName = 200
 // continuing with letters, digits, '.', '_' or '-'.
 func ValidateBranchName(name string) error {
 	if name == "" {
-		return fmt.Errorf("empty branch name")
+		return branchNameErrorf("empty branch name")
 	}
 	if len(name) > maxBranchName {
-		return fmt.Errorf("branch name is %d bytes; the limit is %d", len(name), maxBranchName)
+		return branchNameErrorf("branch name is %d bytes; the limit is %d", len(name), maxBranchName)
 	}
 	for _, comp := range strings.Split(name, "/") {
 		if comp == "" {
-			return fmt.Errorf("branch name %q has an empty component; write names like feature or review/2026-07", name)
+			return branchNameErrorf("branch name %q has an empty component; write names like feature or review/2026-07", name)
 		}
 		// Quote characters, never bytes: "fé" has 'é', not 'Ã'.
 		for i, c := range comp {
 			alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 			if i == 0 && !alnum {
-				return fmt.Errorf("branch name %q: each component must start with an ASCII letter, digit or '_', not %s", name, quoteChar(c))
+				return branchNameErrorf("branch name %q: each component must start with an ASCII letter, digit or '_', not %s", name, quoteChar(c))
 			}
 			if !alnum && c != '.' && c != '-' {
-				return fmt.Errorf("branch name %q has %s; use ASCII letters, digits, '.', '_', '-' and '/' only", name, quoteChar(c))
+				return branchNameErrorf("branch name %q has %s; use ASCII letters, digits, '.', '_', '-' and '/' only", name, quoteChar(c))
 			}
 		}
 	}
 	return nil
+}
+
+// ErrInvalidBranchName matches every refusal of ValidateBranchName: bad
+// input, refused before any read.
+var ErrInvalidBranchName = errors.New("invalid branch name")
+
+// branchNameError is a refusal of ValidateBranchName.
+type branchNameError string
+
+func (e branchNameError) Error() string        { return string(e) }
+func (e branchNameError) Is(target error) bool { return target == ErrInvalidBranchName }
+
+func branchNameErrorf(format string, args ...any) error {
+	return branchNameError(fmt.Sprintf(format, args...))
 }
 
 // quoteChar quotes one character of a name for a message: the character

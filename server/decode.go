@@ -31,12 +31,26 @@ import (
 // Every refusal is a 400 bad_request (a *Failure) whose message says what
 // to send instead.
 
+// DecodeJSON is decodeStrict for callers outside the server (the CLI's
+// --params): the same rules and messages, so a user meets one wording
+// whichever way the JSON came in. The error is a plain error whose message
+// is safe to show.
+func DecodeJSON(b []byte, v any, what string) error {
+	if err := decodeStrict(b, v, what); err != nil {
+		return errors.New(err.Error())
+	}
+	return nil
+}
+
 // decodeStrict decodes b, one JSON object, into v (a pointer to a request
-// struct). what names the input in messages ("the body", "the arguments of
-// graph_query").
+// struct or a map). what names the input in messages ("the body", "the
+// arguments of graph_query").
 func decodeStrict(b []byte, v any, what string) error {
 	t := reflect.TypeOf(v).Elem()
 	if len(bytes.TrimSpace(b)) == 0 {
+		if t.Kind() != reflect.Struct {
+			return badRequest("%s is empty: send a JSON object", what)
+		}
 		return badRequest("%s is empty: send a JSON object with the members %s", what, memberList(t))
 	}
 	if err := syntaxCheck(b, what); err != nil {
@@ -50,7 +64,7 @@ func decodeStrict(b []byte, v any, what string) error {
 	if err := dec.Decode(v); err != nil {
 		// checkValue accepts only what decodes; this is a backstop, and
 		// its message must not carry the decoder's Go type names.
-		return badRequest("%s does not fit this request: send a JSON object with the members %s", what, memberList(t))
+		return badRequest("%s does not fit this request: send a JSON object as its documentation shows", what)
 	}
 	return nil
 }
@@ -83,12 +97,15 @@ func syntaxCheck(b []byte, what string) error {
 	r, _ := utf8.DecodeRune(b[at:])
 	line := 1 + bytes.Count(b[:at], []byte{'\n'})
 	col := 1 + utf8.RuneCount(b[bytes.LastIndexByte(b[:at], '\n')+1:at])
-	return badRequest("%s is not valid JSON: unexpected %s at line %d, column %d", what, QuoteRune(r), line, col)
+	if strings.Contains(se.Error(), "after top-level value") {
+		return badRequest("%s is not valid JSON: unexpected %s after the JSON value at line %d, column %d; send one JSON object", what, quoteRune(r), line, col)
+	}
+	return badRequest("%s is not valid JSON: unexpected %s at line %d, column %d", what, quoteRune(r), line, col)
 }
 
-// QuoteRune quotes one character for a message: the character itself
+// quoteRune quotes one character for a message: the character itself
 // when it is printable, else its U+ code point.
-func QuoteRune(r rune) string {
+func quoteRune(r rune) string {
 	if r == utf8.RuneError {
 		return "a byte that is not UTF-8"
 	}
@@ -160,8 +177,11 @@ func checkValue(raw json.RawMessage, t reflect.Type, path, what string) error {
 		return nil
 	}
 	mismatch := func() error {
-		if path == "" {
+		if path == "" && t.Kind() == reflect.Struct {
 			return badRequest("%s must be a JSON object with the members %s, not %s", what, memberList(t), got)
+		}
+		if path == "" {
+			return badRequest("%s must be a JSON object, not %s", what, got)
 		}
 		return badRequest("%s: %s must be %s, not %s", what, quotePath(path), wantKind(t), got)
 	}
@@ -328,7 +348,7 @@ func memberNames(t reflect.Type) []string {
 
 func memberList(t reflect.Type) string {
 	if t.Kind() != reflect.Struct {
-		return "(any)"
+		return "of your choice"
 	}
 	names := memberNames(t)
 	if len(names) == 0 {

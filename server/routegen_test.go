@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -657,4 +658,205 @@ func TestMalformedCommitIDIs400(t *testing.T) {
 	if a.status != 404 {
 		t.Errorf("an unknown well-formed commit: status %d %s, want 404", a.status, a.raw)
 	}
+}
+
+// goInternals are what a user message must never show: the decoder's Go
+// words, Go type names, package paths and the request types' names.
+func goInternals() []string {
+	out := []string{"Go value", "Go struct", "Go type", "a Go ", "interface {}", "interface{}", "map[string]", "[]interface", "[]map", "json:", "unmarshal",
+		"github.com/", "server.", "main.", "reflect", "json.Number", "float64", "int64", "int32", "uint64", "[]any", "*errors", "%!"}
+	for name := range schemaTypes {
+		if len(name) > 6 { // "Health", "Change" are words
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func checkNoGoInternals(t *testing.T, what, msg string) {
+	t.Helper()
+	for _, bad := range goInternals() {
+		if strings.Contains(msg, bad) {
+			t.Errorf("%s: the message shows %q: %s", what, bad, msg)
+		}
+	}
+}
+
+// malformedJSON is the generated set of bodies that are not a JSON object
+// of the request type: other JSON types, broken syntax (multibyte
+// characters, a byte order mark, trailing data), and for each member of t
+// each JSON type it is not (plus an out-of-range number for integers).
+func malformedJSON(t reflect.Type) map[string]string {
+	out := map[string]string{
+		"array": `[1,2]`, "string": `"x"`, "number": `5`, "boolean": `true`, "null": `null`, "empty array": `[]`,
+		"open brace": `{`, "cut member": `{"query":`, "bad literal": `{"query":tru}`, "multibyte": `{é}`,
+		"multibyte value": `{"a":é}`, "two objects": `{}{}`, "trailing": `{} x`, "bom": "\ufeff{}", "nbsp": "{\u00a0}",
+		"not utf-8": "{\"a\":\"\xff\"}", "deep": strings.Repeat("[", 10000),
+	}
+	kinds := map[string]string{"number": `5`, "fraction": `1.5`, "string": `"s"`, "boolean": `true`, "array": `[1]`, "object": `{"a":1}`,
+		"array of numbers": `[1,2]`, "array of arrays": `[[1]]`, "array of strings": `["x"]`}
+	fields := jsonFields(t)
+	for _, name := range memberNames(t) {
+		ft := fields[name]
+		for kind, v := range kinds {
+			if err := checkValue(json.RawMessage(v), ft, name, "x"); err == nil {
+				continue // a value of the right type
+			}
+			out[name+" as "+kind] = `{"` + name + `":` + v + `}`
+		}
+		if k := ft.Kind(); k >= reflect.Int && k <= reflect.Int64 {
+			out[name+" too large"] = `{"` + name + `":99999999999999999999}`
+		}
+	}
+	return out
+}
+
+// TestMalformedInputSpeaksJSON (issue 26 item 11): every route with a JSON
+// body, every MCP tool and the NDJSON load answer a generated set of
+// malformed inputs with 400 in the client's terms: no message names a Go
+// type, Go's decoder words, a package path or a request type; a member's
+// mistake names the member; a syntax error quotes the character, not a
+// byte of it.
+func TestMalformedInputSpeaksJSON(t *testing.T) {
+	fx := newFixture(t)
+	_, base := newTestServer(t, fx.g, Config{})
+	before := fx.state(t)
+	for _, rt := range Routes() {
+		st, ok := schemaTypes[rt.Request]
+		if !ok || rt.Request == "JSONRPC" {
+			continue
+		}
+		ex, _ := routeExample(t, fx, rt)
+		for what, body := range malformedJSON(st) {
+			bad := ex
+			bad.body = body
+			a := send(t, base, "", rt, bad, nil)
+			msg := fmt.Sprint(a.body["error"])
+			if a.status != 400 {
+				t.Errorf("%s %s: status %d %s, want 400", rt.OperationID, what, a.status, a.raw)
+			}
+			checkNoGoInternals(t, rt.OperationID+" "+what, msg)
+			if member, _, ok := strings.Cut(what, " as "); ok && !strings.Contains(msg, `"`+member) {
+				t.Errorf("%s %s: %q does not name the member", rt.OperationID, what, msg)
+			}
+			if strings.HasPrefix(what, "multibyte") && !strings.Contains(msg, "'é'") {
+				t.Errorf("%s %s: %q does not quote the character", rt.OperationID, what, msg)
+			}
+		}
+	}
+	// The tools, argument by argument.
+	for _, tl := range mcpTools() {
+		inType := toolInputType(tl.tool.Name)
+		for what, body := range malformedJSON(inType) {
+			var args any = json.RawMessage(body)
+			if !json.Valid([]byte(body)) || body == "null" {
+				continue // a JSON-RPC message cannot carry it; null is no arguments
+			}
+			res, isErr, rpcErr, a := mcpCall(t, base, "", tl.tool.Name, args, nil)
+			msg := fmt.Sprint(res["error"], rpcErr)
+			if rpcErr == nil && (!isErr || res["status"] != 400.0) {
+				t.Errorf("tool %s %s: %s, want status 400", tl.tool.Name, what, a.raw)
+			}
+			checkNoGoInternals(t, "tool "+tl.tool.Name+" "+what, msg)
+		}
+	}
+	// Parameters of the wrong type, and malformed graph-batch lines.
+	params := map[string]string{"array": `[1]`, "object": `{"a":1}`, "number": `5`, "boolean": `true`, "huge": `1e400`}
+	for kind, v := range params {
+		for _, path := range []string{"/query", "/mutate"} {
+			src := `query q($n: String) { match { $p: Person { name: $n } } return { $p.name } }`
+			if path == "/mutate" {
+				src = `mutation m($n: String) { insert Person { name: $n } }`
+			}
+			a := send(t, base, "", Route{Method: "POST"}, example{path: "/graphs/default" + path, ctype: "application/json",
+				body: `{"query":` + jsonBody(src) + `,"params":{"n":` + v + `}}`}, nil)
+			if a.status != 400 {
+				t.Errorf("%s with a String parameter as %s: status %d %s", path, kind, a.status, a.raw)
+			}
+			checkNoGoInternals(t, path+" param as "+kind, fmt.Sprint(a.body["error"]))
+			if got := fx.state(t); got != before {
+				t.Fatalf("%s with a String parameter as %s changed the graph: %s", path, kind, a.raw)
+			}
+		}
+	}
+	lines := map[string]string{
+		"array": `[1]`, "number": `5`, "type as number": `{"type":5,"data":{}}`, "data as array": `{"type":"Person","data":[1]}`,
+		"name as number": `{"type":"Person","data":{"name":5}}`, "age as string": `{"type":"Person","data":{"name":"x","age":"old"}}`,
+		"age fraction": `{"type":"Person","data":{"name":"x","age":1.5}}`, "age too large": `{"type":"Person","data":{"name":"x","age":99999999999}}`,
+		"extra member": `{"type":"Person","data":{"name":"x"},"extra":1}`, "multibyte": `{"type":"Person","data":{"name":é}}`,
+		"bom mid-file": exLine + "\n\ufeff" + exLine, "edge from number": `{"edge":"Knows","from":1,"to":"x"}`,
+		"not utf-8": "{\"type\":\"Person\",\"data\":{\"name\":\"\xff\"}}",
+	}
+	for what, body := range lines {
+		a := send(t, base, "", Route{Method: "POST"}, example{path: "/graphs/default/load/ndjson", query: url.Values{"mode": {"merge"}},
+			ctype: "application/x-ndjson", body: body + "\n"}, nil)
+		msg := fmt.Sprint(a.body["error"])
+		if a.status != 400 {
+			t.Errorf("load/ndjson %s: status %d %s, want 400", what, a.status, a.raw)
+		}
+		checkNoGoInternals(t, "load/ndjson "+what, msg)
+		if what == "multibyte" && !strings.Contains(msg, "'é'") {
+			t.Errorf("load/ndjson %s: %q does not quote the character", what, msg)
+		}
+		if what == "bom mid-file" && !strings.Contains(msg, "byte order mark") {
+			t.Errorf("load/ndjson %s: %q does not name the byte order mark", what, msg)
+		}
+		for _, inline := range []string{"data"} {
+			if what == "not utf-8" {
+				continue // JSON text cannot carry the byte (encoding/json sends U+FFFD)
+			}
+			a := send(t, base, "", Route{Method: "POST"}, example{path: "/graphs/default/load", ctype: "application/json",
+				body: jsonBody(map[string]any{inline: body + "\n", "mode": "merge"})}, nil)
+			checkNoGoInternals(t, "load "+inline+" "+what, fmt.Sprint(a.body["error"]))
+			if a.status != 400 {
+				t.Errorf("load %s %s: status %d %s, want 400", inline, what, a.status, a.raw)
+			}
+		}
+	}
+	for what, q := range map[string]url.Values{
+		"limit word": {"limit": {"abc"}}, "limit negative": {"limit": {"-1"}}, "limit exponent": {"limit": {"1e3"}}, "limit huge": {"limit": {"99999999999999999999"}},
+		"branch multibyte": {"branch": {"fé"}},
+	} {
+		a := send(t, base, "", Route{Method: "GET"}, example{path: "/graphs/default/commits", query: q}, nil)
+		msg := fmt.Sprint(a.body["error"])
+		if a.status != 400 {
+			t.Errorf("commits %s: status %d %s, want 400", what, a.status, a.raw)
+		}
+		checkNoGoInternals(t, "commits "+what, msg)
+		if what == "branch multibyte" && !strings.Contains(msg, "'é'") {
+			t.Errorf("commits %s: %q does not quote the character", what, msg)
+		}
+	}
+	if got := fx.state(t); got != before {
+		t.Fatalf("malformed input changed the graph: %s, was %s", got, before)
+	}
+}
+
+// toolInputType is the Go type of a tool's arguments (tool's In).
+func toolInputType(name string) reflect.Type {
+	switch name {
+	case "graph_query":
+		return reflect.TypeFor[QueryRequest]()
+	case "graph_mutate":
+		return reflect.TypeFor[MutateInput]()
+	case "graph_load":
+		return reflect.TypeFor[LoadRequest]()
+	case "graph_snapshot", "schema_get":
+		return reflect.TypeFor[BranchInput]()
+	case "branch_list":
+		return reflect.TypeFor[NoInput]()
+	case "branch_create":
+		return reflect.TypeFor[BranchCreateRequest]()
+	case "branch_delete":
+		return reflect.TypeFor[BranchNameInput]()
+	case "branch_merge":
+		return reflect.TypeFor[MergeRequest]()
+	case "commit_list":
+		return reflect.TypeFor[CommitsInput]()
+	case "commit_get":
+		return reflect.TypeFor[CommitInput]()
+	case "commit_changes":
+		return reflect.TypeFor[ChangesInput]()
+	}
+	panic("no input type for tool " + name)
 }

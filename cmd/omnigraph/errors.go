@@ -98,6 +98,7 @@ var errorCodes = []struct {
 	{"no_graph", graph.ErrNoGraph},
 	{"read_only", graph.ErrReadOnly},
 	{"invalid_branch", graph.ErrInvalidBranch},
+	{"invalid_branch", manifest.ErrInvalidBranchName},
 	{"has_descendants", graph.ErrHasDescendants},
 	{"branch_not_found", manifest.ErrBranchNotFound},
 	{"branch_exists", manifest.ErrBranchExists},
