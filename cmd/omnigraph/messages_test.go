@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -98,5 +99,41 @@ func TestCLIQuotesCharactersNotBytes(t *testing.T) {
 	code, _, errs := cli(t, "load", "--mode", "merge", "--data", write("e.jsonl", `"fé"é`+"\n"), "--store", dir)
 	if code == exitOK || !strings.Contains(errs, "column 5") {
 		t.Errorf("column of a character after a multibyte one: exit %d %q, want column 5", code, errs)
+	}
+}
+
+// TestCLIDateTimeMilliseconds (issue 26 item 13): the CLI's query formats
+// and export print a column of a literal, now() and a loaded microsecond
+// value with three fraction digits each.
+func TestCLIDateTimeMilliseconds(t *testing.T) {
+	tmp := t.TempDir()
+	schema := filepath.Join(tmp, "e.pg")
+	if err := os.WriteFile(schema, []byte("node Event {\n  name: String @key\n  at: DateTime?\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(tmp, "e.jsonl")
+	if err := os.WriteFile(data, []byte(`{"type":"Event","data":{"name":"micros","at":"2025-01-10T08:30:00.123456Z"}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "g")
+	mustCLI(t, "init", "--schema", schema, dir)
+	mustCLI(t, "load", "--mode", "merge", "--data", data, "--store", dir)
+	mustCLI(t, "mutate", "-e", `insert Event { name: "literal", at: datetime("2025-01-10T08:30:00Z") }`, "--store", dir)
+	mustCLI(t, "mutate", "-e", `insert Event { name: "now", at: now() }`, "--store", dir)
+	stamp := regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+	outs := map[string]string{"export": mustCLI(t, "export", "--store", dir)}
+	for _, f := range []string{"table", "kv", "csv", "jsonl", "json"} {
+		outs[f] = mustCLI(t, "query", "-e", `query q() { match { $e: Event } return { $e.name, $e.at } }`, "--format", f, "--store", dir)
+	}
+	for what, out := range outs {
+		found := stamp.FindAllStringSubmatch(out, -1)
+		if len(found) != 3 {
+			t.Fatalf("%s: %d date-times in %s", what, len(found), out)
+		}
+		for _, m := range found {
+			if len(m[1]) != 4 {
+				t.Errorf("%s: %q does not have three fraction digits", what, m[0])
+			}
+		}
 	}
 }
