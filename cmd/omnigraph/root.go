@@ -100,15 +100,12 @@ func usageEverywhere(root *cobra.Command) {
 				return err
 			}
 		}
+		// A group command is never runnable itself: its message lists
+		// the subcommands registered, so a new one cannot be left out.
 		if c != root && c.HasSubCommands() && !c.Runnable() {
 			c.Args = cobra.ArbitraryArgs
 			c.RunE = func(c *cobra.Command, args []string) error {
-				var names []string
-				for _, sub := range c.Commands() {
-					if sub.IsAvailableCommand() {
-						names = append(names, sub.Name())
-					}
-				}
+				names := subcommandNames(c)
 				if len(args) > 0 {
 					return usageError{msg: fmt.Sprintf("unknown command %q for %q; use one of %s", args[0], c.CommandPath(), strings.Join(names, ", ")), hint: seeHelp(c)}
 				}
@@ -131,6 +128,18 @@ func usageEverywhere(root *cobra.Command) {
 		}
 	}
 	walk(root)
+}
+
+// subcommandNames lists the subcommands of c a user can run, in cobra's
+// order (by name).
+func subcommandNames(c *cobra.Command) []string {
+	var names []string
+	for _, sub := range c.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	return names
 }
 
 // run executes one CLI invocation and returns its exit code. The error goes
