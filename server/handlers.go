@@ -11,6 +11,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/graph/export"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/graph/query"
+	"github.com/omnigraph-go/omnigraph/internal/buildinfo"
 	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
@@ -22,6 +23,9 @@ type (
 		Version string `json:"version"`
 		Graphs  int    `json:"graphs"`
 		Mode    string `json:"mode"` // "read-write" or "read-only"
+		// Build is which build is serving: module version, VCS revision,
+		// build and commit dates, Go version.
+		Build buildinfo.Info `json:"build"`
 	}
 	// GraphList is GET /graphs.
 	GraphList struct {
@@ -220,7 +224,7 @@ func handleHealth(r *request) (int, any, error) {
 	if r.s.cfg.ReadOnly {
 		mode = "read-only"
 	}
-	return 200, Health{Status: "ok", Version: r.s.cfg.Version, Graphs: len(r.s.ids), Mode: mode}, nil
+	return 200, Health{Status: "ok", Version: r.s.cfg.Version, Graphs: len(r.s.ids), Mode: mode, Build: r.s.cfg.Build}, nil
 }
 
 func handleOpenAPI(r *request) (int, any, error) {

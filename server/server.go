@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/internal/buildinfo"
 )
 
 // Graph is one served graph.
@@ -43,8 +44,12 @@ type Config struct {
 	Limits   Limits
 	// Logger gets one line per request and the server's events.
 	Logger *slog.Logger
-	// Version is reported by /healthz.
+	// Version is reported by /healthz and the OpenAPI document ("":
+	// Build.Version).
 	Version string
+	// Build is the build reported by /healthz (zero: the running
+	// binary's, buildinfo.Read).
+	Build buildinfo.Info
 	// OnFatal is called (once per event) when the server must stop (seed
 	// 001 "When the server stops"): a handler panicked ("panic"), a write
 	// returned RecoveryRequired ("recovery_required": durable effects in
@@ -95,6 +100,12 @@ func ValidGraphID(id string) error {
 // New builds a server.
 func New(cfg Config) (*Server, error) {
 	cfg.Limits = cfg.Limits.withDefaults()
+	if cfg.Build == (buildinfo.Info{}) {
+		cfg.Build = buildinfo.Read()
+	}
+	if cfg.Version == "" {
+		cfg.Version = cfg.Build.Version
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

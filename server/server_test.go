@@ -16,6 +16,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend/local"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/internal/buildinfo"
 )
 
 const testSchema = `
@@ -544,4 +545,33 @@ func TestDocsShowEveryRoute(t *testing.T) {
 			t.Errorf("docs/server.md has no %q example of %s %s (as %s)", want, rt.Method, rt.Path, p)
 		}
 	}
+}
+
+// TestHealthzShowsBuild (issue 26 item 18): /healthz reports the build
+// serving (buildinfo.Read when the config names none): the module
+// version, revision, dates and Go version, not just "(devel)".
+func TestHealthzShowsBuild(t *testing.T) {
+	g := testGraph(t)
+	want := buildinfo.Read()
+	_, base := newTestServer(t, g, Config{})
+	st, m := (&client{t: t, base: base}).json("GET", "/healthz", "")
+	mustStatus(t, "healthz", st, 200, m)
+	b, _ := m["build"].(map[string]any)
+	if m["version"] != want.Version || b["version"] != want.Version || b["go_version"] != want.GoVersion || b["revision"] != nilIfEmpty(want.Revision) {
+		t.Fatalf("healthz: %v, want build %+v", m, want)
+	}
+	stamped := buildinfo.Info{Version: "v1.2.3", Revision: "0123456789abcdef", BuildDate: "2026-12-01T00:00:00Z", GoVersion: "go1.26.8"}
+	_, base = newTestServer(t, g, Config{Build: stamped})
+	st, m = (&client{t: t, base: base}).json("GET", "/healthz", "")
+	mustStatus(t, "healthz", st, 200, m)
+	if b, _ := m["build"].(map[string]any); m["version"] != "v1.2.3" || b["revision"] != "0123456789abcdef" || b["build_date"] != "2026-12-01T00:00:00Z" {
+		t.Fatalf("healthz with a stamped build: %v", m)
+	}
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

@@ -1,15 +1,21 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/internal/buildinfo"
 )
 
 // cliGoInternals are what a CLI message must never show: Go's decoder
@@ -175,5 +181,37 @@ func TestEveryGroupCommandListsItsSubcommands(t *testing.T) {
 	walk(root)
 	if groups < 6 {
 		t.Fatalf("only %d group commands found", groups)
+	}
+}
+
+// TestVersion (issue 26 item 18): 'omnigraph version', '--version' and
+// 'version --json' print this binary's build (buildinfo.Read: module
+// version, revision, build date, Go), and a writer's lock record carries
+// the same line as its binary_version.
+func TestVersion(t *testing.T) {
+	want := buildinfo.Read()
+	line := "omnigraph " + want.String() + "\n"
+	if got := mustCLI(t, "version"); got != line || !strings.Contains(got, runtime.Version()) {
+		t.Errorf("version: %q, want %q", got, line)
+	}
+	if got := mustCLI(t, "--version"); got != line {
+		t.Errorf("--version: %q, want %q", got, line)
+	}
+	var got buildinfo.Info
+	if err := json.Unmarshal([]byte(mustCLI(t, "version", "--json")), &got); err != nil || got != want || got.Version == "" || got.GoVersion == "" {
+		t.Errorf("version --json: %+v %v, want %+v", got, err, want)
+	}
+	dir := queryGraph(t)
+	var status string
+	afterWriteOpen = func(context.Context, *graph.Graph) { status = mustCLI(t, "lock", "status", "--json", "--store", dir) }
+	t.Cleanup(func() { afterWriteOpen = nil })
+	mustCLI(t, "branch", "create", "v", "--store", dir)
+	var st struct {
+		Owner struct {
+			Version string `json:"binary_version"`
+		} `json:"owner"`
+	}
+	if err := json.Unmarshal([]byte(status), &st); err != nil || st.Owner.Version != want.String() {
+		t.Errorf("lock record while writing: %s (%v), want binary_version %q", status, err, want.String())
 	}
 }

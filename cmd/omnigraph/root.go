@@ -67,7 +67,11 @@ func newRootCmd(a *app) *cobra.Command {
 		Short:         "A typed property-graph database that lives in an object store",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints what 'omnigraph version' prints.
+		Version: cliVersion(),
 	}
+	root.SetVersionTemplate("omnigraph {{.Version}}\n")
+	root.InitDefaultVersionFlag()
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)

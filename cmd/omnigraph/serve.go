@@ -18,6 +18,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/poison"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/internal/buildinfo"
 	"github.com/omnigraph-go/omnigraph/manifest"
 	"github.com/omnigraph-go/omnigraph/server"
 )
@@ -201,6 +202,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		served = append(served, server.Graph{ID: sg.id, G: g})
 	}
 
+	build := buildinfo.Read()
 	srv, err := server.New(server.Config{
 		Graphs:   served,
 		Tokens:   tokens,
@@ -208,7 +210,8 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		ReadOnly: o.readOnly,
 		Limits:   o.limits,
 		Logger:   log,
-		Version:  cliVersion(),
+		Version:  build.Version,
+		Build:    build,
 		OnFatal:  fatal,
 		// In the background after each write, as the CLI does after its own.
 		AutoOptimize: o.autoOptimize.enabled(),
