@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/omnigraph-go/omnigraph/text"
@@ -157,7 +159,18 @@ func wantKind(t reflect.Type) string {
 	return "a JSON value"
 }
 
-var rawMessageType = reflect.TypeFor[json.RawMessage]()
+var (
+	rawMessageType      = reflect.TypeFor[json.RawMessage]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// textKind says what string a type read from text takes.
+func textKind(t reflect.Type) string {
+	if t == reflect.TypeFor[time.Time]() {
+		return "an RFC 3339 date-time string, as in \"2026-01-31T12:00:00Z\""
+	}
+	return "a string of its documented form"
+}
 
 // checkValue checks raw against the JSON shape of t: the kinds, the exact
 // members of structs, no member twice. path is where raw sits ("" for the
@@ -173,6 +186,21 @@ func checkValue(raw json.RawMessage, t reflect.Type, path, what string) error {
 	if t == rawMessageType || t.Kind() == reflect.Interface {
 		if path == "" && got != "an object" {
 			return badRequest("%s must be a JSON object, not %s", what, got)
+		}
+		return nil
+	}
+	if reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		// A value read from a string (a time.Time): a string that the
+		// type itself accepts.
+		if got != "a string" {
+			return badRequest("%s: %s must be %s, not %s", what, quotePath(path), textKind(t), got)
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return badRequest("%s: %s must be %s", what, quotePath(path), textKind(t))
+		}
+		if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
+			return badRequest("%s: %s must be %s, not %q", what, quotePath(path), textKind(t), s)
 		}
 		return nil
 	}

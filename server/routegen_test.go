@@ -860,3 +860,22 @@ func toolInputType(name string) reflect.Type {
 	}
 	panic("no input type for tool " + name)
 }
+
+// TestTokensFileSpeaksJSON: the tokens file goes through the same decoder
+// (DecodeJSON): a mistyped or unknown member is named in JSON's terms.
+func TestTokensFileSpeaksJSON(t *testing.T) {
+	for body, want := range map[string]string{
+		`[1]`: "must be a JSON object",
+		`{"version":1,"tokens":[{"actor":"a","sha256":"x","created_at":5}]}`:           `"tokens[0].created_at" must be an RFC 3339 date-time string`,
+		`{"version":1,"tokens":[{"actor":"a","sha256":"x","created_at":"yesterday"}]}`: `not "yesterday"`,
+		`{"version":"1","tokens":[]}`: `"version" must be a whole number, not a string`,
+		`{"version":1,"tokens":[],"tokenz":[]}`: `unknown member "tokenz" (did you mean "tokens"?)`,
+	} {
+		_, err := ParseTokens([]byte(body))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", body, err, want)
+			continue
+		}
+		checkNoGoInternals(t, "tokens file "+body, err.Error())
+	}
+}

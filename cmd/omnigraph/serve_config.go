@@ -1,14 +1,14 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/omnigraph-go/omnigraph/server"
 )
 
 // serveConfigVersion is the version of the serve --config file.
@@ -46,10 +46,8 @@ func readServeConfig(path string) (*serveConfig, error) {
 		return nil, fmt.Errorf("read the config file: %w", err)
 	}
 	var c serveConfig
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return nil, usagef("config file %s: %v", path, err)
+	if err := server.DecodeJSON(b, &c, "config file "+path); err != nil {
+		return nil, usagef("%v", err)
 	}
 	if c.Version != serveConfigVersion {
 		return nil, usagef("config file %s: version %d, this omnigraph reads version %d", path, c.Version, serveConfigVersion)
