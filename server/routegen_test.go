@@ -868,7 +868,7 @@ func TestTokensFileSpeaksJSON(t *testing.T) {
 		`[1]`: "must be a JSON object",
 		`{"version":1,"tokens":[{"actor":"a","sha256":"x","created_at":5}]}`:           `"tokens[0].created_at" must be an RFC 3339 date-time string`,
 		`{"version":1,"tokens":[{"actor":"a","sha256":"x","created_at":"yesterday"}]}`: `not "yesterday"`,
-		`{"version":"1","tokens":[]}`: `"version" must be a whole number, not a string`,
+		`{"version":"1","tokens":[]}`:           `"version" must be a whole number, not a string`,
 		`{"version":1,"tokens":[],"tokenz":[]}`: `unknown member "tokenz" (did you mean "tokens"?)`,
 	} {
 		_, err := ParseTokens([]byte(body))
