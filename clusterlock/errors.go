@@ -94,7 +94,7 @@ func UnlockCommand(id, url string) string {
 
 // ShellQuote returns s as one POSIX shell word: unchanged when it holds only
 // characters no shell treats specially, else in single quotes (a single
-// quote inside becomes '\'').
+// quote inside becomes '\”).
 func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, shellSafe) == "" {
 		return s
