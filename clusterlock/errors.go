@@ -93,8 +93,8 @@ func UnlockCommand(id, url string) string {
 }
 
 // ShellQuote returns s as one POSIX shell word: unchanged when it holds only
-// characters no shell treats specially, else in single quotes (a single
-// quote inside becomes '\”).
+// characters no shell treats specially, else in single quotes, with each
+// single quote inside written as quote, backslash, quote, quote.
 func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, shellSafe) == "" {
 		return s
