@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 )
@@ -202,6 +203,15 @@ func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
 	err := s.inner.DeletePrefix(ctx, prefix)
 	s.note(ctx, "delete_prefix", err)
 	return err
+}
+
+var _ backend.TempSweeper = (*Store)(nil)
+
+// SweepTemp implements backend.TempSweeper.
+func (s *Store) SweepTemp(ctx context.Context, prefix string, olderThan time.Time, dryRun bool) (backend.TempSwept, bool, error) {
+	res, ok, err := backend.SweepTempBelow(ctx, s.inner, prefix, olderThan, dryRun)
+	s.note(ctx, "sweep_temp", err)
+	return res, ok, err
 }
 
 // Capabilities implements backend.StorageAdapter.

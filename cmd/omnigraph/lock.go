@@ -251,7 +251,9 @@ func printLockStatus(a *app, out lockStatusJSON, st clusterlock.LockStatus) {
 	} else {
 		fmt.Fprintln(tw, "leased:\tno (a CLI writer's lock; no heartbeats)")
 	}
-	fmt.Fprintf(tw, "holder gone:\t%s\n", checkYesNo(out.HolderGone))
+	if out.HolderGone {
+		fmt.Fprintln(tw, "holder gone:\tyes")
+	}
 	tw.Flush()
 	fmt.Fprintln(a.stdout, clusterlock.Advice(out.HolderGone, out.UnlockCommand))
 }
