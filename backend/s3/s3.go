@@ -216,7 +216,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if th <= 0 {
 		th = DefaultMultipartThreshold
 	}
-	return &Store{client: client, bucket: cfg.Bucket, cfg: cfg, req: cloud.Requester{Policy: cloud.DefaultPolicy(cfg.RequestTimeout), Timeout: cfg.RequestTimeout, Classify: classify, Describe: describe}, threshold: th}, nil
+	return &Store{client: client, bucket: cfg.Bucket, cfg: cfg, req: cloud.Requester{Policy: cloud.DefaultPolicy(cfg.RequestTimeout), Timeout: cfg.RequestTimeout, Classify: classify, Describe: describe, Status: statusOf}, threshold: th}, nil
 }
 
 // credentialGuard marks a failure to find credentials, so classify calls it
@@ -287,6 +287,12 @@ func apiParts(err error) (status int, code string) {
 		code = ae.ErrorCode()
 	}
 	return status, code
+}
+
+// statusOf is the HTTP status an S3 answer carried, or 0.
+func statusOf(err error) int {
+	status, _ := apiParts(err)
+	return status
 }
 
 // classify maps an S3 failure to a kind and a retry verdict, from the typed

@@ -195,3 +195,9 @@ func TestErrorsCarryNoSecretsS3(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingBucketLogsStoreStatusS3: a missing bucket is a configuration
+// failure logged with the store's own status (404), not 500.
+func TestMissingBucketLogsStoreStatusS3(t *testing.T) {
+	testenv.MissingBucketLogsStoreStatus(t, testenv.MissingS3(t))
+}
