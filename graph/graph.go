@@ -561,7 +561,7 @@ func checkInitLocation(ctx context.Context, store backend.StorageAdapter) error 
 			if strings.HasPrefix(o.Key, manifest.Dir) {
 				return ErrGraphExists // a racing init published meanwhile
 			}
-			ours := strings.HasPrefix(o.Key, "__recovery/") || strings.HasPrefix(o.Key, probeDir) || o.Key == RootKey
+			ours := strings.HasPrefix(o.Key, "__recovery/") || strings.HasPrefix(o.Key, ProbeDir) || o.Key == RootKey
 			for _, p := range graphPrefixes {
 				ours = ours || strings.HasPrefix(o.Key, p)
 			}

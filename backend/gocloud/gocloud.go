@@ -361,7 +361,10 @@ func (s *Store) Put(ctx context.Context, key string, data []byte) (backend.Attrs
 
 // PutIfAbsent implements backend.StorageAdapter with WriterOptions.IfNotExist.
 func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
-	return s.write(ctx, "put_if_absent", key, data, conditional, &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: true})
+	// One part as large as the body: the upload is a single request, so
+	// the condition never rides on a multipart completion (some servers
+	// ignore it there).
+	return s.write(ctx, "put_if_absent", key, data, conditional, &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: true, BufferSize: len(data) + 1})
 }
 
 // ErrNoCompareAndSwap is the cause PutIfMatch reports: gocloud.dev has no
