@@ -15,8 +15,8 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
-	"github.com/omnigraph-go/omnigraph/manifest"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // graphTarget holds the flags shared by the graph commands: where the graph
