@@ -361,10 +361,12 @@ func (s *Store) Put(ctx context.Context, key string, data []byte) (backend.Attrs
 
 // PutIfAbsent implements backend.StorageAdapter with WriterOptions.IfNotExist.
 func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
-	// One part as large as the body: the upload is a single request, so
-	// the condition never rides on a multipart completion (some servers
-	// ignore it there).
-	return s.write(ctx, "put_if_absent", key, data, conditional, &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: true, BufferSize: len(data) + 1})
+	// Above 16 MiB, s3blob's transfer manager sends the condition on
+	// CompleteMultipartUpload, which some S3-compatible servers do not
+	// check: the bridge relies on the store's verdict (storage check and
+	// init run LargeConditionalCreate) where the native s3 adapter never
+	// sends a condition on a multipart upload.
+	return s.write(ctx, "put_if_absent", key, data, conditional, &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: true})
 }
 
 // ErrNoCompareAndSwap is the cause PutIfMatch reports: gocloud.dev has no

@@ -41,7 +41,7 @@ type surveyScope struct {
 // (including the 17 MiB conditional writes).
 var (
 	checkScope = surveyScope{prefix: checkPrefix, opts: conformance.Options{Writers: checkWriters, Rounds: checkRounds, RaceBudget: checkBudget}}
-	initScope  = surveyScope{prefix: graph.ProbeDir, opts: conformance.Options{Writers: 8, Rounds: 8, RaceBudget: time.Minute}, create: true}
+	initScope  = surveyScope{prefix: graph.ProbeDir, opts: conformance.Options{Writers: 16, Rounds: 30, RaceBudget: time.Minute}, create: true}
 )
 
 // checkPrefix holds storage check's temporary probe directories.
