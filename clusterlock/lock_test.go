@@ -391,40 +391,6 @@ func TestUnlockCommandIsOneShellWord(t *testing.T) {
 	}
 }
 
-// TestZombieHolderIsGone: a holder killed but not yet reaped by its parent
-// (a zombie) is gone: kill(pid, 0) still finds it, /proc says it has
-// exited. A live child is alive.
-func TestZombieHolderIsGone(t *testing.T) {
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("no /proc on this platform")
-	}
-	c := exec.Command("sleep", "600")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := c.Process.Pid
-	if !processAlive(pid) {
-		t.Fatalf("a running child (pid %d) is reported gone", pid)
-	}
-	if err := c.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	// Not reaped yet: wait (without Wait) until the kernel marks it a zombie.
-	for i := 0; !zombie(pid); i++ {
-		if i > 6000 {
-			t.Fatal("the killed child never became a zombie")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if processAlive(pid) {
-		t.Errorf("a killed, unreaped holder (zombie pid %d) is reported alive", pid)
-	}
-	c.Wait()
-	if processAlive(pid) {
-		t.Errorf("a reaped holder (pid %d) is reported alive", pid)
-	}
-}
-
 // TestProcessAliveOS: the default liveness check sees this process alive.
 func TestProcessAliveOS(t *testing.T) {
 	if !processAlive(osPID()) {

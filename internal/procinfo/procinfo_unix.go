@@ -1,6 +1,6 @@
 //go:build unix
 
-package clusterlock
+package procinfo
 
 import (
 	"errors"
@@ -10,24 +10,25 @@ import (
 	"syscall"
 )
 
-// processAlive reports whether pid names a live process on this host. A
-// process we may not signal (EPERM) exists; ESRCH proves it is gone, and so
-// does a zombie (killed, not yet reaped by its parent: it runs no code and
-// holds nothing), which kill(pid, 0) still finds.
-func processAlive(pid int) bool {
+// Alive reports whether pid names a live process on this host. A process
+// we may not signal (EPERM) exists; ESRCH proves it is gone, and so does a
+// zombie (killed, not yet reaped by its parent: it runs no code and holds
+// nothing), which kill(pid, 0) still finds. A pid <= 0 proves nothing and
+// is reported alive.
+func Alive(pid int) bool {
 	if pid <= 0 {
-		return true // nothing to prove: never call a holder gone on bad data
+		return true
 	}
 	err := syscall.Kill(pid, 0)
 	if err != nil && errors.Is(err, syscall.ESRCH) {
 		return false
 	}
-	return !zombie(pid)
+	return !Exited(pid)
 }
 
-// zombie reports whether /proc says pid has exited (state Z or X). Where
-// there is no /proc, it says no.
-func zombie(pid int) bool {
+// Exited reports whether /proc says pid has exited but is not reaped yet
+// (state Z or X). Where there is no /proc, it says no.
+func Exited(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return false
@@ -43,10 +44,9 @@ func zombie(pid int) bool {
 	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
 }
 
-// processInstance names this kernel instance and pid namespace (Owner.
-// Instance): Linux's boot id and the pid namespace's inode, or "" where
-// either is unknown.
-func processInstance() string {
+// Instance names this kernel instance and pid namespace: Linux's boot id
+// and the pid namespace's inode, or "" where either is unknown.
+func Instance() string {
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return ""
