@@ -213,7 +213,7 @@ func TestStorageCheck(t *testing.T) {
 		{name: "conditions ignored on multipart uploads", url: "test-multipartlies://x", wantCode: 1, verdict: verdictReadOnly, wantRows: map[string]string{
 			"LargeConditionalCreate": "FAILED", "LargeConditionalUpdate": "FAILED", "PutIfAbsentRace": "ok", "CompareAndSwapCounter": "ok"}},
 		{name: "declares key and child but refuses", url: "test-claimskeychild://x", wantCode: 0, verdict: verdictFull, wantRows: map[string]string{
-			"key and key/child coexist": "yes       no",
+			"key and key/child coexist":                   "yes       no",
 			"warning: the store refuses k beside k/child": "add ?key_child_coexist=false to the URL"}},
 	}
 	for _, c := range cases {
