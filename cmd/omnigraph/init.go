@@ -16,7 +16,6 @@ import (
 	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
-	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // graphTarget holds the flags shared by the graph commands: where the graph
@@ -169,18 +168,16 @@ func init() {
 	})
 }
 
-// checkInitStore refuses, before init writes anything of the graph, an
-// existing graph (without probing it) and a store on which a graph is not
-// safe (storeVerdict, the verdict storage check prints). The survey's own
-// keys are gone when it returns, and so is a local directory it had to
-// create, so a refused init changes nothing. Warnings go to stderr.
+// checkInitStore refuses, before init writes anything of the graph, a
+// location init would refuse anyway (an existing graph, foreign objects:
+// graph.CheckInitLocation, without probing it) and a store on which a graph
+// is not safe (storeVerdict, the verdict storage check prints). The
+// survey's own keys are gone when it returns, and so is a local directory
+// it had to create, so a refused init changes nothing. Warnings go to
+// stderr.
 func checkInitStore(ctx context.Context, a *app, url string, store backend.StorageAdapter) error {
-	exists, err := manifest.New(store).Exists(ctx)
-	if err != nil {
-		return fmt.Errorf("check for an existing graph: %w", err)
-	}
-	if exists {
-		return graph.ErrGraphExists
+	if err := graph.CheckInitLocation(ctx, store); err != nil {
+		return err
 	}
 	// The survey's requests fail on purpose (lost races, refused stale
 	// swaps): it runs on the store without the CLI's failure log.

@@ -5,12 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
@@ -197,6 +201,10 @@ func runAgreement(t *testing.T, cases []agreeCase) {
 				}
 			}
 
+			// A fresh location on the same store: a store that cannot delete
+			// keeps the check's probe keys, and init refuses a location
+			// holding foreign objects before it probes.
+			url = c.url(t)
 			code, initOut, initErr := cli(t, "init", "--schema", schema, url)
 			calls = rec.take()
 			if len(calls) != 1 || calls[0].prefix != initScope.prefix {
@@ -273,4 +281,26 @@ func TestRefusedInitChangesNothing(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "_omnigraph_probe")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("init left its survey directory: %v", err)
 	}
+}
+
+// TestStorageCheckAndInitRefuseGofakes3 runs gofakes3 v1.2.0 (an
+// in-process S3 server others test against) as a store the verdict must
+// refuse: it checks no condition on multipart completions, answers a
+// PutIfMatch on a missing key with 412 where the contract needs a
+// not-found, and serves ranged reads whose checksums fail. Storage check
+// calls it unusable and init refuses it, writing nothing. (The native s3
+// adapter no longer sends conditions on multipart uploads, so the first gap
+// alone would not endanger a graph; the verdict refuses it for the others.)
+func TestStorageCheckAndInitRefuseGofakes3(t *testing.T) {
+	srv := httptest.NewServer(gofakes3.New(s3mem.New(), gofakes3.WithAutoBucket(true)).Server())
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	t.Setenv("AWS_ACCESS_KEY_ID", "gofakes3")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "gofakes3-secret")
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	t.Setenv("AWS_REGION", "us-east-1")
+	runAgreement(t, []agreeCase{
+		{name: "gofakes3", url: func(t *testing.T) string { return "s3://gofakes3/" + strings.ToLower(testenv.Prefix(t)) }, mode: "unusable"},
+	})
 }
