@@ -112,11 +112,11 @@ type syncer struct {
 // cursor remembers how far a branch was synced: its life and version, the
 // table pins of that version, and each table's metadata version.
 type cursor struct {
-	GraphID     string            `json:"graph_id"`
-	Branch      string            `json:"branch"`
-	Incarnation uint64            `json:"incarnation"`
-	Version     uint64            `json:"version"`
-	Pins        []pin             `json:"-"`
+	GraphID     string              `json:"graph_id"`
+	Branch      string              `json:"branch"`
+	Incarnation uint64              `json:"incarnation"`
+	Version     uint64              `json:"version"`
+	Pins        []pin               `json:"-"`
 	Tables      map[string]tablePos `json:"tables"`
 	etag        string
 }
