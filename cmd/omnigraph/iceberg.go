@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/iceberg"
 )
 
@@ -95,4 +98,32 @@ func icebergSyncCmd(a *app) *cobra.Command {
 func storeLocation(store string) string {
 	loc, _ := iceberg.Location(store)
 	return loc
+}
+
+// icebergServeLocation decides whether serve keeps a graph's Iceberg
+// metadata current: with --iceberg-sync, or when the graph has Iceberg
+// metadata already (one request at start), unless --no-iceberg-sync or a
+// read-only server. It returns the location ("" for no).
+func icebergServeLocation(ctx context.Context, o serveOptions, store string, g *graph.Graph) (string, error) {
+	if o.icebergSync && o.noIcebergSync {
+		return "", usagef("give at most one of --iceberg-sync and --no-iceberg-sync")
+	}
+	if o.readOnly || o.noIcebergSync {
+		return "", nil
+	}
+	loc, err := iceberg.Location(store)
+	if err != nil {
+		if o.icebergSync {
+			return "", err
+		}
+		return "", nil
+	}
+	if o.icebergSync {
+		return loc, nil
+	}
+	ok, err := g.Store().Exists(ctx, strings.TrimSuffix(iceberg.Prefix, "/"))
+	if err != nil || !ok {
+		return "", err
+	}
+	return loc, nil
 }
