@@ -301,4 +301,3 @@ func rawIceberg(t *testing.T, method, url, token string) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
-
