@@ -57,7 +57,7 @@ func Load(ctx context.Context, store backend.StorageAdapter, id Ident) (*Table, 
 		data = nil
 	}
 	for data != nil {
-		ok, err := store.Exists(ctx, id.metadataKey(n+1))
+		ok, err := exists(ctx, store, id.metadataKey(n+1))
 		if err != nil {
 			return nil, err
 		}
@@ -139,4 +139,17 @@ func (t *Table) JSON(visible func(branch string) bool, refsOnly bool) (json.RawM
 		}
 	}
 	return json.Marshal(&m)
+}
+
+// exists probes one object with one request (Stat: a HEAD on the cloud
+// stores; Exists may also list a "directory" when the key is missing).
+func exists(ctx context.Context, store backend.StorageAdapter, key string) (bool, error) {
+	_, err := store.Stat(ctx, key)
+	switch {
+	case err == nil:
+		return true, nil
+	case backend.IsNotFound(err):
+		return false, nil
+	}
+	return false, err
 }

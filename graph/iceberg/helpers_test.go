@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"math"
 	"sort"
 	"strconv"
@@ -260,4 +262,15 @@ func snapshotOfCommit(tbl *icetable.Table, commit string) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+func httpGet(t testing.TB, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

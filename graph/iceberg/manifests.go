@@ -130,17 +130,18 @@ func (s *syncer) writeSnapshotFiles(ctx context.Context, t *tableSync, m *metada
 			liveDels++
 		}
 	}
+	// The summary keeps what engines use (the operation, the live row and
+	// file counts) and the graph commit; every field costs each sync bytes
+	// in the metadata file, so counts that are zero are left out.
 	summary := map[string]string{
-		"operation":              operation(tm.Transaction.Operation, addedData, removedData, addedDels, removedDels),
-		SummaryCommitID:          o.entry.Head,
-		"total-records":          strconv.FormatInt(liveRows, 10),
-		"total-data-files":       strconv.Itoa(liveData),
-		"total-delete-files":     strconv.Itoa(liveDels),
-		"total-position-deletes": strconv.FormatInt(posDeletes, 10),
+		"operation":        operation(tm.Transaction.Operation, addedData, removedData, addedDels, removedDels),
+		SummaryCommitID:    o.entry.Head,
+		"total-records":    strconv.FormatInt(liveRows, 10),
+		"total-data-files": strconv.Itoa(liveData),
 	}
-	for k, v := range map[string]int{"added-data-files": addedData, "deleted-data-files": removedData, "added-delete-files": addedDels, "removed-delete-files": removedDels} {
+	for k, v := range map[string]int64{"total-delete-files": int64(liveDels), "total-position-deletes": posDeletes} {
 		if v > 0 {
-			summary[k] = strconv.Itoa(v)
+			summary[k] = strconv.FormatInt(v, 10)
 		}
 	}
 	return files, summary, nil

@@ -535,13 +535,13 @@ func newestVersion(ctx context.Context, store backend.StorageAdapter, id Ident) 
 		return 0, fmt.Errorf("read version hint of %s: %w", id, err)
 	}
 	if n > 0 {
-		ok, err := store.Exists(ctx, id.metadataKey(n))
+		ok, err := exists(ctx, store, id.metadataKey(n))
 		if err != nil {
 			return 0, err
 		}
 		if ok {
 			for {
-				ok, err := store.Exists(ctx, id.metadataKey(n+1))
+				ok, err := exists(ctx, store, id.metadataKey(n+1))
 				if err != nil {
 					return 0, err
 				}

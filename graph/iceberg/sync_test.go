@@ -87,7 +87,11 @@ func (r *rig) init(src string) {
 
 // catalogs are the two ways an engine reaches the metadata.
 func (r *rig) catalogs() map[string]catalog.Catalog {
-	return map[string]catalog.Catalog{"static": r.open(), "REST": r.rest()}
+	out := map[string]catalog.Catalog{"static": r.open()}
+	if r.rest != nil {
+		out["REST"] = r.rest()
+	}
+	return out
 }
 
 func (r *rig) sync(branches ...string) *iceberg.Result {
