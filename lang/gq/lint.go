@@ -56,12 +56,12 @@ type LintFinding struct {
 	Severity string   `json:"severity"`
 	Code     string   `json:"code"`
 	GQCode   string   `json:"gq_code,omitempty"`
-	Message      string   `json:"message"`
-	Line         int      `json:"line,omitempty"`
-	Column       int      `json:"column,omitempty"`
-	Type         string   `json:"type,omitempty"`
-	Property     string   `json:"property,omitempty"`
-	Queries      []string `json:"queries,omitempty"`
+	Message  string   `json:"message"`
+	Line     int      `json:"line,omitempty"`
+	Column   int      `json:"column,omitempty"`
+	Type     string   `json:"type,omitempty"`
+	Property string   `json:"property,omitempty"`
+	Queries  []string `json:"queries,omitempty"`
 }
 
 // LintOperation describes what a query that checks reads, writes and
