@@ -66,15 +66,11 @@ func init() {
 						return err
 					}
 				} else {
-					g, done, err := t.openGraph(c.Context(), false)
+					snap, done, err := t.openSnapshot(c.Context(), branch)
 					if err != nil {
 						return err
 					}
 					defer done()
-					snap, err := g.Snapshot(c.Context(), branch)
-					if err != nil {
-						return err
-					}
 					if cat, err = snap.Catalog(c.Context()); err != nil {
 						return err
 					}
