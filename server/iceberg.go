@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -213,6 +214,10 @@ func icebergConfig(r *icebergRequest) (any, error) {
 	return map[string]any{"defaults": map[string]string{}, "overrides": map[string]string{"prefix": wh}, "endpoints": endpoints}, nil
 }
 
+// typeNameRE is what a table name must look like (a type name) before it
+// names any storage key.
+var typeNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
 var icebergNamespacesList = []string{iceberg.NamespaceEdges, iceberg.NamespaceNodes}
 
 func icebergNamespaces(r *icebergRequest) (any, error) {
@@ -282,8 +287,8 @@ func icebergLoadTable(r *icebergRequest) (any, error) {
 	}
 	name := r.PathValue("table")
 	id := iceberg.Ident{Namespace: ns, Name: name}
-	if _, ok := iceberg.IdentOf(id.Key()); !ok || name == "" || strings.ContainsAny(name, "/\\") {
-		return nil, icebergFailf(http.StatusNotFound, "NoSuchTableException", "no table %s", id)
+	if !typeNameRE.MatchString(name) {
+		return nil, icebergFailf(http.StatusNotFound, "NoSuchTableException", "no table %q in %s: table names are node and edge type names", name, ns)
 	}
 	t, err := iceberg.Load(r.Context(), r.g.Store(), id)
 	if errors.Is(err, iceberg.ErrNoTable) {

@@ -240,6 +240,26 @@ func TestIcebergCatalog(t *testing.T) {
 		}
 	}
 
+	// Hostile table and namespace names are refused before any storage key
+	// is formed (a literal ".." segment never reaches a handler: the mux
+	// cleans the path).
+	cnt.Reset()
+	for _, name := range []string{"%2e%2e", "a%20b", "Person%2F..%2F..", strings.Repeat("A", 300), "%E2%98%83", "Person.x"} {
+		st, body := rawIceberg(t, "GET", hs+"/iceberg/v1/default/namespaces/nodes/tables/"+name, secrets["alice"])
+		if st != 404 || !strings.Contains(body, "NoSuchTableException") {
+			t.Errorf("table %q: %d %s", name, st, body)
+		}
+	}
+	for _, ns := range []string{"%2e%2e", "nodes%1Fx", "other"} {
+		st, body := rawIceberg(t, "GET", hs+"/iceberg/v1/default/namespaces/"+ns+"/tables/Person", secrets["alice"])
+		if st != 404 || !strings.Contains(body, "NoSuchNamespaceException") {
+			t.Errorf("namespace %q: %d %s", ns, st, body)
+		}
+	}
+	if c := cnt.Snapshot(); c.Total != 0 {
+		t.Errorf("hostile names reached storage: %s", c)
+	}
+
 	// Changes are refused and change nothing.
 	before, err := iceberg.Load(ctx, cnt, iceberg.Ident{Namespace: "nodes", Name: "Person"})
 	if err != nil {

@@ -232,12 +232,12 @@ func (s *syncer) branch(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if cur != nil && (cur.GraphID != head.GraphID || cur.Incarnation != head.Incarnation || cur.Version > head.Version) {
-		cur = nil // another life of the name (or another graph): start over
-	}
 	next := &cursor{GraphID: head.GraphID, Branch: name, Incarnation: head.Incarnation, Version: head.Version, Tables: map[string]tablePos{}}
 	if cur != nil {
 		next.etag = cur.etag
+	}
+	if cur != nil && (cur.GraphID != head.GraphID || cur.Incarnation != head.Incarnation || cur.Version > head.Version) {
+		cur = nil // another life of the name (or another graph, or unreadable): start over
 	}
 	for _, p := range head.Tables {
 		next.Tables[p.Key] = tablePos{Path: p.Path, Branch: p.Branch, Version: p.Version}
@@ -345,7 +345,7 @@ func (s *syncer) deadBranches(ctx context.Context, live []string) error {
 			continue
 		}
 		cur, err := s.readCursor(ctx, name)
-		if err != nil || cur == nil {
+		if err != nil || cur == nil || cur.Branch != name {
 			continue
 		}
 		for k := range cur.Tables {
@@ -368,7 +368,8 @@ func (s *syncer) readCursor(ctx context.Context, branch string) (*cursor, error)
 	}
 	var c cursor
 	if err := json.Unmarshal(b, &c); err != nil || c.Branch != branch {
-		return nil, nil // unreadable: sync from scratch, it rewrites it
+		// Unreadable: sync from scratch, and replace it (by its version).
+		return &cursor{etag: a.Version}, nil
 	}
 	c.etag = a.Version
 	return &c, nil
