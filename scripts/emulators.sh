@@ -53,7 +53,7 @@ install_go_tool() { # name module version
   if stamp_ok "$name" "$version" && [ -x "$BIN/$name" ]; then
     return 0
   fi
-  log "installing $name $version (go install, about a minute)"
+  log "installing $name $version (go install: a minute or two, MinIO about nine, on an empty cache)"
   mkdir -p "$BIN"
   # Build outside any module so the repo's go.mod and GOFLAGS play no part.
   (cd "$CACHE" && GOFLAGS=-buildvcs=false GOBIN="$BIN" go install "$module@$version") >"$CACHE/$name.install.log" 2>&1 ||
