@@ -300,13 +300,5 @@ func TestConformanceMinIO(t *testing.T) {
 func deniedMinIO(t *testing.T) backend.StorageAdapter {
 	bucket := testenv.UseMinIO(t)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-wrong-secret-wrong-secret!!")
-	cfg, err := s3.ConfigFromEnv(bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := s3.New(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return backend.WithPrefix(st, testenv.Prefix(t)+"/")
+	return testenv.Open(t, "s3://"+bucket+"/"+testenv.Prefix(t))
 }

@@ -134,6 +134,10 @@ func init() {
 		"test-multipartlies":     func(m *mem.Store) backend.StorageAdapter { return multipartIgnoresConditions{m} },
 		"test-claimskeychild":    func(m *mem.Store) backend.StorageAdapter { return claimsKeyAndChild{m} },
 		"test-params":            func(m *mem.Store) backend.StorageAdapter { return m },
+		"test-brokenrange":       func(m *mem.Store) backend.StorageAdapter { return brokenRange{m} },
+		"test-versionliar":       func(m *mem.Store) backend.StorageAdapter { return versionLiar{m} },
+		"test-undeclaredswap":    func(m *mem.Store) backend.StorageAdapter { return undeclaredSwap{m} },
+		"test-deletesnothing":    func(m *mem.Store) backend.StorageAdapter { return deletesNothing{m} },
 	} {
 		backend.Register(scheme, func(ctx context.Context, u *url.URL) (backend.StorageAdapter, error) {
 			return wrap(sharedMem(u)), nil

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,19 +59,6 @@ func (u undeclaredSwap) PutIfMatch(ctx context.Context, key string, data []byte,
 type deletesNothing struct{ *mem.Store }
 
 func (deletesNothing) Delete(context.Context, string) error { return nil }
-
-func init() {
-	for scheme, wrap := range map[string]func(*mem.Store) backend.StorageAdapter{
-		"test-brokenrange":    func(m *mem.Store) backend.StorageAdapter { return brokenRange{m} },
-		"test-versionliar":    func(m *mem.Store) backend.StorageAdapter { return versionLiar{m} },
-		"test-undeclaredswap": func(m *mem.Store) backend.StorageAdapter { return undeclaredSwap{m} },
-		"test-deletesnothing": func(m *mem.Store) backend.StorageAdapter { return deletesNothing{m} },
-	} {
-		backend.Register(scheme, func(ctx context.Context, u *url.URL) (backend.StorageAdapter, error) {
-			return wrap(sharedMem(u)), nil
-		})
-	}
-}
 
 // verdictCalls records every storeVerdict call of a test: which scratch
 // directory (the command: storage check or init) and the verdict.

@@ -1,11 +1,8 @@
 package testenv
 
 import (
-	"context"
 	"os"
 	"testing"
-
-	"github.com/omnigraph-go/omnigraph/backend/s3"
 )
 
 // MinIO is the second S3 server of the tests (scripts/emulators.sh starts
@@ -35,20 +32,7 @@ func UseMinIO(t *testing.T) string {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", os.Getenv(envMinIOSecret))
 	t.Setenv("AWS_SESSION_TOKEN", "")
 	bucket := defaultBucket
-	err := once("minio/"+bucket, func() error {
-		cfg, err := s3.ConfigFromEnv(bucket)
-		if err != nil {
-			return err
-		}
-		st, err := s3.New(context.Background(), cfg)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := setupCtx()
-		defer cancel()
-		return st.CreateBucket(ctx)
-	})
-	if err != nil {
+	if err := once("minio/"+bucket, func() error { return createS3Bucket(bucket) }); err != nil {
 		t.Fatalf("preparing the MinIO bucket: %v", err)
 	}
 	return bucket
