@@ -391,6 +391,10 @@ func TestOpenModeRefusesForeignHostsAndSites(t *testing.T) {
 	}
 	routes := Routes()
 	routes = append(routes, Route{Method: "GET", Path: "/nope", OperationID: "unknown path"}, Route{Method: "GET", Path: "/graphs/{graph_id}/mcp", OperationID: "mcp GET"})
+	for _, ir := range IcebergRoutes() { // the catalog's own table, behind the same guard
+		p := strings.NewReplacer("{prefix}", "default", "{namespace}", "nodes", "{table}", "Person").Replace(ir.Path)
+		routes = append(routes, Route{Method: ir.Method, Path: p, OperationID: "iceberg." + ir.OperationID})
+	}
 	examples := map[string]example{}
 	for _, rt := range routes {
 		ex, ok := routeExample(t, fx, rt)
@@ -399,6 +403,9 @@ func TestOpenModeRefusesForeignHostsAndSites(t *testing.T) {
 		}
 		if !ok {
 			ex = example{path: strings.Replace(rt.Path, "{graph_id}", "default", 1)}
+		}
+		if strings.HasPrefix(rt.OperationID, "iceberg.") {
+			ex.query = url.Values{"warehouse": {"default"}}
 		}
 		examples[rt.OperationID] = ex
 	}

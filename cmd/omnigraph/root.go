@@ -105,8 +105,9 @@ func usageEverywhere(root *cobra.Command) {
 			}
 		}
 		// A group command is never runnable itself: its message lists
-		// the subcommands registered, so a new one cannot be left out.
-		if c != root && c.HasSubCommands() && !c.Runnable() {
+		// the subcommands registered, so a new one cannot be left out (a
+		// hand-written RunE of a group is replaced).
+		if c != root && c.HasSubCommands() {
 			c.Args = cobra.ArbitraryArgs
 			c.RunE = func(c *cobra.Command, args []string) error {
 				names := subcommandNames(c)
