@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -99,7 +100,9 @@ type mcpTool struct {
 	// shows the tool to an actor only when the policy permits it on the
 	// graph (see listFilter).
 	action Action
-	add    func(*Server, *mcp.Server, *mcp.Tool)
+	// in is the Go type of the tool's arguments (its input schema).
+	in  reflect.Type
+	add func(*Server, *mcp.Server, *mcp.Tool)
 }
 
 func readOnly() *mcp.ToolAnnotations { return &mcp.ToolAnnotations{ReadOnlyHint: true} }
@@ -156,7 +159,7 @@ func tool[In any](name string, act Action, desc string, ann *mcp.ToolAnnotations
 		panic(fmt.Sprintf("tool %s: input schema: %v", name, err))
 	}
 	t := &mcp.Tool{Name: name, Description: desc, Annotations: ann, InputSchema: schema}
-	return mcpTool{tool: t, action: act, add: func(s *Server, ms *mcp.Server, t *mcp.Tool) {
+	return mcpTool{tool: t, action: act, in: reflect.TypeFor[In](), add: func(s *Server, ms *mcp.Server, t *mcp.Tool) {
 		ms.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			hr, _ := ctx.Value(requestKey{}).(*request)
 			if hr == nil {

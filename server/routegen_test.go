@@ -41,16 +41,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	store := counter.New(base)
-	g, err := graph.Init(ctx, store, testSchema, graph.InitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Close()
-	g, err = graph.Open(ctx, store, graph.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
+	g := testGraphOn(t, store)
 	res, err := mutate.Query(ctx, g, `mutation m() { insert Person { name: "ann" } }`, "", mutate.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -753,7 +744,7 @@ func TestMalformedInputSpeaksJSON(t *testing.T) {
 	}
 	// The tools, argument by argument.
 	for _, tl := range mcpTools() {
-		inType := toolInputType(tl.tool.Name)
+		inType := tl.in
 		for what, body := range malformedJSON(inType) {
 			var args any = json.RawMessage(body)
 			if !json.Valid([]byte(body)) || body == "null" {
@@ -794,78 +785,36 @@ func TestMalformedInputSpeaksJSON(t *testing.T) {
 		"bom mid-file": exLine + "\n\ufeff" + exLine, "edge from number": `{"edge":"Knows","from":1,"to":"x"}`,
 		"not utf-8": "{\"type\":\"Person\",\"data\":{\"name\":\"\xff\"}}",
 	}
-	for what, body := range lines {
-		a := send(t, base, "", Route{Method: "POST"}, example{path: "/graphs/default/load/ndjson", query: url.Values{"mode": {"merge"}},
-			ctype: "application/x-ndjson", body: body + "\n"}, nil)
+	// refused checks a 400 in the client's terms that says want.
+	refused := func(what string, a answer, want string) {
+		t.Helper()
 		msg := fmt.Sprint(a.body["error"])
 		if a.status != 400 {
-			t.Errorf("load/ndjson %s: status %d %s, want 400", what, a.status, a.raw)
+			t.Errorf("%s: status %d %s, want 400", what, a.status, a.raw)
 		}
-		checkNoGoInternals(t, "load/ndjson "+what, msg)
-		if what == "multibyte" && !strings.Contains(msg, "'é'") {
-			t.Errorf("load/ndjson %s: %q does not quote the character", what, msg)
+		checkNoGoInternals(t, what, msg)
+		if !strings.Contains(msg, want) {
+			t.Errorf("%s: %q does not say %q", what, msg, want)
 		}
-		if what == "bom mid-file" && !strings.Contains(msg, "byte order mark") {
-			t.Errorf("load/ndjson %s: %q does not name the byte order mark", what, msg)
-		}
-		for _, inline := range []string{"data"} {
-			if what == "not utf-8" {
-				continue // JSON text cannot carry the byte (encoding/json sends U+FFFD)
-			}
-			a := send(t, base, "", Route{Method: "POST"}, example{path: "/graphs/default/load", ctype: "application/json",
-				body: jsonBody(map[string]any{inline: body + "\n", "mode": "merge"})}, nil)
-			checkNoGoInternals(t, "load "+inline+" "+what, fmt.Sprint(a.body["error"]))
-			if a.status != 400 {
-				t.Errorf("load %s %s: status %d %s, want 400", inline, what, a.status, a.raw)
-			}
+	}
+	says := map[string]string{"multibyte": "'é'", "bom mid-file": "byte order mark", "branch multibyte": "'é'"}
+	for what, body := range lines {
+		refused("load/ndjson "+what, send(t, base, "", Route{Method: "POST"}, example{path: "/graphs/default/load/ndjson", query: url.Values{"mode": {"merge"}},
+			ctype: "application/x-ndjson", body: body + "\n"}, nil), says[what])
+		if what != "not utf-8" { // JSON text cannot carry the byte (encoding/json sends U+FFFD)
+			refused("load data "+what, send(t, base, "", Route{Method: "POST"}, example{path: "/graphs/default/load", ctype: "application/json",
+				body: jsonBody(map[string]any{"data": body + "\n", "mode": "merge"})}, nil), says[what])
 		}
 	}
 	for what, q := range map[string]url.Values{
 		"limit word": {"limit": {"abc"}}, "limit negative": {"limit": {"-1"}}, "limit exponent": {"limit": {"1e3"}}, "limit huge": {"limit": {"99999999999999999999"}},
 		"branch multibyte": {"branch": {"fé"}},
 	} {
-		a := send(t, base, "", Route{Method: "GET"}, example{path: "/graphs/default/commits", query: q}, nil)
-		msg := fmt.Sprint(a.body["error"])
-		if a.status != 400 {
-			t.Errorf("commits %s: status %d %s, want 400", what, a.status, a.raw)
-		}
-		checkNoGoInternals(t, "commits "+what, msg)
-		if what == "branch multibyte" && !strings.Contains(msg, "'é'") {
-			t.Errorf("commits %s: %q does not quote the character", what, msg)
-		}
+		refused("commits "+what, send(t, base, "", Route{Method: "GET"}, example{path: "/graphs/default/commits", query: q}, nil), says[what])
 	}
 	if got := fx.state(t); got != before {
 		t.Fatalf("malformed input changed the graph: %s, was %s", got, before)
 	}
-}
-
-// toolInputType is the Go type of a tool's arguments (tool's In).
-func toolInputType(name string) reflect.Type {
-	switch name {
-	case "graph_query":
-		return reflect.TypeFor[QueryRequest]()
-	case "graph_mutate":
-		return reflect.TypeFor[MutateInput]()
-	case "graph_load":
-		return reflect.TypeFor[LoadRequest]()
-	case "graph_snapshot", "schema_get":
-		return reflect.TypeFor[BranchInput]()
-	case "branch_list":
-		return reflect.TypeFor[NoInput]()
-	case "branch_create":
-		return reflect.TypeFor[BranchCreateRequest]()
-	case "branch_delete":
-		return reflect.TypeFor[BranchNameInput]()
-	case "branch_merge":
-		return reflect.TypeFor[MergeRequest]()
-	case "commit_list":
-		return reflect.TypeFor[CommitsInput]()
-	case "commit_get":
-		return reflect.TypeFor[CommitInput]()
-	case "commit_changes":
-		return reflect.TypeFor[ChangesInput]()
-	}
-	panic("no input type for tool " + name)
 }
 
 // TestTokensFileSpeaksJSON: the tokens file goes through the same decoder

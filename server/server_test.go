@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/local"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/internal/buildinfo"
@@ -29,11 +30,17 @@ node Person {
 // testGraph is a fresh read-write graph on a local directory.
 func testGraph(t testing.TB) *graph.Graph {
 	t.Helper()
-	ctx := context.Background()
 	store, err := local.New(filepath.Join(t.TempDir(), "g"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return testGraphOn(t, store)
+}
+
+// testGraphOn is a fresh read-write graph of testSchema on store.
+func testGraphOn(t testing.TB, store backend.StorageAdapter) *graph.Graph {
+	t.Helper()
+	ctx := context.Background()
 	g, err := graph.Init(ctx, store, testSchema, graph.InitOptions{})
 	if err != nil {
 		t.Fatal(err)
