@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/omnigraph-go/omnigraph/api"
 	"reflect"
 	"regexp"
 	"sort"
@@ -15,27 +16,27 @@ import (
 // schemaTypes are the components.schemas of the document, by name. Every
 // Route.Request and Route.Response names one of them (or NDJSON/OpenAPI).
 var schemaTypes = map[string]reflect.Type{
-	"Health":              reflect.TypeFor[Health](),
-	"GraphList":           reflect.TypeFor[GraphList](),
-	"QueryRequest":        reflect.TypeFor[QueryRequest](),
-	"ReadOutput":          reflect.TypeFor[ReadOutput](),
-	"MutateRequest":       reflect.TypeFor[MutateRequest](),
-	"ChangeOutput":        reflect.TypeFor[ChangeOutput](),
-	"CommitOutput":        reflect.TypeFor[CommitOutput](),
-	"CommitList":          reflect.TypeFor[CommitList](),
-	"LoadOutput":          reflect.TypeFor[LoadOutput](),
-	"LoadRequest":         reflect.TypeFor[LoadRequest](),
-	"JSONRPC":             reflect.TypeFor[JSONRPCMessage](),
-	"SnapshotOutput":      reflect.TypeFor[SnapshotOutput](),
-	"SchemaOutput":        reflect.TypeFor[SchemaOutput](),
-	"BranchList":          reflect.TypeFor[BranchList](),
-	"BranchCreateRequest": reflect.TypeFor[BranchCreateRequest](),
-	"BranchCreateOutput":  reflect.TypeFor[BranchCreateOutput](),
-	"BranchDeleteOutput":  reflect.TypeFor[BranchDeleteOutput](),
-	"MergeRequest":        reflect.TypeFor[MergeRequest](),
-	"MergeOutput":         reflect.TypeFor[MergeOutput](),
-	"ChangesOutput":       reflect.TypeFor[ChangesOutput](),
-	"ErrorOutput":         reflect.TypeFor[ErrorOutput](),
+	"Health":              reflect.TypeFor[api.Health](),
+	"GraphList":           reflect.TypeFor[api.GraphList](),
+	"QueryRequest":        reflect.TypeFor[api.QueryRequest](),
+	"ReadOutput":          reflect.TypeFor[api.ReadOutput](),
+	"MutateRequest":       reflect.TypeFor[api.MutateRequest](),
+	"ChangeOutput":        reflect.TypeFor[api.ChangeOutput](),
+	"CommitOutput":        reflect.TypeFor[api.CommitOutput](),
+	"CommitList":          reflect.TypeFor[api.CommitList](),
+	"LoadOutput":          reflect.TypeFor[api.LoadOutput](),
+	"LoadRequest":         reflect.TypeFor[api.LoadRequest](),
+	"JSONRPC":             reflect.TypeFor[api.JSONRPCMessage](),
+	"SnapshotOutput":      reflect.TypeFor[api.SnapshotOutput](),
+	"SchemaOutput":        reflect.TypeFor[api.SchemaOutput](),
+	"BranchList":          reflect.TypeFor[api.BranchList](),
+	"BranchCreateRequest": reflect.TypeFor[api.BranchCreateRequest](),
+	"BranchCreateOutput":  reflect.TypeFor[api.BranchCreateOutput](),
+	"BranchDeleteOutput":  reflect.TypeFor[api.BranchDeleteOutput](),
+	"MergeRequest":        reflect.TypeFor[api.MergeRequest](),
+	"MergeOutput":         reflect.TypeFor[api.MergeOutput](),
+	"ChangesOutput":       reflect.TypeFor[api.ChangesOutput](),
+	"ErrorOutput":         reflect.TypeFor[api.ErrorOutput](),
 	"Change":              reflect.TypeFor[merge.Change](),
 }
 
@@ -49,7 +50,7 @@ func OpenAPI(version string, auth bool) map[string]any {
 		version = "(devel)"
 	}
 	paths := map[string]any{}
-	for _, rt := range Routes() {
+	for _, rt := range api.Routes() {
 		item, _ := paths[rt.Path].(map[string]any)
 		if item == nil {
 			item = map[string]any{}
