@@ -1,10 +1,11 @@
 package server
 
 import (
-	"github.com/omnigraph-go/omnigraph/api"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/omnigraph-go/omnigraph/api"
 )
 
 // Limits bound what the server admits.

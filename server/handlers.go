@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/omnigraph-go/omnigraph/api"
 	"io"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/export"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
@@ -68,7 +68,7 @@ func handleHealth(r *request) (int, any, error) {
 }
 
 func handleOpenAPI(r *request) (int, any, error) {
-	return 200, OpenAPI(r.s.cfg.Version, r.s.cfg.Tokens != nil), nil
+	return 200, OpenAPI(r.s.cfg.Tokens != nil), nil
 }
 
 // handleGraphs lists the graphs the actor may read (graph-wide).

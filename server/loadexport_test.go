@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"github.com/omnigraph-go/omnigraph/api"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/omnigraph-go/omnigraph/api"
 )
 
 // TestServerLoadJSON: POST load takes the batch inline, as NDJSON text in

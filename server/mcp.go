@@ -5,14 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/omnigraph-go/omnigraph/api"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 )
 
@@ -138,7 +140,7 @@ func mcpTools() []mcpTool {
 // again with json.Number, as the HTTP routes decode bodies, so integer
 // parameters keep their precision.
 func tool[In any](name string, act Action, desc string, ann *mcp.ToolAnnotations, op func(*request, In) (any, error)) mcpTool {
-	t := &mcp.Tool{Name: name, Description: desc, Annotations: ann}
+	t := &mcp.Tool{Name: name, Description: desc, Annotations: ann, InputSchema: inputSchema[In]()}
 	return mcpTool{tool: t, action: act, add: func(s *Server, ms *mcp.Server, t *mcp.Tool) {
 		mcp.AddTool(ms, t, func(ctx context.Context, req *mcp.CallToolRequest, _ In) (*mcp.CallToolResult, any, error) {
 			hr, _ := ctx.Value(requestKey{}).(*request)
@@ -175,6 +177,37 @@ func tool[In any](name string, act Action, desc string, ann *mcp.ToolAnnotations
 			return nil, out, nil
 		})
 	}}
+}
+
+// inputSchema is the tool's input schema inferred from In, with every
+// type list of a nullable member (["null","array"] for a slice, the same
+// for a map) narrowed to its one non-null type: portable MCP clients warn
+// on type lists, and no tool argument means anything by null.
+func inputSchema[In any]() *jsonschema.Schema {
+	s, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("server: the input schema of %T: %v", *new(In), err))
+	}
+	var narrow func(*jsonschema.Schema)
+	narrow = func(s *jsonschema.Schema) {
+		if s == nil {
+			return
+		}
+		if len(s.Types) == 2 && slices.Contains(s.Types, "null") {
+			for _, t := range s.Types {
+				if t != "null" {
+					s.Type, s.Types = t, nil
+				}
+			}
+		}
+		for _, p := range s.Properties {
+			narrow(p)
+		}
+		narrow(s.Items)
+		narrow(s.AdditionalProperties)
+	}
+	narrow(s)
+	return s
 }
 
 // runTool runs one tool's operation with the same panic containment as

@@ -2,11 +2,12 @@ package server
 
 import (
 	"fmt"
-	"github.com/omnigraph-go/omnigraph/api"
 	"net/http"
 	"sort"
 
 	"github.com/cedar-policy/cedar-go"
+
+	"github.com/omnigraph-go/omnigraph/api"
 )
 
 // Action is a policy action.

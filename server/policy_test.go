@@ -3,9 +3,10 @@ package server
 import (
 	"context"
 	"fmt"
-	"github.com/omnigraph-go/omnigraph/api"
 	"strings"
 	"testing"
+
+	"github.com/omnigraph-go/omnigraph/api"
 )
 
 // testPolicy: everyone reads; the writers group does every other graph

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/omnigraph-go/omnigraph/api"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/backend/local"
 	"github.com/omnigraph-go/omnigraph/graph"
 )
@@ -447,7 +447,7 @@ func TestOpenAPIMatchesMux(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := OpenAPI("v", true)
+	doc := OpenAPI(true)
 	b, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
