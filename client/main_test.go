@@ -15,11 +15,17 @@ import (
 	"github.com/omnigraph-go/omnigraph/client"
 )
 
-// omnigraphBin is the real CLI, built once for the package's tests: the
-// client is tested against 'omnigraph serve' as users run it.
+// omnigraphBin is the real CLI, built once for the package's tests (or
+// the one OMNIGRAPH_TEST_BIN names): the client is tested against
+// 'omnigraph serve' as users run it.
 var omnigraphBin string
 
 func TestMain(m *testing.M) {
+	// make test builds the binary once for every step that runs it.
+	if bin := os.Getenv("OMNIGRAPH_TEST_BIN"); bin != "" {
+		omnigraphBin = bin
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "omnigraph-client-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

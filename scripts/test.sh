@@ -21,6 +21,10 @@ if [ -x scripts/emulators.sh ] && [ "${OMNIGRAPH_NO_EMULATORS:-}" = "" ]; then
 fi
 
 mkdir -p test-results
+echo "== go build (the binary the client and SDK tests serve with)"
+go build -o test-results/omnigraph ./cmd/omnigraph
+export OMNIGRAPH_TEST_BIN=$(pwd)/test-results/omnigraph
+
 echo "== go test"
 set +e
 go test -count=1 -json -timeout 30m ${GOTESTFLAGS:-} ./... > test-results/go-test.json
@@ -35,7 +39,7 @@ set -e
 
 echo "== OpenAPI lint, the TypeScript SDK's drift check and tests (scripts/sdk.sh ci)"
 set +e
-go build -o test-results/omnigraph ./cmd/omnigraph && OMNIGRAPH_BIN=$(pwd)/test-results/omnigraph bash scripts/sdk.sh ci
+OMNIGRAPH_BIN=$OMNIGRAPH_TEST_BIN bash scripts/sdk.sh ci
 sdk_rc=$?
 set -e
 
