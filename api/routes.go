@@ -60,25 +60,19 @@ func (rt Route) Pattern() string {
 	return rt.Method + " " + p
 }
 
-// Expand fills the route's path parameters, in order, escaping each one
-// (a Rest parameter keeps its '/' separators).
+// Expand fills the route's path parameters, in order, each escaped whole
+// ('/' as %2F, as a generated client's encodeURIComponent does): the mux
+// hands back the value as it was, and never cleans or redirects the path
+// ("x//y" would be).
 func (rt Route) Expand(values ...string) string {
 	p := rt.Path
-	for i, v := range values {
+	for _, v := range values {
 		open := strings.IndexByte(p, '{')
 		end := strings.IndexByte(p, '}')
 		if open < 0 || end < open {
 			break
 		}
-		esc := url.PathEscape(v)
-		if rt.Rest && i == len(values)-1 {
-			parts := strings.Split(v, "/")
-			for j := range parts {
-				parts[j] = url.PathEscape(parts[j])
-			}
-			esc = strings.Join(parts, "/")
-		}
-		p = p[:open] + esc + p[end+1:]
+		p = p[:open] + url.PathEscape(v) + p[end+1:]
 	}
 	return p
 }
