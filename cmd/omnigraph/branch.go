@@ -51,16 +51,12 @@ func branchCreateCmd(a *app) *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) (err error) {
 			var commit string
 			var incarnation uint64
-			remote, err := t.remote(c)
+			sg, err := t.serverGraph(c)
 			if err != nil {
 				return err
 			}
-			if remote {
-				g, err := t.client()
-				if err != nil {
-					return err
-				}
-				out, err := g.CreateBranch(c.Context(), api.BranchCreateRequest{Name: args[0], From: from})
+			if sg != nil {
+				out, err := sg.CreateBranch(c.Context(), api.BranchCreateRequest{Name: args[0], From: from})
 				if err != nil {
 					return t.remoteErr(err)
 				}
@@ -105,16 +101,12 @@ func branchListCmd(a *app) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			var bs []graph.BranchInfo
-			remote, err := t.remote(c)
+			sg, err := t.serverGraph(c)
 			if err != nil {
 				return err
 			}
-			if remote {
-				g, err := t.client()
-				if err != nil {
-					return err
-				}
-				out, err := g.Branches(c.Context())
+			if sg != nil {
+				out, err := sg.Branches(c.Context())
 				if err != nil {
 					return t.remoteErr(err)
 				}
@@ -155,16 +147,12 @@ func branchDeleteCmd(a *app) *cobra.Command {
 		Short: "Delete a branch (refused while branches forked from it are live)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) (err error) {
-			remote, err := t.remote(c)
+			sg, err := t.serverGraph(c)
 			if err != nil {
 				return err
 			}
-			if remote {
-				g, err := t.client()
-				if err != nil {
-					return err
-				}
-				if _, err := g.DeleteBranch(c.Context(), args[0]); err != nil {
+			if sg != nil {
+				if _, err := sg.DeleteBranch(c.Context(), args[0]); err != nil {
 					return t.remoteErr(err)
 				}
 			} else {

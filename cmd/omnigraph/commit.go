@@ -51,16 +51,12 @@ func commitListCmd(a *app) *cobra.Command {
 				return usagef("--limit must be 0 (all) or more")
 			}
 			var cs []graph.CommitInfo
-			remote, err := t.remote(c)
+			sg, err := t.serverGraph(c)
 			if err != nil {
 				return err
 			}
-			if remote {
-				g, err := t.client()
-				if err != nil {
-					return err
-				}
-				out, err := g.Commits(c.Context(), branch, limit)
+			if sg != nil {
+				out, err := sg.Commits(c.Context(), branch, limit)
 				if err != nil {
 					return t.remoteErr(err)
 				}
@@ -117,16 +113,12 @@ func commitShowCmd(a *app) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			var ci graph.CommitInfo
-			remote, err := t.remote(c)
+			sg, err := t.serverGraph(c)
 			if err != nil {
 				return err
 			}
-			if remote {
-				g, err := t.client()
-				if err != nil {
-					return err
-				}
-				out, err := g.Commit(c.Context(), args[0])
+			if sg != nil {
+				out, err := sg.Commit(c.Context(), args[0])
 				if err != nil {
 					return t.remoteErr(err)
 				}

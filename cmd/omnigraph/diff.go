@@ -91,16 +91,12 @@ func commitChangesCmd(a *app) *cobra.Command {
 				return err
 			}
 			var cs []api.Change
-			remote, err := t.remote(c)
+			sg, err := t.serverGraph(c)
 			if err != nil {
 				return err
 			}
-			if remote {
-				g, err := t.client()
-				if err != nil {
-					return err
-				}
-				out, err := g.CommitChanges(c.Context(), args[0], client.ChangesOptions{Type: f.Type, Op: string(f.Op), Limit: f.Limit})
+			if sg != nil {
+				out, err := sg.CommitChanges(c.Context(), args[0], client.ChangesOptions{Type: f.Type, Op: string(f.Op), Limit: f.Limit})
 				if err != nil {
 					return t.remoteErr(err)
 				}

@@ -35,11 +35,11 @@ func init() {
 			Args: cobra.MaximumNArgs(1),
 			RunE: func(c *cobra.Command, args []string) (err error) {
 				ctx := c.Context()
-				remote, err := t.remote(c)
+				sg, err := t.serverGraph(c)
 				if err != nil {
 					return err
 				}
-				if len(args) == 1 && remote {
+				if len(args) == 1 && sg != nil {
 					return usagef("give the graph once: --server URL (and --graph ID) goes without a positional URL")
 				}
 				if len(args) == 1 {
@@ -70,13 +70,9 @@ func init() {
 				cr := &countingReader{r: in, size: inputSize(in)}
 				var res *load.Result
 				var bar *loadProgress
-				if remote {
-					g, err := t.client()
-					if err != nil {
-						return err
-					}
+				if sg != nil {
 					bar = newProgress(a.stderr, cr, true)
-					out, err := g.Load(ctx, cr, client.LoadOptions{Branch: branch, Mode: string(m)})
+					out, err := sg.Load(ctx, cr, client.LoadOptions{Branch: branch, Mode: string(m)})
 					if err != nil {
 						return t.remoteErr(err)
 					}

@@ -64,7 +64,7 @@ func branchMergeCmd(a *app) *cobra.Command {
 			if src == into {
 				return usagef("SRC and --into name the same branch %q; merge into another branch", src)
 			}
-			remote, err := t.remote(c)
+			sg, err := t.serverGraph(c)
 			if err != nil {
 				return err
 			}
@@ -79,12 +79,8 @@ func branchMergeCmd(a *app) *cobra.Command {
 			}
 			var res *merge.Result
 			var out mergeOutput
-			if remote {
-				g, err := t.client()
-				if err != nil {
-					return err
-				}
-				ro, err := g.Merge(c.Context(), api.MergeRequest{Source: src, Target: into, DeleteBranch: deleteBranch})
+			if sg != nil {
+				ro, err := sg.Merge(c.Context(), api.MergeRequest{Source: src, Target: into, DeleteBranch: deleteBranch})
 				var ce *client.Error
 				if errors.As(err, &ce) && len(ce.Details.MergeConflicts) > 0 {
 					return conflicts(mergeConflicts(ce.Details.MergeConflicts), serverError{ce})

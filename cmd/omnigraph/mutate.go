@@ -60,21 +60,17 @@ func init() {
 				if err != nil {
 					return err
 				}
-				remote, err := t.remote(c)
+				sg, err := t.serverGraph(c)
 				if err != nil {
 					return err
 				}
 				var res *mutate.Result
-				if remote {
-					g, err := t.client()
-					if err != nil {
-						return err
-					}
+				if sg != nil {
 					var opts []client.WriteOption
 					if ifCommit != "" {
 						opts = append(opts, client.IfGraphCommit(ifCommit))
 					}
-					out, err := g.Mutate(ctx, api.MutateRequest{Query: src, Name: name, Params: p, Branch: branch}, opts...)
+					out, err := sg.Mutate(ctx, api.MutateRequest{Query: src, Name: name, Params: p, Branch: branch}, opts...)
 					if err != nil {
 						return t.remoteErr(err)
 					}

@@ -69,16 +69,12 @@ func init() {
 				if err != nil {
 					return err
 				}
-				remote, err := t.remote(c)
+				sg, err := t.serverGraph(c)
 				if err != nil {
 					return err
 				}
-				if remote {
-					g, err := t.client()
-					if err != nil {
-						return err
-					}
-					out, err := g.Query(ctx, api.QueryRequest{Query: src, Name: name, Params: p, Branch: branch, Snapshot: snapshot})
+				if sg != nil {
+					out, err := sg.Query(ctx, api.QueryRequest{Query: src, Name: name, Params: p, Branch: branch, Snapshot: snapshot})
 					if err != nil {
 						return t.remoteErr(err)
 					}

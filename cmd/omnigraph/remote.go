@@ -34,45 +34,40 @@ func (t *graphTarget) addServer(c *cobra.Command) {
 	c.Flags().StringVar(&t.graphID, "graph", "default", "with --server: the graph's id on the server (GET /graphs)")
 }
 
-// remote reports whether the command runs against a server, after
-// checking the flags that do not go together with --server.
-func (t *graphTarget) remote(c *cobra.Command) (bool, error) {
+// serverGraph is the graph on the server named by --server and --graph,
+// or nil when the command opens --store; it first refuses the flags that
+// do not go with the mode.
+func (t *graphTarget) serverGraph(c *cobra.Command) (*client.Graph, error) {
 	if t.server == "" {
 		for _, f := range []string{"token", "graph"} {
 			if c.Flags().Changed(f) {
-				return false, usagef("--%s goes with --server URL", f)
+				return nil, usagef("--%s goes with --server URL", f)
 			}
 		}
-		return false, nil
+		return nil, nil
 	}
 	if t.store != "" {
-		return false, usagef("give either --store (open the graph here) or --server (go through a server), not both")
+		return nil, usagef("give either --store (open the graph here) or --server (go through a server), not both")
 	}
-	for _, f := range []string{"as", "wait", "no-auto-optimize", "type"} {
+	for f, why := range map[string]string{
+		"as":               "the server records the actor of your token",
+		"wait":             "the server holds the graph's lock itself",
+		"no-auto-optimize": "the server runs its own compaction",
+		"type":             "the server's load takes no --type",
+	} {
 		if fl := c.Flags().Lookup(f); fl != nil && fl.Changed {
-			why := map[string]string{
-				"as":               "the server records the actor of your token",
-				"wait":             "the server holds the graph's lock itself",
-				"no-auto-optimize": "the server runs its own compaction",
-				"type":             "the server's load takes no --type",
-			}[f]
-			return false, usagef("--%s does not go with --server: %s", f, why)
+			return nil, usagef("--%s does not go with --server: %s", f, why)
 		}
 	}
-	return true, nil
-}
-
-// client is the graph on the server named by --server and --graph.
-func (t *graphTarget) client() (*client.Graph, error) {
 	token := t.token
 	if token == "" {
 		token = os.Getenv(envToken)
 	}
-	c, err := client.New(t.server, client.WithToken(token), client.WithUserAgent("omnigraph-cli/"+cliVersion()))
+	cl, err := client.New(t.server, client.WithToken(token), client.WithUserAgent("omnigraph-cli/"+cliVersion()))
 	if err != nil {
 		return nil, usageError{msg: err.Error()}
 	}
-	return c.Graph(t.graphID), nil
+	return cl.Graph(t.graphID), nil
 }
 
 // serverError is a refusal or failure the server answered: its message is
