@@ -33,7 +33,17 @@ bin() {
   echo "$OMNIGRAPH_BIN"
 }
 
+# need_node: the generator needs Node 20.19 or later and npm.
+need_node() {
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "scripts/sdk.sh needs Node.js 20.19 or later and npm (on Debian: apt-get install nodejs npm)" >&2
+    exit 1
+  fi
+  node -e 'const [a, b] = process.versions.node.split(".").map(Number); if (a < 20 || (a === 20 && b < 19)) { console.error(`scripts/sdk.sh needs Node.js 20.19 or later, not ${process.versions.node}`); process.exit(1); }'
+}
+
 install() {
+  need_node
   if [ ! -d "$ts/node_modules" ] || [ "$ts/package-lock.json" -nt "$ts/node_modules/.package-lock.json" ]; then
     local start=$SECONDS
     (cd "$ts" && npm ci --no-audit --no-fund --loglevel=error)
