@@ -231,6 +231,9 @@ func TestMCPInputSchemasHaveNoTypeLists(t *testing.T) {
 		if bytes.Contains(b, []byte(`"type":[`)) {
 			t.Errorf("tool %s: input schema has a type list: %s", tl.tool.Name, b)
 		}
+		if !bytes.HasSuffix(b, []byte(`"additionalProperties":false}`)) {
+			t.Errorf("tool %s: input schema is not closed: %s", tl.tool.Name, b)
+		}
 		if tl.tool.Name == "graph_load" && !bytes.Contains(b, []byte(`"records":{"type":"array"`)) {
 			t.Errorf("graph_load: records is not an array: %s", b)
 		}
