@@ -13,6 +13,8 @@ import (
 // commit times (RFC 3339 and microseconds) and a load's timing.
 var timestamps = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z|"time_us": \d+|"seconds": [0-9.e+-]+|"rows_per_second": [0-9.e+-]+`)
 
+var columnPad = regexp.MustCompile(` {2,}`)
+
 // quickstartFlow is the `make run` quickstart (scripts/run.sh) after init,
 // through the commands that take --server, in every output format: where
 // names the graph (--store DIR or --server URL). It returns each
@@ -77,7 +79,10 @@ func quickstartFlow(t *testing.T, where ...string) string {
 	count := `query n() { match { $p: Person } return { count($p) as people } }`
 	step("query", "-e", count, "--format", "kv")
 	step("query", "-e", count, "--format", "json", "--snapshot", initCommit)
-	return timestamps.ReplaceAllString(blankCommitIDs(strings.Join(log, "\n")), "<time>")
+	out := timestamps.ReplaceAllString(blankCommitIDs(strings.Join(log, "\n")), "<time>")
+	// A table pads its columns to the widest value, and a time's width
+	// varies (RFC 3339 drops trailing zeros of the fraction).
+	return columnPad.ReplaceAllString(out, "  ")
 }
 
 // TestServerModeMatchesLocal runs the quickstart once on a local graph
@@ -100,12 +105,11 @@ func TestServerModeMatchesLocal(t *testing.T) {
 	t.Setenv(envToken, token)
 	got := quickstartFlow(t, "--server", base)
 
-	for _, w := range []string{"quinn     engineer", "fast_forward: merged hiring into main", "(exit 4)", "insert node Person \"remy\""} {
+	for _, w := range []string{"quinn  engineer", "fast_forward: merged hiring into main", "(exit 4)", "insert node Person \"remy\""} {
 		if !strings.Contains(want, w) {
 			t.Fatalf("the local quickstart lacks %q:\n%s", w, want)
 		}
 	}
-	t.Logf("%d lines compared; server mode output starts:\n%.600s", strings.Count(got, "\n"), got)
 	if got != want {
 		wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
 		for i := range min(len(wl), len(gl)) {
