@@ -238,6 +238,7 @@ func (r *request) opBranchCreate(b api.BranchCreateRequest) (api.BranchCreateOut
 	if err != nil {
 		return api.BranchCreateOutput{}, err
 	}
+	r.icebergAfter(b.Name)
 	return api.BranchCreateOutput{Name: b.Name, From: b.From, GraphCommitID: snap.CommitID(), Incarnation: snap.Entry().Incarnation, ActorID: r.actor}, nil
 }
 
@@ -256,6 +257,7 @@ func (r *request) opBranchDelete(name string) (api.BranchDeleteOutput, error) {
 	if err := r.g.DeleteBranch(r.Context(), name); err != nil {
 		return api.BranchDeleteOutput{}, err
 	}
+	r.icebergAfter(icebergEveryBranch)
 	return api.BranchDeleteOutput{Name: name, ActorID: r.actor}, nil
 }
 
@@ -292,6 +294,8 @@ func (r *request) opMerge(m api.MergeRequest) (api.MergeOutput, error) {
 		if derr := r.g.DeleteBranch(r.Context(), m.Source); derr != nil {
 			ok = false
 			out.BranchDeleteError = MapError(derr, r.graphID).Body.Error
+		} else {
+			r.icebergAfter(icebergEveryBranch)
 		}
 		out.BranchDeleted = &ok
 	}
