@@ -27,8 +27,9 @@ import (
 // Edge rows are numbered like Scan returns them: the live rows of the
 // version's fragments, fragment after fragment, in row order.
 // A missing or undecodable index file is ignored (the adjacency is built
-// from the data). The index
-// file (_indices/<uuid>/adj.idx) holds:
+// from the data). The index file (_indices/<uuid>/adj.idx) is written in
+// format 2 (adjcodec.go: the sorted values front-coded, each row's two
+// dense endpoints packed in blocks). Format 1, written before, still reads:
 //
 //	magic "OGADJ01\n", then little-endian uint32s:
 //	nodes, edges, dictionary bytes
@@ -51,7 +52,7 @@ import (
 const (
 	// AdjacencyKind is Index.Kind of an adjacency index.
 	AdjacencyKind = "adjacency"
-	adjMagic      = "OGADJ01\n"
+	adjMagic      = "OGADJ01\n" // format 1, read only
 )
 
 // Adjacency is the loaded adjacency of one version. It is immutable and
@@ -357,9 +358,9 @@ func groupRows(nodes int, key []int32) (off, rows []int32) {
 
 var adjCRC = crc32.MakeTable(crc32.Castagnoli)
 
-// decodeAdjacency reads an index file and derives Src and Dst from the
-// groupings.
-func decodeAdjacency(b []byte) (*Adjacency, error) {
+// decodeAdjacency1 reads a format-1 index file and derives Src and Dst
+// from the groupings.
+func decodeAdjacency1(b []byte) (*Adjacency, error) {
 	bad := func(what string) error { return errorf(ErrCorrupt, "adjacency index: %s", what) }
 	if !bytes.HasPrefix(b, []byte(adjMagic)) || len(b) < len(adjMagic)+16 {
 		return nil, bad("bad magic")
@@ -467,8 +468,7 @@ const adjacencyWaveBytes = 64 << 20
 // adjacencyFile computes the index file of this version's adjacency on
 // (from, to) and its edge row count, in memory bounded by the result: per
 // edge row its two dense endpoints (8 bytes), per distinct endpoint value
-// the value and about 24 bytes, and the file itself, written once into a
-// buffer of its exact size. The rows prev's file holds as they are now are
+// the value and about 24 bytes, and the file itself (a few bytes an edge). The rows prev's file holds as they are now are
 // copied from it; every other fragment is fetched (a wave at a time, in
 // parallel) and decoded one row group at a time, its two columns only,
 // nothing of it kept or cached. The bytes are those of the adjacency the
@@ -722,8 +722,9 @@ func (in *interner) grow() {
 	})
 }
 
-// encode writes the index file of the edge rows whose dense endpoints are
-// src and dst (renumbered in place to the values' ranks).
+// encode writes the index file (format 2, adjcodec.go) of the edge rows
+// whose dense endpoints are src and dst (renumbered in place to the
+// values' ranks).
 func (in *interner) encode(src, dst []int32) ([]byte, error) {
 	nodes := in.n
 	order := make([]int32, nodes)
@@ -742,67 +743,7 @@ func (in *interner) encode(src, dst []int32) ([]byte, error) {
 			}
 		}
 	}
-	var dictLen int
-	in.each(func(_ int32, v string) { dictLen += len(v) })
-	if dictLen > math.MaxUint32 {
-		return nil, errorf(ErrInvalid, "adjacency index: the endpoint values take %d bytes, at most %d", dictLen, uint32(math.MaxUint32))
-	}
-	b := make([]byte, len(adjMagic)+12+4*(nodes+1)+dictLen+2*4*(nodes+1+len(src))+4)
-	w := copy(b, adjMagic)
-	put := func(v uint32) {
-		binary.LittleEndian.PutUint32(b[w:], v)
-		w += 4
-	}
-	put(uint32(nodes))
-	put(uint32(len(src)))
-	put(uint32(dictLen))
-	var off uint32
-	for _, d := range order {
-		put(off)
-		off += uint32(len(in.val(d)))
-	}
-	put(off)
-	for _, d := range order {
-		w += copy(b[w:], in.val(d))
-	}
-	*in = interner{} // the values are in the file now
-	scratch := make([]int32, nodes+1)
-	w = writeGroups(b, w, scratch, src)
-	w = writeGroups(b, w, scratch, dst)
-	binary.LittleEndian.PutUint32(b[w:], crc32.Checksum(b[:w], adjCRC))
-	return b, nil
-}
-
-// writeGroups writes at b[w:] the grouping of rows by key that groupRows
-// computes (nodes+1 offsets, then the rows of each group ascending),
-// followed by the rows in no group (a null endpoint), ascending, so the
-// section holds one entry per row. off is scratch of nodes+1 entries.
-// It returns the position after the section.
-func writeGroups(b []byte, w int, off, key []int32) int {
-	clear(off)
-	for _, k := range key {
-		if k >= 0 {
-			off[k+1]++
-		}
-	}
-	for i := 1; i < len(off); i++ {
-		off[i] += off[i-1]
-	}
-	for _, o := range off {
-		binary.LittleEndian.PutUint32(b[w:], uint32(o))
-		w += 4
-	}
-	rows := b[w : w+4*len(key)]
-	grouped := off[len(off)-1]
-	for r, k := range key {
-		at := &grouped
-		if k >= 0 {
-			at = &off[k] // off[k] now counts up through group k
-		}
-		binary.LittleEndian.PutUint32(rows[4*int(*at):], uint32(r))
-		*at++
-	}
-	return w + len(rows)
+	return encodeAdjacency2(nodes, func(i int) string { return in.val(order[i]) }, src, dst)
 }
 
 func replaceAdjacency(m *Manifest, ix Index) {
