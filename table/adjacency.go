@@ -438,9 +438,9 @@ func ungroup(off, rows, key []int32) error {
 // buildAdjacencyIndex writes the adjacency index of m's live edge rows on
 // (from, to) as a new index file under root (through ds's store and cache,
 // reusing what prev, an older index, still holds; see adjacencyFile).
-func buildAdjacencyIndex(ctx context.Context, ds *Dataset, root string, m *Manifest, prev *Index, from, to string) (Index, string, error) {
+func buildAdjacencyIndex(ctx context.Context, ds *Dataset, root string, m *Manifest, prev *Index, from, to string, tracked map[string]*trackedEnds) (Index, string, error) {
 	view := &Dataset{store: ds.store, path: ds.path, m: m, schema: ds.schema, cache: ds.cache}
-	data, edges, err := view.adjacencyFile(ctx, prev, from, to)
+	data, edges, err := view.adjacencyFile(ctx, prev, from, to, tracked)
 	if err != nil {
 		return Index{}, "", err
 	}
@@ -473,7 +473,7 @@ const adjacencyWaveBytes = 64 << 20
 // parallel) and decoded one row group at a time, its two columns only,
 // nothing of it kept or cached. The bytes are those of the adjacency the
 // version loads (Dataset.Adjacency) written in the file format.
-func (ds *Dataset) adjacencyFile(ctx context.Context, prev *Index, from, to string) ([]byte, int64, error) {
+func (ds *Dataset) adjacencyFile(ctx context.Context, prev *Index, from, to string, tracked map[string]*trackedEnds) ([]byte, int64, error) {
 	fi, ti, err := adjacencyColumns(ds.schema, from, to)
 	if err != nil {
 		return nil, 0, err
@@ -515,6 +515,17 @@ func (ds *Dataset) adjacencyFile(ctx context.Context, prev *Index, from, to stri
 		}
 		pos += f.LiveRows()
 	}
+	if e := trackedAll(tracked, frags, read, from, to); base == nil && e != nil {
+		// Every fragment to read was interned by one tracker as it was
+		// written: its values are the dictionary, its rows the numbers.
+		for _, i := range read {
+			t := tracked[frags[i].ID]
+			copy(src[at[i]:], t.src)
+			copy(dst[at[i]:], t.dst)
+		}
+		data, err := e.in.encode(src, dst)
+		return data, n, err
+	}
 	for lo := 0; lo < len(read); {
 		hi, size := lo+1, frags[read[lo]].Size
 		for hi < len(read) && hi-lo < readParallelism && size+frags[read[hi]].Size <= adjacencyWaveBytes {
@@ -542,6 +553,23 @@ func (ds *Dataset) adjacencyFile(ctx context.Context, prev *Index, from, to stri
 	}
 	data, err := in.encode(src, dst)
 	return data, n, err
+}
+
+// trackedAll returns the one Endpoints (on from, to) that tracked every
+// fragment of frags listed in read, each with all its rows live; nil if
+// there is none.
+func trackedAll(tracked map[string]*trackedEnds, frags []Fragment, read []int, from, to string) *Endpoints {
+	var e *Endpoints
+	for _, i := range read {
+		f := frags[i]
+		t := tracked[f.ID]
+		if t == nil || f.Deletion != nil || int64(len(t.src)) != f.Rows || f.LiveRows() != f.Rows ||
+			t.e.from != from || t.e.to != to || (e != nil && t.e != e) {
+			return nil
+		}
+		e = t.e
+	}
+	return e
 }
 
 // adjacencySource is where an index build reads one fragment's endpoint
@@ -765,7 +793,7 @@ func (ds *Dataset) StageCreateAdjacencyIndex(ctx context.Context, from, to strin
 	}
 	st, m := ds.newStage()
 	m.Version = ds.m.Version + 1
-	ix, key, err := buildAdjacencyIndex(ctx, ds, ds.root(), m, m.adjacencyIndex(from, to), from, to)
+	ix, key, err := buildAdjacencyIndex(ctx, ds, ds.root(), m, m.adjacencyIndex(from, to), from, to, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -805,7 +833,7 @@ func (st *Staged) AddAdjacencyIndex(ctx context.Context, from, to string) error 
 	if ds.cache == nil {
 		ds.cache = NewCache(0)
 	}
-	ix, key, err := buildAdjacencyIndex(ctx, ds, branchRoot(st.Path, st.Branch), st.Manifest, st.Manifest.adjacencyIndex(from, to), from, to)
+	ix, key, err := buildAdjacencyIndex(ctx, ds, branchRoot(st.Path, st.Branch), st.Manifest, st.Manifest.adjacencyIndex(from, to), from, to, st.tracked)
 	if err != nil {
 		return err
 	}

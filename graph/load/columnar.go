@@ -128,8 +128,11 @@ type bulkTable struct {
 	// line of each wins (as in the original), applied once parsing ends.
 	dupEdges map[string]bool
 	rows     int
-	frags    []*table.FragmentWriter
-	cur      *table.FragmentWriter
+	// frags are the closed fragments, set when the encoder finished.
+	frags []*table.FragmentWriter
+	// enc encodes the table's row groups on its own goroutine (started by
+	// the first flush), in the order flushed.
+	enc *encoder
 	// pending endpoints of an edge table, in line order, per side.
 	pendSrc, pendDst []pendingEnd
 	newFrag          func() (*table.FragmentWriter, error)
@@ -252,8 +255,18 @@ func (bl *bulkLoad) table(n *pg.NodeType, e *pg.EdgeType) (*bulkTable, error) {
 	t.seen = make([]bool, len(t.props))
 	bl.byType[k] = t
 	bl.tables = append(bl.tables, t)
+	// An edge table's writers intern its endpoints as they encode, so the
+	// traversal index is built without reading the fragments back.
+	var ends *table.Endpoints
+	if e != nil {
+		ends = table.NewEndpoints(pg.ColSrc, pg.ColDst)
+	}
 	t.newFrag = func() (*table.FragmentWriter, error) {
-		return table.NewFragmentWriter(t.schema, pg.ColID, plain...)
+		fw, err := table.NewFragmentWriter(t.schema, pg.ColID, plain...)
+		if err == nil && ends != nil {
+			err = fw.TrackEndpoints(ends)
+		}
+		return fw, err
 	}
 	return t, nil
 }
@@ -396,31 +409,120 @@ func (bl *bulkLoad) staged(name string, id []byte) bool {
 	return t.ids.has(string(id))
 }
 
-// flush encodes the builder's rows as one row group; last closes the open
-// fragment.
+// flush hands the builder's rows, as one row group, to the table's
+// encoder; last waits for the encoder to close the open fragment and sets
+// t.frags.
 func (t *bulkTable) flush(last bool) error {
 	if t.rb.Field(0).Len() > 0 {
-		rec := t.rb.NewRecordBatch()
-		defer rec.Release()
-		if t.cur == nil {
-			fw, err := t.newFrag()
-			if err != nil {
-				return err
-			}
-			t.cur = fw
+		if t.enc == nil {
+			t.enc = startEncoder(t)
 		}
-		if err := t.cur.Write(rec); err != nil {
-			return fmt.Errorf("encode rows of %s: %w", t.key, err)
-		}
-	}
-	if t.cur != nil && (last || t.cur.Rows() >= fragmentRows) {
-		if err := t.cur.Close(); err != nil {
+		if err := t.enc.send(t.rb.NewRecordBatch()); err != nil {
 			return err
 		}
-		t.frags = append(t.frags, t.cur)
-		t.cur = nil
 	}
-	return nil
+	if !last || t.enc == nil {
+		return nil
+	}
+	frags, err := t.enc.finish()
+	t.frags = frags
+	return err
+}
+
+// encoderQueue bounds the row groups waiting for a table's encoder: the
+// parser runs at most this far ahead (memory: that many row groups).
+const encoderQueue = 4
+
+// An encoder turns one table's row groups into fragment files (Parquet
+// encoding and compression, the endpoint interning of an edge table) on a
+// goroutine of its own, in the order they are sent, so parsing and
+// encoding run on different cores. A new fragment starts every
+// fragmentRows rows.
+type encoder struct {
+	recs chan arrow.Record
+	done chan struct{}
+	// set by the goroutine, read after done
+	frags []*table.FragmentWriter
+	err   error
+	// failed is closed when the goroutine fails, so send stops waiting.
+	failed chan struct{}
+	closed bool
+}
+
+func startEncoder(t *bulkTable) *encoder {
+	e := &encoder{recs: make(chan arrow.Record, encoderQueue), done: make(chan struct{}), failed: make(chan struct{})}
+	go e.run(t.key, t.newFrag)
+	return e
+}
+
+func (e *encoder) run(key string, newFrag func() (*table.FragmentWriter, error)) {
+	defer close(e.done)
+	var cur *table.FragmentWriter
+	fail := func(err error) {
+		if e.err == nil {
+			e.err = err
+			close(e.failed)
+		}
+	}
+	for rec := range e.recs {
+		if e.err != nil {
+			rec.Release() // drain after a failure
+			continue
+		}
+		if cur == nil {
+			fw, err := newFrag()
+			if err != nil {
+				fail(err)
+				rec.Release()
+				continue
+			}
+			cur = fw
+		}
+		err := cur.Write(rec)
+		rec.Release()
+		if err != nil {
+			fail(fmt.Errorf("encode rows of %s: %w", key, err))
+			continue
+		}
+		if cur.Rows() >= fragmentRows {
+			if err := cur.Close(); err != nil {
+				fail(err)
+				continue
+			}
+			e.frags = append(e.frags, cur)
+			cur = nil
+		}
+	}
+	if cur != nil && e.err == nil {
+		if err := cur.Close(); err != nil {
+			fail(err)
+			return
+		}
+		e.frags = append(e.frags, cur)
+	}
+}
+
+// send queues one row group (the encoder releases it); it fails once the
+// encoder has failed.
+func (e *encoder) send(rec arrow.Record) error {
+	select {
+	case e.recs <- rec:
+		return nil
+	case <-e.failed: // e.err is set before failed closes
+		rec.Release()
+		return e.err
+	}
+}
+
+// finish closes the queue, waits for the goroutine and returns the closed
+// fragments. It may be called more than once.
+func (e *encoder) finish() ([]*table.FragmentWriter, error) {
+	if !e.closed {
+		e.closed = true
+		close(e.recs)
+	}
+	<-e.done
+	return e.frags, e.err
 }
 
 // attempt validates the parsed file against w's snapshot and commits it.
@@ -648,9 +750,13 @@ func stringsOf(a arrow.Array) *array.String {
 	return s
 }
 
-// release frees the builders.
+// release stops the encoders (a load that failed while reading leaves them
+// running) and frees the builders.
 func (bl *bulkLoad) release() {
 	for _, t := range bl.tables {
+		if t.enc != nil {
+			t.enc.finish() //nolint:errcheck // the load already failed or finished
+		}
 		t.rb.Release()
 	}
 }
