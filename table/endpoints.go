@@ -65,3 +65,32 @@ func (fw *FragmentWriter) trackRows(cols [2]stringArray, n int) {
 		t.dst = append(t.dst, t.e.in.intern(d.Value(j), true))
 	}
 }
+
+// Value returns the endpoint value of dense number d.
+func (e *Endpoints) Value(d int32) string { return e.in.val(d) }
+
+// Len is the number of distinct endpoint values interned.
+func (e *Endpoints) Len() int { return e.in.n }
+
+// Endpoints returns the dense source and destination of each row the
+// writer wrote (-1 for both when either is null), nil when it does not
+// track them. The slices are the writer's: read only.
+func (fw *FragmentWriter) Endpoints() (src, dst []int32) {
+	if fw.track == nil {
+		return nil, nil
+	}
+	return fw.track.src, fw.track.dst
+}
+
+// Key returns the key column's value of row r of a closed writer (it
+// decodes the key column: for error reports, not a loop).
+func (fw *FragmentWriter) Key(r int64) (string, error) {
+	col, err := fw.keyColumn()
+	if err != nil {
+		return "", err
+	}
+	if r < 0 || r >= int64(len(col)) {
+		return "", errorf(ErrInvalid, "row %d of a fragment of %d rows", r, len(col))
+	}
+	return col[r], nil
+}
