@@ -266,11 +266,16 @@ func TestMaybeLandedErrorsNeverAdviseBlindRetry(t *testing.T) {
 
 // TestExclusiveWriterTrustsOwnPublishesSafely pins OpenOptions.ExclusiveWriter:
 // a handle opened as the root's only writer starts its next write from the
-// head it last published, with no freshness probe of the branch (one List
-// fewer); and when that promise is broken (another process published
-// meanwhile: a lost lock), the pre-arm check still catches the moved head,
-// an insert prepares again and lands on top of the other commit, a strict
-// write is refused as ReadSetChanged, and nothing is lost or duplicated.
+// head it last published, with no freshness probe of the branch, neither
+// at BeginWrite nor in the pre-arm check (two Lists fewer: the write sends
+// one List, its table's head); and when that promise is broken (another
+// process published meanwhile: a lost lock), a write whose table the other
+// commit moved is refused before any effect (the moved table head makes
+// the pre-arm check probe the branch: ReadSetChanged, no table commit),
+// one whose tables it did not touch loses the publish and undoes its own
+// table commit, an insert prepares again and lands on top of the other
+// commit, a strict write is refused as ReadSetChanged, and nothing is lost
+// or duplicated.
 func TestExclusiveWriterTrustsOwnPublishesSafely(t *testing.T) {
 	ctx := context.Background()
 	r := newCrashRig(t, "mem")
@@ -312,6 +317,26 @@ func TestExclusiveWriterTrustsOwnPublishesSafely(t *testing.T) {
 	if _, err := w.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if c := cnt.Snapshot(); c.List != 1 {
+		t.Fatalf("the exclusive writer's own-head write sent %s, want one List (its table's head)", c)
+	}
+
+	// The promise breaks on A's own table: B publishes a Person behind
+	// A's back. A's next write is refused before any effect: the sidecar
+	// is its only conditional put (no table commit, no publish).
+	if _, err := graph.Retry(ctx, 3, func(ctx context.Context) (*graph.Result, error) { return oneTable(b, recPerson, "b-same", false) }); err != nil {
+		t.Fatal(err)
+	}
+	cnt.Reset()
+	if _, err := oneTable(a, recPerson, "a-refused", false); !errors.Is(err, graph.ErrReadSetChanged) || !graph.IsRetryable(err) {
+		t.Fatalf("a write over a foreign commit to its table: %v, want a retryable ReadSetChanged", err)
+	}
+	if c := cnt.Snapshot(); c.CondPut != 1 {
+		t.Fatalf("the refused write sent %s, want one conditional put (its sidecar) and no effect", c)
+	}
+	if _, err := graph.Retry(ctx, 3, func(ctx context.Context) (*graph.Result, error) { return oneTable(a, recPerson, "a-same", false) }); err != nil {
+		t.Fatal(err)
+	}
 
 	// The promise breaks: B publishes behind A's back.
 	if _, err := graph.Retry(ctx, 3, func(ctx context.Context) (*graph.Result, error) { return oneTable(b, recCompany, "b-behind", false) }); err != nil {
@@ -341,7 +366,7 @@ func TestExclusiveWriterTrustsOwnPublishesSafely(t *testing.T) {
 	assertConverged(t, g, r.fault)
 	st := stateOf(t, g, "main")
 	if st.commit != last.Commit.ID || res.Commit.ID == last.Commit.ID ||
-		!sameNames(st.persons, []string{"a1", "a2", "a3", "seed", "strict2"}) ||
+		!sameNames(st.persons, []string{"a-same", "a1", "a2", "a3", "b-same", "seed", "strict2"}) ||
 		!sameNames(st.companies, []string{"b-again", "b-behind", "seed"}) {
 		t.Fatalf("after the broken promise: %+v", st)
 	}
