@@ -115,6 +115,10 @@ type Write struct {
 type tableWrite struct {
 	pin        manifest.TablePin
 	firstTouch bool
+	// held holds the stage's new data files until Commit's arm round trip
+	// (deferput.go); real is the store beneath it.
+	held *heldPuts
+	real backend.StorageAdapter
 	fn         StageFunc
 	staged     *table.Staged
 	txnUUID    string
@@ -209,7 +213,12 @@ func (w *Write) Stage(ctx context.Context, key string, fn StageFunc) error {
 		if err != nil {
 			return fmt.Errorf("open table %s at its pinned version %d: %w", key, pin.Version, err)
 		}
-		st, err := fn(ctx, ds)
+		tw.real = ds.Store()
+		if h, ok := tw.real.(*heldPuts); ok { // a version committed through one
+			tw.real = h.StorageAdapter
+		}
+		tw.held = newHeldPuts(tw.real)
+		st, err := fn(ctx, ds.WithStore(tw.held))
 		if err != nil {
 			return err
 		}
@@ -302,9 +311,17 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 	go func() { armed <- g.armIntent(ctx, intent) }()
 	drift := make(chan error, 1)
 	go func() { drift <- w.checkHeads(ctx, keys) }()
+	// The staged data files go in the same round trip: files no version
+	// names yet, not effects (a refused attempt leaves them to cleanup, as
+	// a failed stage always did).
+	stored := make(chan error, 1)
+	go func() { stored <- w.storeHeld(ctx, keys) }()
 	err = w.recheck(ctx)
 	if derr := <-drift; err == nil {
 		err = derr
+	}
+	if serr := <-stored; err == nil && serr != nil {
+		err = fmt.Errorf("write the staged data files (nothing was committed): %w", serr)
 	}
 	if err != nil {
 		if <-armed == nil {
@@ -318,6 +335,7 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 	effects, err := w.effects(ctx, keys, intent)
 	if err != nil {
 		if effects == 0 {
+			err = w.effectsRefused(ctx, keys, err)
 			g.disarmIntent(ctx, intent) // nothing durable: the intent is moot
 			return nil, err
 		}
@@ -409,6 +427,43 @@ func (w *Write) probeBranch(ctx context.Context) error {
 	return w.g.pendingIntentBarrier(ctx, w.Token())
 }
 
+// effectsRefused classifies a first table commit refused with nothing
+// durable: for a write that trusted its own heads (ownHead, no pre-arm
+// table check), a conflict means a table head moved behind the writer
+// lock's back, and the answer is the pre-arm check's (a stale base:
+// retryable ReadSetChanged; drift: TableDrift). Other errors are returned
+// as they are.
+func (w *Write) effectsRefused(ctx context.Context, keys []string, err error) error {
+	if !w.ownHead || !errors.Is(err, table.ErrConflict) {
+		return err
+	}
+	if verr := w.verifyHeads(ctx, keys); verr != nil {
+		return verr
+	}
+	return w.changed("table:"+w.failed, "its pin", "moved by another writer")
+}
+
+// storeHeld sends every staged table's held data files (in parallel).
+func (w *Write) storeHeld(ctx context.Context, keys []string) error {
+	errs := make(chan error, len(keys))
+	for _, k := range keys {
+		go func(h *heldPuts) {
+			if h == nil {
+				errs <- nil
+				return
+			}
+			errs <- h.flush(ctx)
+		}(w.tables[k].held)
+	}
+	var first error
+	for range keys {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // checkHeads is the pre-arm check (seed step 3): every existing target
 // table's live HEAD must equal its manifest pin. One List per table, sent
 // in the same round trip as the token re-check and the Phase A put, so it
@@ -421,6 +476,20 @@ func (w *Write) checkHeads(ctx context.Context, keys []string) error {
 	if plant.On(plant.SkipPreArmCheck) {
 		return nil
 	}
+	if w.ownHead {
+		// The exclusive writer's own last publish pinned these tables: it
+		// trusts their heads as it trusts the branch's. A head moved
+		// behind its back (a broken promise) makes the table commit's
+		// put-if-absent fail before any effect, and effectsRefused
+		// classifies it as this check would have.
+		return nil
+	}
+	return w.verifyHeads(ctx, keys)
+}
+
+// verifyHeads reads every existing target table's head and refuses a head
+// that is not its pin (see checkHeads).
+func (w *Write) verifyHeads(ctx context.Context, keys []string) error {
 	type res struct {
 		key  string
 		head uint64
@@ -635,6 +704,9 @@ func (w *Write) effects(ctx context.Context, keys []string, intent *manifest.Int
 		ds, landed, err := w.g.commitExact(ctx, tw.staged)
 		if landed {
 			effects++
+			if ds != nil && tw.real != nil {
+				ds = ds.WithStore(tw.real) // later writes stage through their own
+			}
 			tw.committed = ds
 		}
 		if err != nil {
