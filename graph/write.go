@@ -117,11 +117,11 @@ type tableWrite struct {
 	firstTouch bool
 	// held holds the stage's new data files until Commit's arm round trip
 	// (deferput.go); real is the store beneath it.
-	held *heldPuts
-	real backend.StorageAdapter
-	fn         StageFunc
-	staged     *table.Staged
-	txnUUID    string
+	held    *heldPuts
+	real    backend.StorageAdapter
+	fn      StageFunc
+	staged  *table.Staged
+	txnUUID string
 	// committed is the version the table commit made; the handle caches it
 	// only once the publish pinning it lands (an undone version's number
 	// is reused by the next fork).
@@ -169,10 +169,10 @@ func (g *Graph) BeginWrite(ctx context.Context, branch string, opts WriteOptions
 		opts:    opts,
 		base:    head,
 		ownHead: own,
-		opID:   newID(),
-		commit: newID(),
-		tables: map[string]*tableWrite{},
-		pins:   map[string]manifest.TablePin{},
+		opID:    newID(),
+		commit:  newID(),
+		tables:  map[string]*tableWrite{},
+		pins:    map[string]manifest.TablePin{},
 	}, nil
 }
 

@@ -52,7 +52,6 @@ func (z *pageCodec) Encode(dst, src []byte) []byte {
 	return z.EncodeLevel(dst, src, compress.DefaultCompressionLevel)
 }
 
-
 func init() {
 	orig, err := compress.GetCodec(compress.Codecs.Zstd)
 	if err != nil {
