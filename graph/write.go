@@ -307,21 +307,23 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 	// withdrawn (or discarded by the next sweep).
 	ctx = withOperation(ctx, w.opID)
 	intent := w.plan(keys)
-	armed := make(chan error, 1)
-	go func() { armed <- g.armIntent(ctx, intent) }()
-	drift := make(chan error, 1)
-	go func() { drift <- w.checkHeads(ctx, keys) }()
-	// The staged data files go in the same round trip: files no version
+	// The staged data files go in the arm's round trip: files no version
 	// names yet, not effects (a refused attempt leaves them to cleanup, as
 	// a failed stage always did).
-	stored := make(chan error, 1)
-	go func() { stored <- w.storeHeld(ctx, keys) }()
+	armed := make(chan error, 1)
+	go func() {
+		armed <- g.armIntent(ctx, intent, func() error {
+			if err := w.storeHeld(ctx, keys); err != nil {
+				return fmt.Errorf("%w: %w", errStaged, err)
+			}
+			return nil
+		})
+	}()
+	drift := make(chan error, 1)
+	go func() { drift <- w.checkHeads(ctx, keys) }()
 	err = w.recheck(ctx)
 	if derr := <-drift; err == nil {
 		err = derr
-	}
-	if serr := <-stored; err == nil && serr != nil {
-		err = fmt.Errorf("write the staged data files (nothing was committed): %w", serr)
 	}
 	if err != nil {
 		if <-armed == nil {
@@ -329,7 +331,9 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 		}
 		return nil, err
 	}
-	if err := <-armed; err != nil {
+	if err := <-armed; errors.Is(err, errStaged) {
+		return nil, fmt.Errorf("write the staged data files (nothing was committed): %w", err)
+	} else if err != nil {
 		return nil, fmt.Errorf("arm the recovery intent (nothing was written): %w", err)
 	}
 	effects, err := w.effects(ctx, keys, intent)
@@ -442,6 +446,9 @@ func (w *Write) effectsRefused(ctx context.Context, keys []string, err error) er
 	}
 	return w.changed("table:"+w.failed, "its pin", "moved by another writer")
 }
+
+// errStaged marks a failure to store the staged data files.
+var errStaged = errors.New("staged data files not stored")
 
 // storeHeld sends every staged table's held data files (in parallel).
 func (w *Write) storeHeld(ctx context.Context, keys []string) error {
@@ -799,8 +806,8 @@ func (g *Graph) pendingIntentBarrier(ctx context.Context, tok Token) error {
 // armIntent is Phase A: make the intent durable (the recovery sidecar)
 // before the first durable effect, including a first-touch table fork. An
 // error aborts the write with nothing written.
-func (g *Graph) armIntent(ctx context.Context, in *manifest.Intent) error {
-	return g.recoveryArm(ctx, in)
+func (g *Graph) armIntent(ctx context.Context, in *manifest.Intent, alongside func() error) error {
+	return g.recoveryArm(ctx, in, alongside)
 }
 
 // disarmIntent is Phase D: remove the intent after the publish (or after an
