@@ -31,6 +31,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -154,21 +155,32 @@ func generate(path string, n int) (int64, error) {
 	return st.Size(), f.Close()
 }
 
-// child runs a command and returns its wall time and peak RSS in bytes.
-func child(cmd *exec.Cmd) (time.Duration, int64, error) {
+// child runs a command and returns its wall time, CPU time (user and
+// system) and peak RSS in bytes.
+func child(cmd *exec.Cmd) (time.Duration, time.Duration, int64, error) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s: %w: %s", cmd.Args[0], err, stderr.String())
+		return 0, 0, 0, fmt.Errorf("%s: %w: %s", cmd.Args[0], err, stderr.String())
 	}
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	if !ok {
-		return wall, 0, nil
+		return wall, cpu, 0, nil
 	}
-	return wall, ru.Maxrss * 1024, nil // Linux reports KiB
+	return wall, cpu, ru.Maxrss * 1024, nil // Linux reports KiB
+}
+
+// median of xs (sorted in place).
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	if len(xs) == 0 {
+		return 0
+	}
+	return xs[len(xs)/2]
 }
 
 // dirBytes is the size of every file under dir.
@@ -189,9 +201,9 @@ func dirBytes(dir string) (int64, error) {
 
 // run is one child's outcome.
 type run struct {
-	wall  time.Duration
-	rss   int64
-	bytes int64
+	wall, cpu time.Duration
+	rss       int64
+	bytes     int64
 }
 
 func (r run) rate(n int) float64 { return float64(n) / r.wall.Seconds() }
@@ -223,7 +235,7 @@ func BenchmarkLoadVsParquet(b *testing.B) {
 	}
 	mb := func(x int64) float64 { return float64(x) / (1 << 20) }
 	measure := func(out string, cmd *exec.Cmd) run {
-		wall, rss, err := child(cmd)
+		wall, cpu, rss, err := child(cmd)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -234,7 +246,7 @@ func BenchmarkLoadVsParquet(b *testing.B) {
 		if err := os.RemoveAll(out); err != nil {
 			b.Fatal(err)
 		}
-		return run{wall, rss, bytes}
+		return run{wall, cpu, rss, bytes}
 	}
 	baselineCmd := func(env, out string) *exec.Cmd {
 		if err := os.MkdirAll(out, 0o755); err != nil {
@@ -244,6 +256,9 @@ func BenchmarkLoadVsParquet(b *testing.B) {
 		c.Env = append(os.Environ(), env+"="+data, envOut+"="+out)
 		return c
 	}
+	// Per iteration: omnigraph's rows/s over DuckDB's and pqarrow's, its
+	// CPU seconds over DuckDB's, its RSS over the input; medians reported.
+	var xDuck, xPq, cpuDuck, rssIn []float64
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {
 		g := filepath.Join(dir, fmt.Sprintf("graph-%d", it))
@@ -255,28 +270,38 @@ func BenchmarkLoadVsParquet(b *testing.B) {
 		pqr := measure(pq, baselineCmd(envBaseline, pq))
 		dk := filepath.Join(dir, fmt.Sprintf("duckdb-%d", it))
 		dkr := measure(dk, baselineCmd(envDuck, dk))
+		xDuck = append(xDuck, og.rate(n)/dkr.rate(n))
+		xPq = append(xPq, og.rate(n)/pqr.rate(n))
+		cpuDuck = append(cpuDuck, og.cpu.Seconds()/dkr.cpu.Seconds())
+		rssIn = append(rssIn, float64(og.rss)/float64(size))
 		b.ReportMetric(og.rate(n), "load_rows/s")
 		b.ReportMetric(pqr.rate(n), "parquet_rows/s")
 		b.ReportMetric(dkr.rate(n), "duckdb_rows/s")
-		b.ReportMetric(og.rate(n)/pqr.rate(n), "ratio-pqarrow")
-		b.ReportMetric(og.rate(n)/dkr.rate(n), "ratio-duckdb")
+
 		b.ReportMetric(mb(og.rss), "load_rss_MiB")
 		b.ReportMetric(mb(pqr.rss), "parquet_rss_MiB")
 		b.ReportMetric(mb(dkr.rss), "duckdb_rss_MiB")
-		b.ReportMetric(float64(og.rss)/float64(size), "load_rss/input")
+
 		b.ReportMetric(float64(og.bytes)/float64(pqr.bytes), "bytes-x-pqarrow")
 		b.ReportMetric(0, "ns/op")
 		b.Logf("%d rows (%.0f MiB NDJSON), %d cores:\n"+
-			"  omnigraph load        %6.2fs %9.0f rows/s  peak RSS %5.0f MiB (%.2fx input)  wrote %6.1f MiB\n"+
-			"  encoding/json+pqarrow %6.2fs %9.0f rows/s  peak RSS %5.0f MiB (%.2fx input)  wrote %6.1f MiB\n"+
-			"  duckdb                %6.2fs %9.0f rows/s  peak RSS %5.0f MiB (%.2fx input)  wrote %6.1f MiB\n"+
+			"  omnigraph load        %6.2fs (cpu %5.2fs) %9.0f rows/s  peak RSS %5.0f MiB (%.2fx input)  wrote %6.1f MiB\n"+
+			"  encoding/json+pqarrow %6.2fs (cpu %5.2fs) %9.0f rows/s  peak RSS %5.0f MiB (%.2fx input)  wrote %6.1f MiB\n"+
+			"  duckdb                %6.2fs (cpu %5.2fs) %9.0f rows/s  peak RSS %5.0f MiB (%.2fx input)  wrote %6.1f MiB\n"+
 			"  omnigraph rows/s over pqarrow's %.2f, over duckdb's %.2f; bytes over pqarrow's %.2f",
 			n, mb(size), runtime.NumCPU(),
-			og.wall.Seconds(), og.rate(n), mb(og.rss), float64(og.rss)/float64(size), mb(og.bytes),
-			pqr.wall.Seconds(), pqr.rate(n), mb(pqr.rss), float64(pqr.rss)/float64(size), mb(pqr.bytes),
-			dkr.wall.Seconds(), dkr.rate(n), mb(dkr.rss), float64(dkr.rss)/float64(size), mb(dkr.bytes),
+			og.wall.Seconds(), og.cpu.Seconds(), og.rate(n), mb(og.rss), float64(og.rss)/float64(size), mb(og.bytes),
+			pqr.wall.Seconds(), pqr.cpu.Seconds(), pqr.rate(n), mb(pqr.rss), float64(pqr.rss)/float64(size), mb(pqr.bytes),
+			dkr.wall.Seconds(), dkr.cpu.Seconds(), dkr.rate(n), mb(dkr.rss), float64(dkr.rss)/float64(size), mb(dkr.bytes),
 			og.rate(n)/pqr.rate(n), og.rate(n)/dkr.rate(n), float64(og.bytes)/float64(pqr.bytes))
 	}
+	// Medians over the iterations: a shared machine makes single runs noisy.
+	b.ReportMetric(median(xPq), "ratio-pqarrow")
+	b.ReportMetric(median(xDuck), "ratio-duckdb")
+	b.ReportMetric(median(cpuDuck), "cpu-x-duckdb")
+	b.ReportMetric(median(rssIn), "load_rss/input")
+	b.Logf("medians over %d runs: rows/s over duckdb's %.2f, over pqarrow's %.2f; CPU seconds over duckdb's %.2f; peak RSS over input %.2f",
+		b.N, median(xDuck), median(xPq), median(cpuDuck), median(rssIn))
 }
 
 // The baseline's typed lines.

@@ -3,7 +3,6 @@ package query
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -95,23 +94,21 @@ func BenchmarkColdTwoHopS3(b *testing.B) {
 	}
 	prefix := fmt.Sprintf("twohop-%d/", time.Now().UnixNano())
 	defer func() { _ = direct.DeletePrefix(context.Background(), prefix) }()
-	var files []string
-	if err := filepath.WalkDir(f.dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			files = append(files, p)
-		}
-		return err
-	}); err != nil {
+	// The graph's objects, as its store lists them (no local lock files).
+	local, err := backend.Open(ctx, f.dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	objects, err := backend.ListAll(ctx, local, "")
+	if err != nil {
 		b.Fatal(err)
 	}
 	root := backend.WithPrefix(direct, prefix)
-	if err := each(files, func(p string) error {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
+	if err := each(objects, func(o backend.Attrs) error {
+		data, _, err := local.Get(ctx, o.Key)
+		if err == nil {
+			_, err = root.Put(ctx, o.Key, data)
 		}
-		rel, _ := filepath.Rel(f.dir, p)
-		_, err = root.Put(ctx, filepath.ToSlash(rel), data)
 		return err
 	}); err != nil {
 		b.Fatal(err)
