@@ -17,13 +17,20 @@ import (
 // one-row insert costs no round trip of its own. Reads of a held file are
 // answered from memory. A conditional write (the table version's commit)
 // flushes first, so a committed version can never name a file that is not
-// stored, whoever commits the stage.
+// stored, whoever commits the stage. At most heldBytes are held: a large
+// write (a compaction, a bulk load) sends the rest as it stages, as before,
+// so holding never keeps a big write's output in memory.
 type heldPuts struct {
 	backend.StorageAdapter
 	mu    sync.Mutex
 	held  map[string][]byte
 	order []string
+	size  int64 // bytes held
 }
+
+// heldBytes bounds the bytes a stage holds back (small writes are what a
+// saved round trip is worth something to).
+const heldBytes = 8 << 20
 
 var errRangeOutside = errors.New("negative range offset")
 
@@ -41,11 +48,17 @@ func (h *heldPuts) Put(ctx context.Context, key string, data []byte) (backend.At
 		return h.StorageAdapter.Put(ctx, key, data)
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.held[key]; !ok {
+	old, ok := h.held[key]
+	if !ok && h.size+int64(len(data)) > heldBytes {
+		h.mu.Unlock()
+		return h.StorageAdapter.Put(ctx, key, data) // over the budget: now
+	}
+	if !ok {
 		h.order = append(h.order, key)
 	}
 	h.held[key] = data
+	h.size += int64(len(data)) - int64(len(old))
+	h.mu.Unlock()
 	return backend.Attrs{Key: key, Size: int64(len(data))}, nil
 }
 
@@ -141,6 +154,7 @@ func (h *heldPuts) flush(ctx context.Context) error {
 			}
 			continue
 		}
+		h.size -= int64(len(h.held[k]))
 		delete(h.held, k)
 	}
 	return first
