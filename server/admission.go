@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/omnigraph-go/omnigraph/api"
 )
 
 // Limits bound what the server admits.
@@ -106,7 +108,7 @@ func (a *admission) admit(actor, graphID string) (release func(), f *Failure) {
 }
 
 func (a *admission) busy(format string, args ...any) *Failure {
-	f := fail(http.StatusTooManyRequests, CodeTooManyRequests, format, args...)
+	f := fail(http.StatusTooManyRequests, api.CodeTooManyRequests, format, args...)
 	f.RetryAfter = a.limits.RetryAfter
 	return f
 }
@@ -163,7 +165,7 @@ func stopReasonText(reason string) string {
 // included: 503 server_stopping with the reason (stop_reason and in
 // words).
 func stopping(reason string) *Failure {
-	return &Failure{Status: http.StatusServiceUnavailable, Body: ErrorOutput{
+	return &Failure{Status: http.StatusServiceUnavailable, Body: api.ErrorOutput{
 		Error:      "the server is stopping (" + stopReasonText(reason) + ") and admits no new requests; retry against another server or after it restarts",
 		Class:      "server_stopping",
 		StopReason: reason,

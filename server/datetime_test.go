@@ -62,7 +62,7 @@ func TestDateTimeOutputIsMilliseconds(t *testing.T) {
 	if got := rows[2].(map[string]any)["e.at"]; got != "2025-01-10T08:30:00.999Z" {
 		t.Errorf("epoch milliseconds loaded: %v", got)
 	}
-	resp := send(t, base, "", Route{Method: "GET"}, example{path: "/graphs/default/export"}, nil)
+	resp := send(t, base, "", "GET", sample{path: "/graphs/default/export"}, nil)
 	if resp.status != 200 {
 		t.Fatalf("export: %d %s", resp.status, resp.raw)
 	}
@@ -78,7 +78,7 @@ func TestDateTimeOutputIsMilliseconds(t *testing.T) {
 	// The export is the rebuild path: loaded back, every value is the same.
 	st, m, _ = c.do("POST", "/graphs/default/load/ndjson?mode=merge", "application/x-ndjson", resp.raw)
 	mustStatus(t, "load the export back", st, 200, m)
-	again := send(t, base, "", Route{Method: "GET"}, example{path: "/graphs/default/export"}, nil)
+	again := send(t, base, "", "GET", sample{path: "/graphs/default/export"}, nil)
 	if strings.TrimSpace(again.raw) != strings.TrimSpace(resp.raw) {
 		t.Fatalf("the export changed after loading it back:\n%s\n%s", resp.raw, again.raw)
 	}

@@ -409,18 +409,23 @@ func checkQuery(rt Route, q url.Values) *Failure {
 		names = append(names, k)
 	}
 	slices.Sort(names) // one answer whatever the map order
+	known := make([]string, len(rt.Query))
+	for i, p := range rt.Query {
+		known[i] = p.Name
+	}
 	for _, k := range names {
-		if !slices.Contains(rt.Query, k) {
+		i := slices.Index(known, k)
+		if i < 0 {
 			hint := ""
-			if s := text.Closest(k, rt.Query); s != "" {
+			if s := text.Closest(k, known); s != "" {
 				hint = fmt.Sprintf(" (did you mean %q?)", s)
 			}
-			if len(rt.Query) == 0 {
+			if len(known) == 0 {
 				return badRequest("unknown query parameter %q: %s %s takes no query parameters; nothing was changed", k, rt.Method, rt.Path)
 			}
-			return badRequest("unknown query parameter %q%s: %s %s takes %s; nothing was changed", k, hint, rt.Method, rt.Path, strings.Join(rt.Query, ", "))
+			return badRequest("unknown query parameter %q%s: %s %s takes %s; nothing was changed", k, hint, rt.Method, rt.Path, strings.Join(known, ", "))
 		}
-		if len(q[k]) > 1 && !slices.Contains(rt.Repeat, k) {
+		if len(q[k]) > 1 && !rt.Query[i].Repeat {
 			return badRequest("query parameter %q is given %d times; give it once", k, len(q[k]))
 		}
 	}

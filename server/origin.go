@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/omnigraph-go/omnigraph/api"
 )
 
 // In open mode (no tokens) any web page the user visits can make the
@@ -39,13 +41,13 @@ func (s *Server) openModeGuard(next http.Handler) http.Handler {
 // refusal and its log class.
 func foreignRequest(r *http.Request) (*Failure, string) {
 	if !loopbackName(r.Host) {
-		return fail(http.StatusForbidden, CodeForbidden, "this server runs in open mode (no tokens) and answers only requests addressed to a loopback name (localhost, 127.0.0.1 or [::1]), as a web page's request after DNS rebinding is not; connect to 127.0.0.1 directly, or serve with --tokens to accept other names; nothing was changed"), "foreign_host"
+		return fail(http.StatusForbidden, api.CodeForbidden, "this server runs in open mode (no tokens) and answers only requests addressed to a loopback name (localhost, 127.0.0.1 or [::1]), as a web page's request after DNS rebinding is not; connect to 127.0.0.1 directly, or serve with --tokens to accept other names; nothing was changed"), "foreign_host"
 	}
 	if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
-		return fail(http.StatusForbidden, CodeForbidden, "this server runs in open mode (no tokens) and refuses requests a web page of another site sends (its Origin is not a loopback address); serve with --tokens to accept them; nothing was changed"), "cross_site"
+		return fail(http.StatusForbidden, api.CodeForbidden, "this server runs in open mode (no tokens) and refuses requests a web page of another site sends (its Origin is not a loopback address); serve with --tokens to accept them; nothing was changed"), "cross_site"
 	}
 	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		return fail(http.StatusForbidden, CodeForbidden, "this server runs in open mode (no tokens) and refuses requests a web page of another site sends (Sec-Fetch-Site: cross-site); serve with --tokens to accept them; nothing was changed"), "cross_site"
+		return fail(http.StatusForbidden, api.CodeForbidden, "this server runs in open mode (no tokens) and refuses requests a web page of another site sends (Sec-Fetch-Site: cross-site); serve with --tokens to accept them; nothing was changed"), "cross_site"
 	}
 	return nil, ""
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/backend/counter"
 	"github.com/omnigraph-go/omnigraph/backend/local"
 	"github.com/omnigraph-go/omnigraph/graph"
@@ -85,7 +86,7 @@ func (fx *fixture) head(t *testing.T, branch string) string {
 }
 
 // example is one valid request of a route.
-type example struct {
+type sample struct {
 	path   string // with the path parameters filled in
 	query  url.Values
 	ctype  string
@@ -111,52 +112,52 @@ func jsonBody(v any) string {
 
 // routeExample is the valid request of route rt on fx; ok is false for a
 // route without one (a test failure).
-func routeExample(t *testing.T, fx *fixture, rt Route) (example, bool) {
+func routeExample(t *testing.T, fx *fixture, rt Route) (sample, bool) {
 	g := "/graphs/default"
 	js := "application/json"
 	switch rt.OperationID {
 	case "health":
-		return example{path: "/healthz", want: 200}, true
+		return sample{path: "/healthz", want: 200}, true
 	case "openapi":
-		return example{path: "/openapi.json", want: 200}, true
+		return sample{path: "/openapi.json", want: 200}, true
 	case "listGraphs":
-		return example{path: "/graphs", want: 200}, true
+		return sample{path: "/graphs", want: 200}, true
 	case "query":
-		return example{path: g + "/query", ctype: js, body: jsonBody(map[string]any{"query": exQuery, "branch": "main"}), want: 200}, true
+		return sample{path: g + "/query", ctype: js, body: jsonBody(map[string]any{"query": exQuery, "branch": "main"}), want: 200}, true
 	case "mutate":
-		return example{path: g + "/mutate", ctype: js, body: jsonBody(map[string]any{"query": exMutate, "branch": "main"}), want: 200}, true
+		return sample{path: g + "/mutate", ctype: js, body: jsonBody(map[string]any{"query": exMutate, "branch": "main"}), want: 200}, true
 	case "mutateIfGraphCommit":
-		return example{path: g + "/mutate/if-graph-commit", ctype: js, body: jsonBody(map[string]any{"query": exMutate, "branch": "main"}),
-			header: http.Header{HeaderIfGraphCommit: {fx.head(t, "main")}}, want: 200}, true
+		return sample{path: g + "/mutate/if-graph-commit", ctype: js, body: jsonBody(map[string]any{"query": exMutate, "branch": "main"}),
+			header: http.Header{api.HeaderIfGraphCommit: {fx.head(t, "main")}}, want: 200}, true
 	case "load":
-		return example{path: g + "/load", ctype: js, body: jsonBody(map[string]any{"data": exLine + "\n", "branch": "main", "mode": "merge"}), want: 200}, true
+		return sample{path: g + "/load", ctype: js, body: jsonBody(map[string]any{"data": exLine + "\n", "branch": "main", "mode": "merge"}), want: 200}, true
 	case "export":
-		return example{path: g + "/export", query: url.Values{"branch": {"main"}, "type": {"Person"}}, want: 200}, true
+		return sample{path: g + "/export", query: url.Values{"branch": {"main"}, "type": {"Person"}}, want: 200}, true
 	case "loadNdjson":
-		return example{path: g + "/load/ndjson", query: url.Values{"branch": {"main"}, "mode": {"merge"}}, ctype: "application/x-ndjson", body: exLine + "\n", want: 200}, true
+		return sample{path: g + "/load/ndjson", query: url.Values{"branch": {"main"}, "mode": {"merge"}}, ctype: "application/x-ndjson", body: exLine + "\n", want: 200}, true
 	case "mcp":
-		return example{path: g + "/mcp", ctype: js, body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		return sample{path: g + "/mcp", ctype: js, body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
 			header: http.Header{"Accept": {"application/json, text/event-stream"}}, want: 200}, true
 	case "getSnapshot":
-		return example{path: g + "/snapshot", query: url.Values{"branch": {"main"}}, want: 200}, true
+		return sample{path: g + "/snapshot", query: url.Values{"branch": {"main"}}, want: 200}, true
 	case "getSchema":
-		return example{path: g + "/schema", query: url.Values{"branch": {"main"}}, want: 200}, true
+		return sample{path: g + "/schema", query: url.Values{"branch": {"main"}}, want: 200}, true
 	case "listBranches":
-		return example{path: g + "/branches", want: 200}, true
+		return sample{path: g + "/branches", want: 200}, true
 	case "createBranch":
-		return example{path: g + "/branches", ctype: js, body: jsonBody(map[string]any{"name": "made", "from": "main"}), want: 200}, true
+		return sample{path: g + "/branches", ctype: js, body: jsonBody(map[string]any{"name": "made", "from": "main"}), want: 200}, true
 	case "mergeBranch":
-		return example{path: g + "/branches/merge", ctype: js, body: jsonBody(map[string]any{"source": "feature", "target": "main"}), want: 200}, true
+		return sample{path: g + "/branches/merge", ctype: js, body: jsonBody(map[string]any{"source": "feature", "target": "main"}), want: 200}, true
 	case "deleteBranch":
-		return example{path: g + "/branches/feature", want: 200}, true
+		return sample{path: g + "/branches/feature", want: 200}, true
 	case "listCommits":
-		return example{path: g + "/commits", query: url.Values{"branch": {"main"}, "limit": {"5"}}, want: 200}, true
+		return sample{path: g + "/commits", query: url.Values{"branch": {"main"}, "limit": {"5"}}, want: 200}, true
 	case "getCommit":
-		return example{path: g + "/commits/" + fx.first, want: 200}, true
+		return sample{path: g + "/commits/" + fx.first, want: 200}, true
 	case "getCommitChanges":
-		return example{path: g + "/commits/" + fx.first + "/changes", query: url.Values{"type": {"Person"}, "op": {"insert"}, "limit": {"5"}}, want: 200}, true
+		return sample{path: g + "/commits/" + fx.first + "/changes", query: url.Values{"type": {"Person"}, "op": {"insert"}, "limit": {"5"}}, want: 200}, true
 	}
-	return example{}, false
+	return sample{}, false
 }
 
 // toolExample is the valid arguments of an MCP tool on fx.
@@ -197,13 +198,13 @@ type answer struct {
 }
 
 // send sends ex (as changed by edit) to base with the client's token.
-func send(t *testing.T, base, token string, rt Route, ex example, edit func(*http.Request)) answer {
+func send(t *testing.T, base, token, method string, ex sample, edit func(*http.Request)) answer {
 	t.Helper()
 	u := base + ex.path
 	if len(ex.query) > 0 {
 		u += "?" + ex.query.Encode()
 	}
-	req, err := http.NewRequest(rt.Method, u, strings.NewReader(ex.body))
+	req, err := http.NewRequest(method, u, strings.NewReader(ex.body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,8 +237,7 @@ func send(t *testing.T, base, token string, rt Route, ex example, edit func(*htt
 func mcpCall(t *testing.T, base, token, name string, args any, edit func(*http.Request)) (res map[string]any, isError bool, rpcErr map[string]any, a answer) {
 	t.Helper()
 	body := jsonBody(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": name, "arguments": args}})
-	rt := Route{Method: "POST"}
-	a = send(t, base, token, rt, example{path: "/graphs/default/mcp", ctype: "application/json", body: body,
+	a = send(t, base, token, "POST", sample{path: "/graphs/default/mcp", ctype: "application/json", body: body,
 		header: http.Header{"Accept": {"application/json, text/event-stream"}}}, edit)
 	if e, ok := a.body["error"].(map[string]any); ok {
 		return nil, false, e, a
@@ -289,7 +289,7 @@ func TestEveryRouteRefusesUnknownMembers(t *testing.T) {
 			if schema, ok := schemaTypes[rt.Request]; ok && rt.Request != "JSONRPC" {
 				bad := ex
 				bad.body = withMember(t, ex.body, "brnach", "scratch")
-				a := send(t, base, "", rt, bad, nil)
+				a := send(t, base, "", rt.Method, bad, nil)
 				refused("misspelled member", "brnach", a)
 				if !strings.Contains(fmt.Sprint(a.body["error"]), "nothing was changed") {
 					t.Errorf("misspelled member: %q does not say nothing changed", a.body["error"])
@@ -297,22 +297,22 @@ func TestEveryRouteRefusesUnknownMembers(t *testing.T) {
 				first := memberNames(schema)[0]
 				upper := strings.ToUpper(first[:1]) + first[1:]
 				bad.body = withMember(t, ex.body, upper, "x")
-				refused("member in the wrong case", upper, send(t, base, "", rt, bad, nil))
+				refused("member in the wrong case", upper, send(t, base, "", rt.Method, bad, nil))
 				bad.body = strings.TrimSuffix(ex.body, "}") + `,"` + first + `":"again"}`
-				refused("member given twice", first, send(t, base, "", rt, bad, nil))
+				refused("member given twice", first, send(t, base, "", rt.Method, bad, nil))
 			}
-			for _, q := range append(slices.Clone(rt.Query), "brnchx") {
+			for _, q := range append(slices.Clone(rt.Query), api.Param{Name: "brnchx"}) {
 				bad := ex
 				bad.query = url.Values{}
 				for k, v := range ex.query {
 					bad.query[k] = v
 				}
-				name := misspell(q)
+				name := misspell(q.Name)
 				bad.query.Set(name, "scratch")
-				refused("query parameter "+name, name, send(t, base, "", rt, bad, nil))
+				refused("query parameter "+name, name, send(t, base, "", rt.Method, bad, nil))
 			}
 			for _, q := range rt.Query {
-				if slices.Contains(rt.Repeat, q) {
+				if q.Repeat {
 					continue
 				}
 				bad := ex
@@ -320,8 +320,8 @@ func TestEveryRouteRefusesUnknownMembers(t *testing.T) {
 				for k, v := range ex.query {
 					bad.query[k] = v
 				}
-				bad.query[q] = []string{"main", "scratch"}
-				refused("query parameter given twice", q, send(t, base, "", rt, bad, nil))
+				bad.query[q.Name] = []string{"main", "scratch"}
+				refused("query parameter given twice", q.Name, send(t, base, "", rt.Method, bad, nil))
 			}
 			if rt.OperationID == "mcp" {
 				for _, tool := range MCPTools() {
@@ -349,7 +349,7 @@ func TestEveryRouteRefusesUnknownMembers(t *testing.T) {
 			// The valid example succeeds (example headers that name the
 			// head are taken now).
 			ex, _ = routeExample(t, fx, rt)
-			if a := send(t, base, "", rt, ex, nil); a.status != ex.want {
+			if a := send(t, base, "", rt.Method, ex, nil); a.status != ex.want {
 				t.Fatalf("the valid example: status %d %s, want %d", a.status, a.raw, ex.want)
 			}
 		})
@@ -381,30 +381,30 @@ func TestOpenModeRefusesForeignHostsAndSites(t *testing.T) {
 		"sec-fetch-site cross-site":  func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "cross-site") },
 	}
 	routes := Routes()
-	routes = append(routes, Route{Method: "GET", Path: "/nope", OperationID: "unknown path"}, Route{Method: "GET", Path: "/graphs/{graph_id}/mcp", OperationID: "mcp GET"})
+	routes = append(routes, Route{Route: api.Route{Method: "GET", Path: "/nope", OperationID: "unknown path"}}, Route{Route: api.Route{Method: "GET", Path: "/graphs/{graph_id}/mcp", OperationID: "mcp GET"}})
 	for _, ir := range IcebergRoutes() { // the catalog's own table, behind the same guard
 		p := strings.NewReplacer("{prefix}", "default", "{namespace}", "nodes", "{table}", "Person").Replace(ir.Path)
-		routes = append(routes, Route{Method: ir.Method, Path: p, OperationID: "iceberg." + ir.OperationID})
+		routes = append(routes, Route{Route: api.Route{Method: ir.Method, Path: p, OperationID: "iceberg." + ir.OperationID}})
 	}
-	examples := map[string]example{}
+	samples := map[string]sample{}
 	for _, rt := range routes {
 		ex, ok := routeExample(t, fx, rt)
 		if !ok && rt.handle != nil {
 			t.Fatalf("route %s %s has no example in routeExample: add one", rt.Method, rt.Path)
 		}
 		if !ok {
-			ex = example{path: strings.Replace(rt.Path, "{graph_id}", "default", 1)}
+			ex = sample{path: strings.Replace(rt.Path, "{graph_id}", "default", 1)}
 		}
 		if strings.HasPrefix(rt.OperationID, "iceberg.") {
 			ex.query = url.Values{"warehouse": {"default"}}
 		}
-		examples[rt.OperationID] = ex
+		samples[rt.OperationID] = ex
 	}
 	fx.store.Reset()
 	for _, rt := range routes {
-		ex := examples[rt.OperationID]
+		ex := samples[rt.OperationID]
 		for what, edit := range hostile {
-			a := send(t, base, "", rt, ex, edit)
+			a := send(t, base, "", rt.Method, ex, edit)
 			if a.status != 403 || a.body["code"] != "forbidden" || !strings.Contains(fmt.Sprint(a.body["error"]), "open mode") {
 				t.Errorf("%s %s with %s: status %d %s, want 403", rt.Method, rt.Path, what, a.status, a.raw)
 			}
@@ -432,7 +432,7 @@ func TestOpenModeRefusesForeignHostsAndSites(t *testing.T) {
 		}
 		ex, _ := routeExample(t, fx, rt)
 		for what, edit := range friendly {
-			if a := send(t, base, "", rt, ex, edit); a.status != ex.want {
+			if a := send(t, base, "", rt.Method, ex, edit); a.status != ex.want {
 				t.Errorf("%s %s with %s: status %d %s, want %d", rt.Method, rt.Path, what, a.status, a.raw, ex.want)
 			}
 		}
@@ -447,7 +447,7 @@ func TestOpenModeRefusesForeignHostsAndSites(t *testing.T) {
 		}
 	}
 	ex, _ := routeExample(t, fx, rt)
-	if a := send(t, tbase, secrets["alice"], rt, ex, hostile["host attacker.example"]); a.status != 200 {
+	if a := send(t, tbase, secrets["alice"], rt.Method, ex, hostile["host attacker.example"]); a.status != 200 {
 		t.Errorf("with tokens, a proxied Host: status %d %s, want 200", a.status, a.raw)
 	}
 }
@@ -473,13 +473,13 @@ func TestDenyAllRefusesEveryRouteAndTool(t *testing.T) {
 	tokens, secrets := tokensFor(t, "alice")
 	_, base := newTestServer(t, fx.g, Config{Tokens: tokens, Policy: mustPolicy(t, `@id("deny-all") forbid (principal, action, resource);`)})
 	token := secrets["alice"]
-	examples := map[string]example{}
+	samples := map[string]sample{}
 	for _, rt := range Routes() {
 		ex, ok := routeExample(t, fx, rt)
 		if !ok {
 			t.Fatalf("route %s %s has no example in routeExample: add one", rt.Method, rt.Path)
 		}
-		examples[rt.OperationID] = ex
+		samples[rt.OperationID] = ex
 	}
 	tools := map[string]map[string]any{}
 	for _, name := range MCPTools() {
@@ -492,7 +492,7 @@ func TestDenyAllRefusesEveryRouteAndTool(t *testing.T) {
 	before := fx.state(t)
 	fx.store.Reset()
 	for _, rt := range Routes() {
-		a := send(t, base, token, rt, examples[rt.OperationID], nil)
+		a := send(t, base, token, rt.Method, samples[rt.OperationID], nil)
 		switch {
 		case !rt.Auth:
 			if a.status != 200 {
@@ -535,7 +535,7 @@ func TestDenyAllRefusesEveryRouteAndTool(t *testing.T) {
 		}
 		ex, _ := routeExample(t, fx, rt)
 		fx.store.Reset()
-		if a := send(t, open, token, rt, ex, nil); a.status != ex.want {
+		if a := send(t, open, token, rt.Method, ex, nil); a.status != ex.want {
 			t.Fatalf("%s allowed: status %d %s", rt.OperationID, a.status, a.raw)
 		}
 		if fx.store.Snapshot().Total == 0 {
@@ -578,14 +578,14 @@ func TestSourcesNeedRead(t *testing.T) {
 	g := "/graphs/default"
 	for _, c := range []struct {
 		op string
-		ex example
+		ex sample
 	}{
-		{"createBranch", example{path: g + "/branches", ctype: js, body: `{"name":"mine","from":"secret"}`}},
-		{"mergeBranch", example{path: g + "/branches/merge", ctype: js, body: `{"source":"secret","target":"feature"}`}},
-		{"load", example{path: g + "/load", ctype: js, body: jsonBody(map[string]any{"data": exLine + "\n", "branch": "mine", "from": "secret"})}},
-		{"loadNdjson", example{path: g + "/load/ndjson", query: url.Values{"branch": {"mine"}, "from": {"secret"}}, ctype: "application/x-ndjson", body: exLine + "\n"}},
+		{"createBranch", sample{path: g + "/branches", ctype: js, body: `{"name":"mine","from":"secret"}`}},
+		{"mergeBranch", sample{path: g + "/branches/merge", ctype: js, body: `{"source":"secret","target":"feature"}`}},
+		{"load", sample{path: g + "/load", ctype: js, body: jsonBody(map[string]any{"data": exLine + "\n", "branch": "mine", "from": "secret"})}},
+		{"loadNdjson", sample{path: g + "/load/ndjson", query: url.Values{"branch": {"mine"}, "from": {"secret"}}, ctype: "application/x-ndjson", body: exLine + "\n"}},
 	} {
-		a := send(t, base, token, Route{Method: "POST"}, c.ex, nil)
+		a := send(t, base, token, "POST", c.ex, nil)
 		if msg := fmt.Sprint(a.body["error"]); a.status != 403 || !strings.Contains(msg, "to read on branch \"secret\"") {
 			t.Errorf("%s from secret: status %d %s, want 403 for read on secret", c.op, a.status, a.raw)
 		}
@@ -604,7 +604,7 @@ func TestSourcesNeedRead(t *testing.T) {
 		t.Fatalf("refused copies changed the graph: %s, was %s", got, before)
 	}
 	// The same actor may still fork what it can read.
-	a := send(t, base, token, Route{Method: "POST"}, example{path: g + "/branches", ctype: js, body: `{"name":"mine","from":"feature"}`}, nil)
+	a := send(t, base, token, "POST", sample{path: g + "/branches", ctype: js, body: `{"name":"mine","from":"feature"}`}, nil)
 	if a.status != 200 {
 		t.Fatalf("create from a readable branch: %d %s", a.status, a.raw)
 	}
@@ -624,8 +624,8 @@ func TestMalformedCommitIDIs400(t *testing.T) {
 	mut := jsonBody(map[string]any{"query": exMutate})
 	const wellFormed = "01KA3Q8J5YV9H0M3WQ8X2C4T7B"
 	for _, bad := range []string{"garbage", "01KA3Q8J5YV9H0M3WQ8X2C4T7", "01KA3Q8J5YV9H0M3WQ8X2C4T7BB", "ZZKA3Q8J5YV9H0M3WQ8X2C4T7B", "01KA3Q8J5YV9H0M3WQ8X2C4T7é"} {
-		for what, ex := range map[string]example{
-			"header":          {path: g + "/mutate/if-graph-commit", ctype: js, body: mut, header: http.Header{HeaderIfGraphCommit: {bad}}},
+		for what, ex := range map[string]sample{
+			"header":          {path: g + "/mutate/if-graph-commit", ctype: js, body: mut, header: http.Header{api.HeaderIfGraphCommit: {bad}}},
 			"query snapshot":  {path: g + "/query", ctype: js, body: jsonBody(map[string]any{"query": exQuery, "snapshot": bad})},
 			"export snapshot": {path: g + "/export", query: url.Values{"snapshot": {bad}}},
 			"commit":          {path: g + "/commits/" + url.PathEscape(bad)},
@@ -635,7 +635,7 @@ func TestMalformedCommitIDIs400(t *testing.T) {
 			if ex.body != "" {
 				method = "POST"
 			}
-			a := send(t, base, "", Route{Method: method}, ex, nil)
+			a := send(t, base, "", method, ex, nil)
 			if a.status != 400 || !strings.Contains(fmt.Sprint(a.body["error"]), "26-character") {
 				t.Errorf("%s %q: status %d %s, want 400 explaining a commit id", what, bad, a.status, a.raw)
 			}
@@ -648,11 +648,11 @@ func TestMalformedCommitIDIs400(t *testing.T) {
 	if got := fx.state(t); got != before {
 		t.Fatalf("malformed ids changed the graph: %s, was %s", got, before)
 	}
-	a := send(t, base, "", Route{Method: "POST"}, example{path: g + "/mutate/if-graph-commit", ctype: js, body: mut, header: http.Header{HeaderIfGraphCommit: {wellFormed}}}, nil)
+	a := send(t, base, "", "POST", sample{path: g + "/mutate/if-graph-commit", ctype: js, body: mut, header: http.Header{api.HeaderIfGraphCommit: {wellFormed}}}, nil)
 	if a.status != 412 {
 		t.Errorf("a stale well-formed head: status %d %s, want 412", a.status, a.raw)
 	}
-	a = send(t, base, "", Route{Method: "GET"}, example{path: g + "/commits/" + wellFormed}, nil)
+	a = send(t, base, "", "GET", sample{path: g + "/commits/" + wellFormed}, nil)
 	if a.status != 404 {
 		t.Errorf("an unknown well-formed commit: status %d %s, want 404", a.status, a.raw)
 	}
@@ -728,7 +728,7 @@ func TestMalformedInputSpeaksJSON(t *testing.T) {
 		for what, body := range malformedJSON(st) {
 			bad := ex
 			bad.body = body
-			a := send(t, base, "", rt, bad, nil)
+			a := send(t, base, "", rt.Method, bad, nil)
 			msg := fmt.Sprint(a.body["error"])
 			if a.status != 400 {
 				t.Errorf("%s %s: status %d %s, want 400", rt.OperationID, what, a.status, a.raw)
@@ -766,7 +766,7 @@ func TestMalformedInputSpeaksJSON(t *testing.T) {
 			if path == "/mutate" {
 				src = `mutation m($n: String) { insert Person { name: $n } }`
 			}
-			a := send(t, base, "", Route{Method: "POST"}, example{path: "/graphs/default" + path, ctype: "application/json",
+			a := send(t, base, "", "POST", sample{path: "/graphs/default" + path, ctype: "application/json",
 				body: `{"query":` + jsonBody(src) + `,"params":{"n":` + v + `}}`}, nil)
 			if a.status != 400 {
 				t.Errorf("%s with a String parameter as %s: status %d %s", path, kind, a.status, a.raw)
@@ -799,10 +799,10 @@ func TestMalformedInputSpeaksJSON(t *testing.T) {
 	}
 	says := map[string]string{"multibyte": "'é'", "bom mid-file": "byte order mark", "branch multibyte": "'é'"}
 	for what, body := range lines {
-		refused("load/ndjson "+what, send(t, base, "", Route{Method: "POST"}, example{path: "/graphs/default/load/ndjson", query: url.Values{"mode": {"merge"}},
+		refused("load/ndjson "+what, send(t, base, "", "POST", sample{path: "/graphs/default/load/ndjson", query: url.Values{"mode": {"merge"}},
 			ctype: "application/x-ndjson", body: body + "\n"}, nil), says[what])
 		if what != "not utf-8" { // JSON text cannot carry the byte (encoding/json sends U+FFFD)
-			refused("load data "+what, send(t, base, "", Route{Method: "POST"}, example{path: "/graphs/default/load", ctype: "application/json",
+			refused("load data "+what, send(t, base, "", "POST", sample{path: "/graphs/default/load", ctype: "application/json",
 				body: jsonBody(map[string]any{"data": body + "\n", "mode": "merge"})}, nil), says[what])
 		}
 	}
@@ -810,7 +810,7 @@ func TestMalformedInputSpeaksJSON(t *testing.T) {
 		"limit word": {"limit": {"abc"}}, "limit negative": {"limit": {"-1"}}, "limit exponent": {"limit": {"1e3"}}, "limit huge": {"limit": {"99999999999999999999"}},
 		"branch multibyte": {"branch": {"fé"}},
 	} {
-		refused("commits "+what, send(t, base, "", Route{Method: "GET"}, example{path: "/graphs/default/commits", query: q}, nil), says[what])
+		refused("commits "+what, send(t, base, "", "GET", sample{path: "/graphs/default/commits", query: q}, nil), says[what])
 	}
 	if got := fx.state(t); got != before {
 		t.Fatalf("malformed input changed the graph: %s, was %s", got, before)

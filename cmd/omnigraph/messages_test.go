@@ -14,8 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/internal/buildinfo"
+	"github.com/omnigraph-go/omnigraph/server"
 )
 
 // cliGoInternals are what a CLI message must never show: Go's decoder
@@ -197,8 +199,8 @@ func TestVersion(t *testing.T) {
 	if got := mustCLI(t, "--version"); got != line {
 		t.Errorf("--version: %q, want %q", got, line)
 	}
-	var got buildinfo.Info
-	if err := json.Unmarshal([]byte(mustCLI(t, "version", "--json")), &got); err != nil || got != want || got.Version == "" || got.GoVersion == "" {
+	var got api.BuildInfo
+	if err := json.Unmarshal([]byte(mustCLI(t, "version", "--json")), &got); err != nil || got != server.BuildOutput(want) || got.Version == "" || got.GoVersion == "" {
 		t.Errorf("version --json: %+v %v, want %+v", got, err, want)
 	}
 	dir := queryGraph(t)

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/omnigraph-go/omnigraph/internal/buildinfo"
+	"github.com/omnigraph-go/omnigraph/server"
 )
 
 // cliVersion is this binary's build in one line (buildinfo): what the
@@ -26,7 +27,7 @@ func init() {
 			RunE: func(c *cobra.Command, args []string) error {
 				in := buildinfo.Read()
 				if asJSON {
-					return writeJSON(a.stdout, in)
+					return writeJSON(a.stdout, server.BuildOutput(in))
 				}
 				_, err := fmt.Fprintf(a.stdout, "omnigraph %s\n", in)
 				return err

@@ -24,23 +24,24 @@ var (
 	date     string // the build time, RFC 3339 UTC
 )
 
-// Info is what a binary knows about its own build.
+// Info is what a binary knows about its own build (its wire form is
+// api.BuildInfo, made by server.BuildOutput).
 type Info struct {
 	// Version is the module version: a release tag or pseudo-version for
 	// `go install ...@version`, "(devel)" for a build from a checkout.
-	Version string `json:"version"`
+	Version string
 	// Revision is the VCS commit the binary was built from ("" unknown).
-	Revision string `json:"revision,omitempty"`
+	Revision string
 	// Modified: the tree had uncommitted changes.
-	Modified bool `json:"modified,omitempty"`
+	Modified bool
 	// BuildDate is when the binary was built (RFC 3339 UTC), "" when the
 	// build did not say (a plain go build).
-	BuildDate string `json:"build_date,omitempty"`
+	BuildDate string
 	// CommitDate is the time of Revision's commit, when the toolchain
 	// stamped it.
-	CommitDate string `json:"commit_date,omitempty"`
+	CommitDate string
 	// GoVersion is the toolchain that built the binary.
-	GoVersion string `json:"go_version"`
+	GoVersion string
 }
 
 // Read is the running binary's Info.
