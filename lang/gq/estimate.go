@@ -131,6 +131,9 @@ func EstimateRead(rp *ReadPlan, st Stats, sz Sizes) *Estimate {
 			case *AntiJoinStep:
 				walk(s.Steps, rows, depth+1)
 			}
+			if factor == 0 {
+				out = 0 // not NaN when rows saturated to +Inf
+			}
 			if _, isFilter := s.(*FilterStep); !isFilter {
 				if _, isAnti := s.(*AntiJoinStep); !isAnti {
 					total += out
