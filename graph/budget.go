@@ -178,8 +178,18 @@ func StartBudget(ctx context.Context, b Budget) (context.Context, *Meter) {
 	if b.Time > 0 {
 		ctx, m.stop = context.WithDeadlineCause(ctx, m.start.Add(b.Time), errTimeBudget)
 	}
-	m.ctx = meter.With(ctx, m.reads)
+	m.ctx = context.WithValue(meter.With(ctx, m.reads), meterKey{}, m)
 	return m.ctx, m
+}
+
+type meterKey struct{}
+
+// MeterOf is the Meter of the query whose context ctx is (nil: none), for
+// code below the executor that materialises rows for it (a mutation's
+// scans in graph/change). It must be charged from the query's goroutine.
+func MeterOf(ctx context.Context) *Meter {
+	m, _ := ctx.Value(meterKey{}).(*Meter)
+	return m
 }
 
 func limitOr(n int64) int64 {
