@@ -35,29 +35,46 @@ func (r *request) opQuery(q QueryRequest) (ReadOutput, error) {
 	if q.Branch != "" && q.Snapshot != "" {
 		return ReadOutput{}, badRequest("read either a branch or a snapshot, not both")
 	}
+	// A snapshot may be of any branch: reading one needs read on the
+	// whole graph.
+	branch := orMain(q.Branch)
+	if q.Snapshot != "" {
+		branch = ""
+	}
+	if err := r.authorize(ActionRead, branch, ""); err != nil {
+		return ReadOutput{}, err
+	}
+	if err := r.admitRead(); err != nil {
+		return ReadOutput{}, err
+	}
 	var snap *graph.Snapshot
 	var err error
 	if q.Snapshot != "" {
-		// A snapshot may be of any branch: reading one needs read on
-		// the whole graph.
-		if err := r.authorize(ActionRead, "", ""); err != nil {
-			return ReadOutput{}, err
-		}
 		snap, err = r.g.SnapshotAt(r.Context(), q.Snapshot)
 	} else {
-		if err := r.authorize(ActionRead, orMain(q.Branch), ""); err != nil {
-			return ReadOutput{}, err
-		}
 		snap, err = r.g.Snapshot(r.Context(), q.Branch)
 	}
 	if err != nil {
 		return ReadOutput{}, err
 	}
-	res, err := query.Run(r.Context(), snap, q.Query, q.Name, q.Params)
+	res, err := query.RunWith(r.Context(), snap, q.Query, q.Name, q.Params, query.Options{Budget: r.readBudget()})
 	if err != nil {
 		return ReadOutput{}, err
 	}
 	return readOutput(res, q), nil
+}
+
+// admitRead takes a read slot of the actor and of the server (429 past
+// either) before the engine work of a read that can be large, and holds
+// it until the answer is sent (a slow reader holds its slot, within
+// Limits.WriteTimeout or StreamIdle).
+func (r *request) admitRead() error {
+	release, f := r.s.adm.admitRead(actorOrAnon(r.actor))
+	if f != nil {
+		return f
+	}
+	r.onDone(release)
+	return nil
 }
 
 func (r *request) opMutate(m MutateRequest, ifCommit string) (ChangeOutput, error) {
@@ -73,7 +90,8 @@ func (r *request) opMutate(m MutateRequest, ifCommit string) (ChangeOutput, erro
 		return ChangeOutput{}, err
 	}
 	defer release()
-	res, err := mutate.Query(r.Context(), r.g, m.Query, m.Name, mutate.Options{Branch: m.Branch, Params: m.Params, IfCommit: ifCommit, Actor: r.actorID()})
+	res, err := mutate.Query(r.Context(), r.g, m.Query, m.Name, mutate.Options{Branch: m.Branch, Params: m.Params, IfCommit: ifCommit, Actor: r.actorID(),
+		Budget: r.s.budgetFor(r.graphID, r.actor)})
 	if err != nil {
 		return ChangeOutput{}, err
 	}
@@ -336,6 +354,9 @@ func (r *request) opChanges(id string, f merge.Filter) (ChangesOutput, error) {
 		return ChangesOutput{}, badRequest("op must be insert, update or delete, not %q", f.Op)
 	}
 	if err := r.authorize(ActionRead, "", ""); err != nil {
+		return ChangesOutput{}, err
+	}
+	if err := r.admitRead(); err != nil {
 		return ChangesOutput{}, err
 	}
 	c, err := r.g.Commit(r.Context(), id)

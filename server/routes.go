@@ -55,8 +55,11 @@ func (rt Route) bodyResource() string {
 }
 
 var (
-	readErrs  = []int{400, 401, 403, 404, 500, 503}
-	writeErrs = []int{400, 401, 403, 404, 409, 413, 415, 429, 500, 503}
+	readErrs = []int{400, 401, 403, 404, 500, 503}
+	// bigReadErrs: reads that take a read slot (429) and, for a query, run
+	// under a budget (413 resource_limit).
+	bigReadErrs = []int{400, 401, 403, 404, 413, 429, 500, 503}
+	writeErrs   = []int{400, 401, 403, 404, 409, 413, 415, 429, 500, 503}
 )
 
 // Routes is the route table.
@@ -66,11 +69,11 @@ func Routes() []Route {
 		{Method: "GET", Path: "/healthz", OperationID: "health", Summary: "Liveness", Response: "Health", handle: handleHealth},
 		{Method: "GET", Path: "/openapi.json", OperationID: "openapi", Summary: "This OpenAPI document", Response: "OpenAPI", handle: handleOpenAPI},
 		{Method: "GET", Path: "/graphs", OperationID: "listGraphs", Summary: "List the served graphs", Auth: true, Response: "GraphList", Statuses: []int{401}, handle: handleGraphs},
-		{Method: "POST", Path: g + "/query", OperationID: "query", Summary: "Run a read query on one snapshot", Auth: true, Graph: true, Request: "QueryRequest", Response: "ReadOutput", Statuses: readErrs, handle: handleQuery},
+		{Method: "POST", Path: g + "/query", OperationID: "query", Summary: "Run a read query on one snapshot", Auth: true, Graph: true, Request: "QueryRequest", Response: "ReadOutput", Statuses: bigReadErrs, handle: handleQuery},
 		{Method: "POST", Path: g + "/mutate", OperationID: "mutate", Summary: "Run a mutation as one commit", Auth: true, Graph: true, Write: true, Request: "MutateRequest", Response: "ChangeOutput", Statuses: writeErrs, handle: handleMutate},
 		{Method: "POST", Path: g + "/mutate/if-graph-commit", OperationID: "mutateIfGraphCommit", Summary: "Run a mutation only while the branch head is the given commit", Auth: true, Graph: true, Write: true, Header: HeaderIfGraphCommit, Request: "MutateRequest", Response: "ChangeOutput", Statuses: append([]int{412}, writeErrs...), handle: handleMutateIf},
 		{Method: "POST", Path: g + "/load", OperationID: "load", Summary: "Load a graph batch sent inline in JSON (NDJSON text in data, or line objects in records) as one commit", Auth: true, Graph: true, Write: true, Stream: true, Request: "LoadRequest", Response: "LoadOutput", Statuses: writeErrs, handle: handleLoadJSON},
-		{Method: "GET", Path: g + "/export", OperationID: "export", Summary: "Stream a branch head (or a snapshot) as graph-batch NDJSON, the input of load", Auth: true, Graph: true, Query: []string{"branch", "snapshot", "type"}, Response: "NDJSON", Statuses: readErrs, handle: handleExport},
+		{Method: "GET", Path: g + "/export", OperationID: "export", Summary: "Stream a branch head (or a snapshot) as graph-batch NDJSON, the input of load", Auth: true, Graph: true, Query: []string{"branch", "snapshot", "type"}, Response: "NDJSON", Statuses: append([]int{429}, readErrs...), handle: handleExport},
 		{Method: "POST", Path: g + "/load/ndjson", OperationID: "loadNdjson", Summary: "Load a graph batch (application/x-ndjson) as one commit", Auth: true, Graph: true, Write: true, Stream: true, Query: []string{"branch", "from", "mode"}, Request: "NDJSON", Response: "LoadOutput", Statuses: writeErrs, handle: handleLoadNDJSON},
 		{Method: "POST", Path: g + "/mcp", OperationID: "mcp", Summary: "MCP (Streamable HTTP, stateless, JSON responses): tools mirroring these routes", Auth: true, Graph: true, Stream: true, Request: "JSONRPC", Response: "JSONRPC", Statuses: []int{400, 401, 404, 405, 413}, handle: handleMCP},
 		{Method: "GET", Path: g + "/snapshot", OperationID: "getSnapshot", Summary: "A branch head: manifest version and per-table versions and counts", Auth: true, Graph: true, Query: []string{"branch"}, Response: "SnapshotOutput", Statuses: readErrs, handle: handleSnapshot},
@@ -81,7 +84,7 @@ func Routes() []Route {
 		{Method: "DELETE", Path: g + "/branches/{branch}", OperationID: "deleteBranch", Summary: "Delete a branch", Auth: true, Graph: true, Write: true, Rest: true, Response: "BranchDeleteOutput", Statuses: writeErrs, handle: handleBranchDelete},
 		{Method: "GET", Path: g + "/commits", OperationID: "listCommits", Summary: "The commits reachable from a branch head, newest first", Auth: true, Graph: true, Query: []string{"branch", "limit"}, Response: "CommitList", Statuses: readErrs, handle: handleCommits},
 		{Method: "GET", Path: g + "/commits/{commit_id}", OperationID: "getCommit", Summary: "One commit", Auth: true, Graph: true, Response: "CommitOutput", Statuses: readErrs, handle: handleCommit},
-		{Method: "GET", Path: g + "/commits/{commit_id}/changes", OperationID: "getCommitChanges", Summary: "The entity changes of a commit against its first parent", Auth: true, Graph: true, Query: []string{"type", "op", "limit"}, Response: "ChangesOutput", Statuses: append([]int{409, 413}, readErrs...), handle: handleChanges},
+		{Method: "GET", Path: g + "/commits/{commit_id}/changes", OperationID: "getCommitChanges", Summary: "The entity changes of a commit against its first parent", Auth: true, Graph: true, Query: []string{"type", "op", "limit"}, Response: "ChangesOutput", Statuses: append([]int{409, 413, 429}, readErrs...), handle: handleChanges},
 	}
 }
 
