@@ -77,9 +77,9 @@ type Server struct {
 	heavy       *lane
 	graphBudget map[string]graph.Budget
 	mux         *http.ServeMux
-	mcp    http.Handler
-	policy *Policy
-	log    *slog.Logger
+	mcp         http.Handler
+	policy      *Policy
+	log         *slog.Logger
 	// compactors run each graph's automatic compaction (AutoOptimize).
 	compactors map[string]*compactor
 	// writesCtx is cancelled by Close: the only cancellation an admitted
