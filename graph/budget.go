@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend/meter"
@@ -289,6 +290,12 @@ func (m *Meter) check() error {
 	}
 	if !m.heavy && m.work >= m.heavyAt {
 		return m.becomeHeavy()
+	}
+	if m.release != nil {
+		// A heavy query steps aside at each poll (every few thousand rows,
+		// well under the scheduler's 10 ms time slice), so a cheap query
+		// that became runnable behind it on the same core runs first.
+		runtime.Gosched()
 	}
 	return nil
 }

@@ -38,8 +38,15 @@ type Limits struct {
 	ReadsPerActor, Reads int
 	// HeavyReads is how many heavy queries run at once (default
 	// DefaultHeavyReads: half the cores); the others wait, within their
-	// time budget.
+	// time budget. HeavyWork is the work (rows produced or examined) after
+	// which a query is heavy (default graph.DefaultHeavyWork).
 	HeavyReads int
+	HeavyWork  int64
+	// RefusalDelay: a query refused by its budget is answered no sooner
+	// than this after it started (holding its read slot, using no CPU), so
+	// a client that resends refused queries without pause cannot flood
+	// the server with cheap refusals (default DefaultRefusalDelay).
+	RefusalDelay time.Duration
 	// Query is the budget of each query and of each mutation's read phase;
 	// unset fields take the defaults (DefaultQueryRows...).
 	Query graph.Budget
@@ -87,6 +94,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.HeavyReads <= 0 {
 		l.HeavyReads = DefaultHeavyReads()
+	}
+	if l.RefusalDelay <= 0 {
+		l.RefusalDelay = DefaultRefusalDelay
 	}
 	l.Query = queryDefaults(l.Query)
 	return l

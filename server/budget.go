@@ -31,13 +31,15 @@ const (
 	DefaultQueryMemory    = 1 << 30
 	DefaultQueryTime      = 30 * time.Second
 	DefaultQueryReadBytes = 4 << 30
-	DefaultReadsPerActor  = 8
-	DefaultReads          = 32
+	DefaultReadsPerActor  = 32
+	DefaultReads          = 64
 	// DefaultWriteTimeout bounds sending one non-streaming answer.
 	DefaultWriteTimeout = 30 * time.Second
 	// DefaultStreamIdle cuts a stream (an export answer, a load body) that
 	// makes no progress for this long.
 	DefaultStreamIdle = time.Minute
+	// DefaultRefusalDelay is the least time to a budget refusal.
+	DefaultRefusalDelay = 250 * time.Millisecond
 )
 
 // DefaultHeavyReads is the number of heavy queries that run at once:
@@ -100,7 +102,7 @@ func (s *Server) budgetFor(graphID, actor string) graph.Budget {
 // readBudget is the budget of a read: budgetFor with the heavy lane.
 func (r *request) readBudget() graph.Budget {
 	b := r.s.budgetFor(r.graphID, r.actor)
-	b.Lane = r.s.heavy
+	b.Lane, b.HeavyWork = r.s.heavy, r.s.cfg.Limits.HeavyWork
 	return b
 }
 
@@ -140,6 +142,23 @@ func budgetFailure(be *graph.BudgetExceeded) *Failure {
 		Code:          CodeBadRequest,
 		ResourceLimit: &ResourceLimit{Resource: string(be.Resource), Limit: be.Limit, Actual: be.Reached, Estimated: be.Estimated},
 	}}
+}
+
+// slowRefusal holds a budget refusal until RefusalDelay has passed since
+// the query started (or its client has gone), and returns err.
+func (r *request) slowRefusal(start time.Time, err error) error {
+	if _, ok := errBudget(err); !ok {
+		return err
+	}
+	if d := r.s.cfg.Limits.RefusalDelay - time.Since(start); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+		}
+	}
+	return err
 }
 
 // errBudget finds a budget refusal in err.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/load"
@@ -57,9 +58,10 @@ func (r *request) opQuery(q QueryRequest) (ReadOutput, error) {
 	if err != nil {
 		return ReadOutput{}, err
 	}
+	start := time.Now()
 	res, err := query.RunWith(r.Context(), snap, q.Query, q.Name, q.Params, query.Options{Budget: r.readBudget()})
 	if err != nil {
-		return ReadOutput{}, err
+		return ReadOutput{}, r.slowRefusal(start, err)
 	}
 	return readOutput(res, q), nil
 }
@@ -90,10 +92,11 @@ func (r *request) opMutate(m MutateRequest, ifCommit string) (ChangeOutput, erro
 		return ChangeOutput{}, err
 	}
 	defer release()
+	start := time.Now()
 	res, err := mutate.Query(r.Context(), r.g, m.Query, m.Name, mutate.Options{Branch: m.Branch, Params: m.Params, IfCommit: ifCommit, Actor: r.actorID(),
 		Budget: r.s.budgetFor(r.graphID, r.actor)})
 	if err != nil {
-		return ChangeOutput{}, err
+		return ChangeOutput{}, r.slowRefusal(start, err)
 	}
 	out := ChangeOutput{Branch: branch, QueryName: m.Name, AffectedNodes: res.AffectedNodes, AffectedEdges: res.AffectedEdges, ActorID: r.actor, Commit: commitOutput(res.Commit), Warnings: res.Warnings}
 	if res.Commit != nil {

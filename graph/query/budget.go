@@ -73,9 +73,12 @@ func (ex *executor) charge(n int) error {
 	return nil
 }
 
-// work counts n units of work that produce no row and polls the context.
+// work counts n units of work that produce no row (and the work rows have
+// cost since the last count, ex.pending) and polls the context.
 func (ex *executor) work(n int) error {
-	if err := ex.m.Work(int64(n)); err != nil {
+	w := int64(n) + ex.pending
+	ex.pending = 0
+	if err := ex.m.Work(w); err != nil {
 		return cancelled(err)
 	}
 	return nil

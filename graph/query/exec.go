@@ -62,10 +62,11 @@ type executor struct {
 	// The budget (budget.go): the meter every operator charges, the row
 	// sizes it charges, the table data charged so far, and the anti-join
 	// depth (a probe's steps keep the anti-join's label).
-	m     *graph.Meter
-	sizes gq.Sizes
-	held  map[any]int64
-	inner int
+	m       *graph.Meter
+	sizes   gq.Sizes
+	held    map[any]int64
+	inner   int
+	pending int64 // work done per row since the last count (text matching)
 }
 
 func (ex *executor) match(ctx context.Context, rows [][]ref, steps []gq.Step) ([][]ref, error) {

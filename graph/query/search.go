@@ -59,7 +59,12 @@ func (ex *executor) textMatch(p *gq.Predicate, r []ref) bool {
 		return false
 	}
 	edits := ex.fuzzyEdits(p)
-	return text.MatchAny(ex.tokens(v), ex.queryTerms(q), edits)
+	toks, terms := ex.tokens(v), ex.queryTerms(q)
+	// A row costs a comparison per token and term: counted as work, so a
+	// long text search turns heavy (budget.go) as soon as a plain scan of
+	// as many comparisons would.
+	ex.pending += int64(len(toks) * len(terms))
+	return text.MatchAny(toks, terms, edits)
 }
 
 // prepareScores computes the state of every score the plan uses.
