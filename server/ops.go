@@ -257,6 +257,7 @@ func (r *request) opBranchCreate(b BranchCreateRequest) (BranchCreateOutput, err
 	if err != nil {
 		return BranchCreateOutput{}, err
 	}
+	r.icebergAfter(b.Name)
 	return BranchCreateOutput{Name: b.Name, From: b.From, GraphCommitID: snap.CommitID(), ActorID: r.actor}, nil
 }
 
@@ -275,6 +276,7 @@ func (r *request) opBranchDelete(name string) (BranchDeleteOutput, error) {
 	if err := r.g.DeleteBranch(r.Context(), name); err != nil {
 		return BranchDeleteOutput{}, err
 	}
+	r.icebergAfter(icebergEveryBranch)
 	return BranchDeleteOutput{Name: name, ActorID: r.actor}, nil
 }
 
@@ -311,6 +313,8 @@ func (r *request) opMerge(m MergeRequest) (MergeOutput, error) {
 		if derr := r.g.DeleteBranch(r.Context(), m.Source); derr != nil {
 			ok = false
 			out.BranchDeleteError = MapError(derr, r.graphID).Body.Error
+		} else {
+			r.icebergAfter(icebergEveryBranch)
 		}
 		out.BranchDeleted = &ok
 	}

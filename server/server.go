@@ -29,6 +29,11 @@ type Graph struct {
 	// Budget overrides the server's query budget for this graph (fields
 	// > 0 win).
 	Budget graph.Budget
+	// IcebergLocation, when set, keeps the graph's Iceberg metadata
+	// current in the background after each write (its root as engines
+	// address it, iceberg.Location); the /iceberg catalog serves whatever
+	// metadata the graph has either way.
+	IcebergLocation string
 }
 
 // Config configures a Server.
@@ -82,6 +87,8 @@ type Server struct {
 	log         *slog.Logger
 	// compactors run each graph's automatic compaction (AutoOptimize).
 	compactors map[string]*compactor
+	// icebergSyncers keep graphs' Iceberg metadata current (IcebergLocation).
+	icebergSyncers map[string]*icebergSyncer
 	// writesCtx is cancelled by Close: the only cancellation an admitted
 	// write sees (admitWrite).
 	writesCtx    context.Context
@@ -129,8 +136,17 @@ func New(cfg Config) (*Server, error) {
 			s.compactors[id] = newCompactor(g.G, id, cfg.AutoOptimizeThreshold, cfg.Logger, func(cause string) { s.stop(cause, id) })
 		}
 	}
+	if !cfg.ReadOnly {
+		s.icebergSyncers = map[string]*icebergSyncer{}
+		for _, g := range cfg.Graphs {
+			if g.IcebergLocation != "" {
+				s.icebergSyncers[g.ID] = newIcebergSyncer(g.G, g.ID, g.IcebergLocation, cfg.Logger)
+			}
+		}
+	}
 	sort.Strings(s.ids)
 	s.mcp = s.newMCP()
+	s.mountIceberg()
 	for _, rt := range Routes() {
 		s.mux.Handle(rt.Pattern(), s.wrap(rt))
 	}
@@ -178,6 +194,9 @@ func (s *Server) Close() {
 	for _, c := range s.compactors {
 		c.close()
 	}
+	for _, y := range s.icebergSyncers {
+		y.close()
+	}
 }
 
 // wrote notes a successful write to branch of the request's graph.
@@ -185,6 +204,7 @@ func (r *request) wrote(branch string) {
 	if c := r.s.compactors[r.graphID]; c != nil {
 		c.after(branch)
 	}
+	r.icebergAfter(branch)
 }
 
 // request is what a handler sees.
