@@ -12,7 +12,8 @@
 //     request is made, with an error matching ErrExceeded.
 //   - A read that takes the total over the limit returns that error instead
 //     of its bytes (so the overshoot is at most one object).
-//   - Everything else (results, errors, capabilities) is the inner adapter's.
+//   - Everything else (results, errors, capabilities, the temp sweep of
+//     backend.TempSweeper) is the inner adapter's.
 package meter
 
 import (
@@ -20,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 )
@@ -175,6 +177,15 @@ func (a *Adapter) Delete(ctx context.Context, key string) error { return a.inner
 // DeletePrefix implements backend.StorageAdapter.
 func (a *Adapter) DeletePrefix(ctx context.Context, prefix string) error {
 	return a.inner.DeletePrefix(ctx, prefix)
+}
+
+var _ backend.TempSweeper = (*Adapter)(nil)
+
+// SweepTemp implements backend.TempSweeper: a sweep reads no object data,
+// so it is forwarded as it is (without it the store's temp residue would be
+// hidden from cleanup).
+func (a *Adapter) SweepTemp(ctx context.Context, prefix string, olderThan time.Time, dryRun bool) (backend.TempSwept, bool, error) {
+	return backend.SweepTempBelow(ctx, a.inner, prefix, olderThan, dryRun)
 }
 
 // Capabilities implements backend.StorageAdapter.

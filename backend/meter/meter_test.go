@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/counter"
+	"github.com/omnigraph-go/omnigraph/backend/local"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/backend/meter"
 	"github.com/omnigraph-go/omnigraph/conformance"
@@ -17,6 +19,18 @@ import (
 // the whole conformance suite.
 func TestConformanceMeter(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) backend.StorageAdapter { return meter.Wrap(mem.New()) })
+}
+
+// The temp sweep reaches the store below (local stages temp objects).
+func TestMeterForwardsTempSweep(t *testing.T) {
+	inner, err := local.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, ok, err := backend.SweepTemp(context.Background(), meter.Wrap(inner), "", time.Now(), 0, true)
+	if err != nil || !ok || res.Objects != 0 {
+		t.Fatalf("sweep through the meter: %+v ok=%v err=%v; want the local store's answer (ok)", res, ok, err)
+	}
 }
 
 func TestMeterCharges(t *testing.T) {
