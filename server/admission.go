@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
 )
 
@@ -200,7 +201,7 @@ func (a *admission) admit(actor, graphID string) (release func(), f *Failure) {
 }
 
 func (a *admission) busy(format string, args ...any) *Failure {
-	f := fail(http.StatusTooManyRequests, CodeTooManyRequests, format, args...)
+	f := fail(http.StatusTooManyRequests, api.CodeTooManyRequests, format, args...)
 	f.RetryAfter = a.limits.RetryAfter
 	return f
 }
@@ -218,7 +219,7 @@ func (a *admission) isClosed() bool {
 }
 
 func stopping() *Failure {
-	return &Failure{Status: http.StatusServiceUnavailable, Body: ErrorOutput{
+	return &Failure{Status: http.StatusServiceUnavailable, Body: api.ErrorOutput{
 		Error: "the server is stopping and admits no new requests; retry against another server or after it restarts",
 		Class: "server_stopping",
 	}}

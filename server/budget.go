@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
 )
 
@@ -137,10 +138,10 @@ var budgetFlags = map[graph.Resource]string{
 func budgetFailure(be *graph.BudgetExceeded) *Failure {
 	msg := fmt.Sprintf("%s; %s, or ask the operator to raise it (serve %s, or the graph's or actor's limits in --config)",
 		be.Error(), be.Resource.Hint(), budgetFlags[be.Resource])
-	return &Failure{Status: http.StatusRequestEntityTooLarge, Body: ErrorOutput{
+	return &Failure{Status: http.StatusRequestEntityTooLarge, Body: api.ErrorOutput{
 		Error:         msg,
-		Code:          CodeBadRequest,
-		ResourceLimit: &ResourceLimit{Resource: string(be.Resource), Limit: be.Limit, Actual: be.Reached, Estimated: be.Estimated},
+		Code:          api.CodeBadRequest,
+		ResourceLimit: &api.ResourceLimit{Resource: string(be.Resource), Limit: be.Limit, Actual: be.Reached, Estimated: be.Estimated},
 	}}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/load"
@@ -251,8 +252,8 @@ func TestLongReadsOutliveBodyTimeout(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Trailer.Get(TrailerExportEntities) != "400" || strings.Count(string(body), "\n") != 400 {
-		t.Fatalf("export over slow storage: status %d, trailer %q, %d lines", resp.StatusCode, resp.Trailer.Get(TrailerExportEntities), strings.Count(string(body), "\n"))
+	if resp.StatusCode != 200 || resp.Trailer.Get(api.TrailerExportEntities) != "400" || strings.Count(string(body), "\n") != 400 {
+		t.Fatalf("export over slow storage: status %d, trailer %q, %d lines", resp.StatusCode, resp.Trailer.Get(api.TrailerExportEntities), strings.Count(string(body), "\n"))
 	}
 
 	hold, err := s.heavy.Acquire(context.Background())

@@ -53,6 +53,20 @@ func (b *budgetFlags) budget() (graph.Budget, error) {
 	return graph.Budget{Rows: b.rows, Memory: int64(b.memory), Time: b.timeout, ReadBytes: int64(b.readBytes)}, nil
 }
 
+// localOnly refuses the budget flags (and --explain) with --server: they
+// bound a query this process runs; a server applies its own budgets.
+func (b *budgetFlags) localOnly(c *cobra.Command, explain bool) error {
+	if explain {
+		return usagef("--explain estimates a query against the graph's tables: run it with --store, not --server")
+	}
+	for _, f := range []string{"max-rows", "max-memory", "timeout", "max-read-bytes"} {
+		if c.Flags().Changed(f) {
+			return usagef("--%s bounds a query this command runs; with --server the server's budgets apply (serve --max-query-rows and friends)", f)
+		}
+	}
+	return nil
+}
+
 // cliBudgetFlags name the flag that raises each budget.
 var cliBudgetFlags = map[graph.Resource]string{
 	graph.ResourceRows:      "--max-rows",
