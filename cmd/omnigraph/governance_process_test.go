@@ -256,6 +256,17 @@ func TestServeGovernanceProcess(t *testing.T) {
 		}
 	}
 
+	// The CLI through the server: a budget refusal exits 6, as locally;
+	// the local budget flags do not go with --server.
+	five := hostile[0].src
+	code, _, errs := cli(t, "query", "-e", five, "--server", base, "--token", secret["hostile"], "--graph", "g", "--format", "json")
+	if code != exitBudget || !strings.Contains(errs, `"code":"budget_exceeded"`) {
+		t.Errorf("CLI --server over budget: exit %d, %s", code, errs)
+	}
+	if code, _, errs := cli(t, "query", "-e", five, "--server", base, "--token", secret["hostile"], "--graph", "g", "--max-rows", "0"); code != exitUsage {
+		t.Errorf("CLI --server --max-rows: exit %d, %s", code, errs)
+	}
+
 	// A client that disconnects mid-query frees its slot. The leaver's
 	// query checks 300,000 pairs by a 1..6-hop search each (about a minute
 	// of work; little memory); while it runs, a second read of the leaver
