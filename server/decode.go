@@ -162,6 +162,7 @@ func wantKind(t reflect.Type) string {
 var (
 	rawMessageType      = reflect.TypeFor[json.RawMessage]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 )
 
 // textKind says what string a type read from text takes.
@@ -201,6 +202,17 @@ func checkValue(raw json.RawMessage, t reflect.Type, path, what string) error {
 		}
 		if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
 			return badRequest("%s: %s must be %s, not %q", what, quotePath(path), textKind(t), s)
+		}
+		return nil
+	}
+	if reflect.PointerTo(t).Implements(jsonUnmarshalerType) {
+		// A type that reads its own JSON (a config size given as 512 or
+		// "512MiB"): it decides, and its error is written for users.
+		if err := reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(raw); err != nil {
+			if path == "" {
+				return badRequest("%s: %v", what, err)
+			}
+			return badRequest("%s: %s: %v", what, quotePath(path), err)
 		}
 		return nil
 	}
