@@ -11,16 +11,16 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/counter"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/change"
 	"github.com/omnigraph-go/omnigraph/graph/changes"
 	"github.com/omnigraph-go/omnigraph/graph/diff"
 	"github.com/omnigraph-go/omnigraph/graph/load"
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
 	"github.com/omnigraph-go/omnigraph/table"
-	"github.com/omnigraph-go/omnigraph/graph/change"
 )
 
-const schema = `
+const schemaV1 = `
 node Person {
   handle: String @key
   name: String
@@ -42,7 +42,7 @@ func newRig(t testing.TB) *rig {
 	t.Helper()
 	r := &rig{mem: mem.New()}
 	r.count = counter.New(r.mem)
-	g, err := graph.Init(context.Background(), r.count, schema, graph.InitOptions{Actor: "tester"})
+	g, err := graph.Init(context.Background(), r.count, schemaV1, graph.InitOptions{Actor: "tester"})
 	if err != nil {
 		t.Fatalf("Init: %v", err)
 	}

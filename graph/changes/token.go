@@ -11,6 +11,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/graph/diff"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // ErrCursorRejected: a cursor, page token or start position does not fit
@@ -203,6 +204,8 @@ func decodeToken(s string, page bool) (*token, error) {
 		return nil, rejected("the %s is damaged; pass it unchanged", what)
 	case page && (t.Cut == 0 || t.Resume.Table == "" || t.Resume.ID == ""):
 		return nil, rejected("the page token is incomplete; pass it unchanged")
+	case manifest.ValidateBranchName(t.Branch) != nil || manifest.ValidateBranchName(t.At.Branch) != nil:
+		return nil, rejected("the %s is damaged; pass it unchanged", what)
 	}
 	return &t, nil
 }
