@@ -547,6 +547,21 @@ func createOrAdoptTable(ctx context.Context, store backend.StorageAdapter, path 
 // __manifest/ (and the recovery layer's __recovery/).
 var graphPrefixes = []string{"nodes/", "edges/", manifest.SchemaDir}
 
+// CheckInitLocation is Init's check of the location, for a caller that
+// probes the store before Init (the CLI surveys it): ErrGraphExists, an
+// error satisfying ErrNotEmpty that names a foreign object, or nil for an
+// empty location or an interrupted init's leftovers. It writes nothing.
+func CheckInitLocation(ctx context.Context, store backend.StorageAdapter) error {
+	exists, err := newManifest(store).Exists(ctx)
+	if err != nil {
+		return fmt.Errorf("check for an existing graph: %w", err)
+	}
+	if exists {
+		return ErrGraphExists
+	}
+	return checkInitLocation(ctx, store)
+}
+
 // checkInitLocation refuses a location holding objects that are not an
 // interrupted or running init's (tables, schema sources, fencing probes):
 // init never writes into someone else's data.
@@ -561,7 +576,7 @@ func checkInitLocation(ctx context.Context, store backend.StorageAdapter) error 
 			if strings.HasPrefix(o.Key, manifest.Dir) {
 				return ErrGraphExists // a racing init published meanwhile
 			}
-			ours := strings.HasPrefix(o.Key, "__recovery/") || strings.HasPrefix(o.Key, probeDir) || o.Key == RootKey
+			ours := strings.HasPrefix(o.Key, "__recovery/") || strings.HasPrefix(o.Key, ProbeDir) || o.Key == RootKey
 			for _, p := range graphPrefixes {
 				ours = ours || strings.HasPrefix(o.Key, p)
 			}

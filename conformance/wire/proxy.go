@@ -67,6 +67,11 @@ type Rule struct {
 	// rewriting its headers (Status, Header and Body are then unused): a
 	// server that prints its ETags differently on some answers.
 	Rewrite func(h http.Header)
+	// Cut resets the connection as soon as the request's headers arrive,
+	// before its body is read and without an answer: a server that judges
+	// a large upload by its headers (a failed If-Match) and drops the rest.
+	// The request never reaches the target.
+	Cut bool
 }
 
 // NewProxy starts a proxy to target (a base URL, e.g. http://127.0.0.1:9000)
@@ -130,6 +135,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	p.mu.Unlock()
 
+	if rule != nil && rule.Cut {
+		reset(w)
+		return
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, "proxy: reading request body", http.StatusBadGateway)
@@ -165,16 +174,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if rule.Status == 0 {
 		// The answer is lost: close the connection without a response.
-		if hj, ok := w.(http.Hijacker); ok {
-			if conn, _, err := hj.Hijack(); err == nil {
-				if tc, ok := conn.(*net.TCPConn); ok {
-					_ = tc.SetLinger(0)
-				}
-				_ = conn.Close()
-				return
-			}
-		}
-		panic(http.ErrAbortHandler)
+		reset(w)
+		return
 	}
 	for k, v := range rule.Header {
 		w.Header()[k] = v
@@ -202,4 +203,18 @@ func (p *Proxy) forward(r *http.Request, body []byte) (*http.Response, error) {
 	}
 	out.ContentLength = int64(len(body))
 	return http.DefaultTransport.RoundTrip(out)
+}
+
+// reset closes the connection at once (RST), without a response.
+func reset(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			if tc, ok := conn.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+			_ = conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
 }

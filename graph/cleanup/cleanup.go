@@ -46,7 +46,10 @@ type Options struct {
 	// Confirm deletes; without it Run only reports what it would delete.
 	Confirm bool
 	// Grace keeps unreferenced files younger than this (default 0: the
-	// caller holds the cluster lock, so no writer is staging files).
+	// caller holds the cluster lock, so no writer is staging files). Temp
+	// residue is always spared for backend.TempGrace at least: a process
+	// that does not hold the lock may still be staging one (its lock
+	// record's temp).
 	Grace time.Duration
 	// Now is the clock (zero: time.Now()).
 	Now time.Time
@@ -189,7 +192,7 @@ func Run(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
 	if err := pruneHistory(ctx, g.Manifest(), ret.prune, opts, now, res); err != nil {
 		return res, err
 	}
-	swept, _, err := backend.SweepTemp(ctx, g.Store(), "", now.Add(-opts.Grace), !opts.Confirm)
+	swept, _, err := backend.SweepTemp(ctx, g.Store(), "", now, opts.Grace, !opts.Confirm)
 	if err != nil {
 		return res, fmt.Errorf("sweep the residue of interrupted writes: %w", err)
 	}
