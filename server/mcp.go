@@ -140,6 +140,8 @@ func mcpTools() []mcpTool {
 				}
 				return r.opChanges(in.CommitID, merge.Filter{Type: in.Type, Op: merge.Op(in.Op), Limit: in.Limit})
 			}),
+		tool("changes_poll", ActionRead, "Poll the change feed of a branch: the entity changes of each commit after the cursor, in first-parent order. Start without a cursor (start now, beginning or after:COMMIT_ID), store the cursor of each terminal page and pass it next time; a page with next_page_token continues with page_token. Status 410 (change_feed_gap): history was cleaned up, take a baseline", readOnly(),
+			func(r *request, in ChangesPollInput) (any, error) { return r.opPollChanges(in) }),
 	}
 }
 

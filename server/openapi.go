@@ -37,6 +37,10 @@ var schemaTypes = map[string]reflect.Type{
 	"ChangesOutput":       reflect.TypeFor[ChangesOutput](),
 	"ErrorOutput":         reflect.TypeFor[ErrorOutput](),
 	"Change":              reflect.TypeFor[merge.Change](),
+	"ChangeFeedOutput":    reflect.TypeFor[ChangeFeedOutput](),
+	"ChangeBlock":         reflect.TypeFor[ChangeBlock](),
+	"ChangeCause":         reflect.TypeFor[ChangeCause](),
+	"BaselineRequest":     reflect.TypeFor[BaselineRequest](),
 }
 
 var pathParamRE = regexp.MustCompile(`\{([a-z_]+)\}`)
@@ -124,6 +128,8 @@ func statusText(st int) string {
 		return "not_found: no such graph, branch or commit"
 	case 409:
 		return "conflict: read_set_conflict, key_conflict or merge_conflicts"
+	case 410:
+		return "change_feed_gap: cleanup removed the history the feed needs; take a baseline"
 	case 412:
 		return "precondition_failure: the branch head is not the expected commit"
 	case 413:

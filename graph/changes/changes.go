@@ -510,3 +510,46 @@ func changeSize(c *diff.Change) (int64, error) {
 	}
 	return int64(len(b)), nil
 }
+
+// BranchOf is the branch a poll reads: the request's, else its cursor's or
+// page token's, else main. A token that does not decode is rejected.
+func BranchOf(req Request) (string, error) {
+	if req.Branch != "" {
+		return req.Branch, nil
+	}
+	var tok *token
+	var err error
+	switch {
+	case req.Cursor != "":
+		tok, err = decodeToken(req.Cursor, false)
+	case req.PageToken != "":
+		tok, err = decodeToken(req.PageToken, true)
+	default:
+		return manifest.MainBranch, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return tok.Branch, nil
+}
+
+// BaselineTypes are the node and edge types a baseline of snap with
+// filter f exports, in diff order: those the filter's kinds and types
+// select (ops select only the resumed feed's changes). The filter is
+// checked against snap's schema.
+func BaselineTypes(ctx context.Context, snap *graph.Snapshot, f Filter) ([]string, error) {
+	cat, err := snap.Catalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Validate(cat); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, t := range diff.Tables(cat) {
+		if f.table(t) {
+			out = append(out, t.Name)
+		}
+	}
+	return out, nil
+}
