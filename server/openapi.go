@@ -41,6 +41,9 @@ var schemaTypes = map[string]reflect.Type{
 	"ChangeBlock":         reflect.TypeFor[ChangeBlock](),
 	"ChangeCause":         reflect.TypeFor[ChangeCause](),
 	"BaselineRequest":     reflect.TypeFor[BaselineRequest](),
+	"QueryCatalog":        reflect.TypeFor[QueryCatalog](),
+	"StoredQuery":         reflect.TypeFor[StoredQuery](),
+	"InvokeRequest":       reflect.TypeFor[InvokeRequest](),
 }
 
 var pathParamRE = regexp.MustCompile(`\{([a-z_]+)\}`)
@@ -85,6 +88,8 @@ func OpenAPI(version string, auth bool) map[string]any {
 		case "OpenAPI":
 		case "NDJSON":
 			respType, respSchema = "application/x-ndjson", map[string]any{"type": "string"}
+		case "StoredQueryOutput":
+			respSchema = map[string]any{"oneOf": []any{ref("ReadOutput"), ref("ChangeOutput")}}
 		default:
 			respSchema = ref(rt.Response)
 		}

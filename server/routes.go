@@ -82,7 +82,7 @@ func Routes() []Route {
 		{Method: "GET", Path: g + "/commits", OperationID: "listCommits", Summary: "The commits reachable from a branch head, newest first", Auth: true, Graph: true, Query: []string{"branch", "limit"}, Response: "CommitList", Statuses: readErrs, handle: handleCommits},
 		{Method: "GET", Path: g + "/commits/{commit_id}", OperationID: "getCommit", Summary: "One commit", Auth: true, Graph: true, Response: "CommitOutput", Statuses: readErrs, handle: handleCommit},
 		{Method: "GET", Path: g + "/commits/{commit_id}/changes", OperationID: "getCommitChanges", Summary: "The entity changes of a commit against its first parent", Auth: true, Graph: true, Query: []string{"type", "op", "limit"}, Response: "ChangesOutput", Statuses: append([]int{409, 413}, readErrs...), handle: handleChanges},
-	}, feedRoutes(g)...)
+	}, append(feedRoutes(g), storedRoutes(g)...)...)
 }
 
 // HeaderIfGraphCommit carries the expected head of a conditional mutate.
