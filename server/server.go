@@ -78,8 +78,8 @@ type Server struct {
 	mcp    map[string]http.Handler // per graph: its stored queries are its tools
 	// queries are each graph's stored queries.
 	queries map[string]*StoredQueries
-	policy *Policy
-	log    *slog.Logger
+	policy  *Policy
+	log     *slog.Logger
 	// compactors run each graph's automatic compaction (AutoOptimize).
 	compactors map[string]*compactor
 	// icebergSyncers keep graphs' Iceberg metadata current (IcebergLocation).
