@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph/changes"
 	"github.com/omnigraph-go/omnigraph/graph/diff"
 	"github.com/omnigraph-go/omnigraph/graph/export"
@@ -19,66 +20,17 @@ import (
 // (graph/changes), POST changes/baseline exports a branch head and ends
 // with the cursor that resumes the feed after it.
 
-type (
-	// ChangeFeedOutput is GET changes: the blocks of one poll. cursor and
-	// caught_up are set on a terminal page; next_page_token instead when
-	// the page ends inside a block.
-	ChangeFeedOutput = changes.Page
-	// ChangeBlock is one commit's changes against its first parent.
-	ChangeBlock = changes.Block
-	// ChangeCause is the commit of a block.
-	ChangeCause = changes.Cause
-	// BaselineRequest is POST changes/baseline.
-	BaselineRequest struct {
-		Branch string   `json:"branch,omitempty" jsonschema:"the branch (default main)"`
-		Kinds  []string `json:"kind,omitempty" jsonschema:"only node or only edge types (the snapshot and the cursor's filter)"`
-		Types  []string `json:"type,omitempty" jsonschema:"only these node or edge types (the snapshot and the cursor's filter)"`
-		Ops    []string `json:"op,omitempty" jsonschema:"only these ops in the resumed feed: insert, update, delete (the cursor's filter only)"`
+// pollSingle and pollRepeat are GET changes' parameters (api.PollParams):
+// given once, or repeatable.
+func pollParams() (single, repeat []string) {
+	for _, p := range api.PollParams {
+		if p.Repeat {
+			repeat = append(repeat, p.Name)
+		} else {
+			single = append(single, p.Name)
+		}
 	}
-	// BaselineRecord is the last line of a baseline: the commit the
-	// snapshot is and the cursor that resumes the feed after it.
-	BaselineRecord struct {
-		Baseline BaselineEnd `json:"baseline"`
-	}
-	// BaselineEnd is the body of BaselineRecord.
-	BaselineEnd struct {
-		SnapshotCommitID string `json:"snapshot_commit_id"`
-		ResumeCursor     string `json:"resume_cursor"`
-	}
-	// ChangeFeedGap (410): cleanup removed history the feed needs.
-	ChangeFeedGap struct {
-		Cursor                  string `json:"cursor,omitempty"`
-		FirstUnreadableCommitID string `json:"first_unreadable_commit_id"`
-	}
-	// ChangesPollInput is the changes_poll tool's input (GET changes).
-	ChangesPollInput struct {
-		Branch     string   `json:"branch,omitempty" jsonschema:"the branch (default: the cursor's, else main)"`
-		Cursor     string   `json:"cursor,omitempty" jsonschema:"the cursor of the last terminal page"`
-		Start      string   `json:"start,omitempty" jsonschema:"without a cursor: now (default), beginning or after:COMMIT_ID"`
-		PageToken  string   `json:"page_token,omitempty" jsonschema:"the next_page_token of a page that ended inside a block"`
-		Limit      int      `json:"limit,omitempty" jsonschema:"at most this many changes a page (default 1000, at most 8192)"`
-		MaxBytes   int64    `json:"max_bytes,omitempty" jsonschema:"at most this many bytes of changes a page (default 4 MiB, at most 32 MiB)"`
-		MaxCommits int      `json:"max_commits,omitempty" jsonschema:"at most this many commits a poll (default 128, at most 512)"`
-		Kinds      []string `json:"kind,omitempty" jsonschema:"only node or only edge changes"`
-		Types      []string `json:"type,omitempty" jsonschema:"only changes of these node or edge types"`
-		Ops        []string `json:"op,omitempty" jsonschema:"only these ops: insert, update, delete"`
-	}
-)
-
-// Query parameters of GET changes: single and repeatable ones.
-var (
-	changesParams       = []string{"branch", "cursor", "start", "page_token", "limit", "max_bytes", "max_commits"}
-	changesRepeatParams = []string{"kind", "type", "op"}
-)
-
-// feedRoutes are the change feed's entries of the route table.
-func feedRoutes(g string) []Route {
-	return []Route{
-		{Method: "GET", Path: g + "/changes", OperationID: "pollChanges", Summary: "Poll the change feed of a branch: the entity changes of each commit after the cursor, first-parent order (docs/changes.md)", Auth: true, Graph: true,
-			Query: append(slices.Clone(changesParams), changesRepeatParams...), Response: "ChangeFeedOutput", Statuses: append([]int{409, 410, 413}, readErrs...), handle: handlePollChanges},
-		{Method: "POST", Path: g + "/changes/baseline", OperationID: "captureChangeBaseline", Summary: "Export a branch head as graph-batch NDJSON ending with {\"baseline\":{snapshot_commit_id, resume_cursor}}: where a feed restarts after a 410 gap", Auth: true, Graph: true,
-			Request: "BaselineRequest", Response: "NDJSON", Statuses: append([]int{413, 415}, readErrs...), handle: handleBaseline},
-	}
+	return single, repeat
 }
 
 // strictQuery refuses query parameters a route does not take, and a
@@ -125,10 +77,11 @@ func intParam(q url.Values, k string) (int64, error) {
 
 func handlePollChanges(r *request) (int, any, error) {
 	q := r.URL.Query()
-	if err := strictQuery(q, changesParams, changesRepeatParams); err != nil {
+	single, repeat := pollParams()
+	if err := strictQuery(q, single, repeat); err != nil {
 		return 0, nil, err
 	}
-	in := ChangesPollInput{Branch: q.Get("branch"), Cursor: q.Get("cursor"), Start: q.Get("start"), PageToken: q.Get("page_token"),
+	in := api.PollRequest{Branch: q.Get("branch"), Cursor: q.Get("cursor"), Start: q.Get("start"), PageToken: q.Get("page_token"),
 		Kinds: listParam(q, "kind"), Types: listParam(q, "type"), Ops: listParam(q, "op")}
 	for k, dst := range map[string]*int64{"max_bytes": &in.MaxBytes} {
 		n, err := intParam(q, k)
@@ -161,7 +114,7 @@ func feedFilter(kinds, types, ops []string) changes.Filter {
 
 // opPollChanges is one poll: read on the branch (the cursor's, when it
 // names one and no branch is given).
-func (r *request) opPollChanges(in ChangesPollInput) (*ChangeFeedOutput, error) {
+func (r *request) opPollChanges(in api.PollRequest) (*api.ChangeFeedOutput, error) {
 	req := changes.Request{Branch: in.Branch, Cursor: in.Cursor, PageToken: in.PageToken,
 		Filter:     feedFilter(in.Kinds, in.Types, in.Ops),
 		MaxChanges: in.Limit, MaxBytes: in.MaxBytes, MaxCommits: in.MaxCommits}
@@ -179,7 +132,35 @@ func (r *request) opPollChanges(in ChangesPollInput) (*ChangeFeedOutput, error) 
 	if err := r.authorize(ActionRead, branch, ""); err != nil {
 		return nil, err
 	}
-	return changes.Poll(r.Context(), r.g, req)
+	p, err := changes.Poll(r.Context(), r.g, req)
+	if err != nil {
+		return nil, err
+	}
+	return feedOutput(p), nil
+}
+
+// apiChanges are entity changes as the API answers them (never null).
+func apiChanges(cs []diff.Change) []api.Change {
+	out := make([]api.Change, len(cs))
+	for i, ch := range cs {
+		out[i] = api.Change{EntityKind: ch.EntityKind, TypeName: ch.TypeName, ID: ch.ID, Op: string(ch.Op), Before: ch.Before, After: ch.After, From: ch.From, To: ch.To}
+	}
+	return out
+}
+
+// feedOutput is a poll's page as the API answers it.
+func feedOutput(p *changes.Page) *api.ChangeFeedOutput {
+	out := &api.ChangeFeedOutput{Branch: p.Branch, Blocks: []api.ChangeBlock{}, Cursor: p.Cursor, NextPageToken: p.NextPageToken,
+		CaughtUp: p.CaughtUp, HeadCommitID: p.Head}
+	for _, b := range p.Blocks {
+		c := b.Cause
+		out.Blocks = append(out.Blocks, api.ChangeBlock{
+			Cause: api.ChangeCause{GraphCommitID: c.CommitID, ParentCommitID: c.ParentCommitID, MergedParentCommitID: c.MergedParentCommitID,
+				AuthoredBranch: c.Branch, GraphManifestVersion: c.ManifestVersion, ActorID: c.Actor, AuthoredAt: c.AuthoredAt},
+			Changes: apiChanges(b.Changes),
+		})
+	}
+	return out
 }
 
 // handleBaseline streams the export of a branch head, then the baseline
@@ -187,7 +168,7 @@ func (r *request) opPollChanges(in ChangesPollInput) (*ChangeFeedOutput, error) 
 // settled before the first byte; a failure after it cuts the connection,
 // and a body without the baseline record is incomplete.
 func handleBaseline(r *request) (int, any, error) {
-	var in BaselineRequest
+	var in api.BaselineRequest
 	if err := r.decode(&in); err != nil {
 		return 0, nil, err
 	}
@@ -220,7 +201,7 @@ func handleBaseline(r *request) (int, any, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(BaselineRecord{Baseline: BaselineEnd{SnapshotCommitID: snap.CommitID(), ResumeCursor: cursor}})
+	_ = enc.Encode(api.BaselineRecord{Baseline: api.BaselineEnd{SnapshotCommitID: snap.CommitID(), ResumeCursor: cursor}})
 	if _, err := ew.Write(buf.Bytes()); err != nil {
 		r.cut(err)
 	}
@@ -238,7 +219,7 @@ func (e *streamWriter) Write(p []byte) (int, error) {
 	if !e.started {
 		e.started = true
 		e.w.Header().Set("Content-Type", "application/x-ndjson")
-		e.w.Header().Set(HeaderGraphCommit, e.commit)
+		e.w.Header().Set(api.HeaderGraphCommit, e.commit)
 		e.w.WriteHeader(http.StatusOK)
 	}
 	return e.w.Write(p)
@@ -262,11 +243,11 @@ func mapFeedError(err error) *Failure {
 	var le *changes.LimitError
 	switch {
 	case errors.As(err, &gap):
-		return &Failure{Status: http.StatusGone, Body: ErrorOutput{Error: gap.Error(),
-			ChangeFeedGap: &ChangeFeedGap{Cursor: gap.Cursor, FirstUnreadableCommitID: gap.FirstUnreadableCommitID}}}
+		return &Failure{Status: http.StatusGone, Body: api.ErrorOutput{Error: gap.Error(),
+			ChangeFeedGap: &api.ChangeFeedGap{Cursor: gap.Cursor, FirstUnreadableCommitID: gap.FirstUnreadableCommitID}}}
 	case errors.As(err, &le):
-		return &Failure{Status: http.StatusRequestEntityTooLarge, Body: ErrorOutput{Error: le.Error() + "; ask for less", Code: CodeBadRequest,
-			ResourceLimit: &ResourceLimit{Resource: le.Resource, Limit: le.Limit, Actual: le.Actual}}}
+		return &Failure{Status: http.StatusRequestEntityTooLarge, Body: api.ErrorOutput{Error: le.Error() + "; ask for less", Code: api.CodeBadRequest,
+			ResourceLimit: &api.ResourceLimit{Resource: le.Resource, Limit: le.Limit, Actual: le.Actual}}}
 	case errors.Is(err, changes.ErrCursorRejected):
 		return badRequest("%s", userText(err))
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/cleanup"
 )
@@ -19,7 +20,7 @@ import (
 type feedPage struct {
 	Branch string `json:"branch"`
 	Blocks []struct {
-		Cause   ChangeCause `json:"cause"`
+		Cause   api.ChangeCause `json:"cause"`
 		Changes []struct {
 			Op     string         `json:"op"`
 			Type   string         `json:"type_name"`
@@ -62,7 +63,7 @@ func (p feedPage) lines() []string {
 
 // baselineOf posts changes/baseline and splits the answer: entity lines
 // and the final baseline record.
-func baselineOf(t *testing.T, c *client, body string) (int, []map[string]any, BaselineEnd) {
+func baselineOf(t *testing.T, c *client, body string) (int, []map[string]any, api.BaselineEnd) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", c.base+"/graphs/default/changes/baseline", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -78,13 +79,13 @@ func baselineOf(t *testing.T, c *client, body string) (int, []map[string]any, Ba
 		b, _ := io.ReadAll(resp.Body)
 		var m map[string]any
 		json.Unmarshal(b, &m)
-		return resp.StatusCode, []map[string]any{m}, BaselineEnd{}
+		return resp.StatusCode, []map[string]any{m}, api.BaselineEnd{}
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "application/x-ndjson" {
 		t.Fatalf("baseline content type %q", ct)
 	}
 	var lines []map[string]any
-	var end BaselineEnd
+	var end api.BaselineEnd
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		var m map[string]any
@@ -128,7 +129,7 @@ func TestChangeFeedRoutes(t *testing.T) {
 
 	st, p, m := as("rita").poll("start=beginning")
 	mustStatus(t, "poll from the beginning", st, 200, m)
-	if len(p.Blocks) != 2 || p.Blocks[0].Cause.CommitID != c1 || p.Blocks[1].Cause.CommitID != c2 || !p.CaughtUp || p.Cursor == "" {
+	if len(p.Blocks) != 2 || p.Blocks[0].Cause.GraphCommitID != c1 || p.Blocks[1].Cause.GraphCommitID != c2 || !p.CaughtUp || p.Cursor == "" {
 		t.Fatalf("poll: %+v", p)
 	}
 	if got := strings.Join(p.lines(), "; "); got != "insert Person ada age=36; update Person ada age=37" {
@@ -142,7 +143,7 @@ func TestChangeFeedRoutes(t *testing.T) {
 	mutate(`mutation m() { insert Person { name: "cy" } }`)
 	st, p, m = as("rita").poll("cursor=" + url.QueryEscape(cursor) + "&max_commits=1")
 	mustStatus(t, "poll with the cursor", st, 200, m)
-	if len(p.Blocks) != 1 || p.Blocks[0].Cause.CommitID != c3 || p.CaughtUp {
+	if len(p.Blocks) != 1 || p.Blocks[0].Cause.GraphCommitID != c3 || p.CaughtUp {
 		t.Fatalf("one commit a poll: %+v", p)
 	}
 	if st, _, m := as("rita").poll("cursor=" + url.QueryEscape(p.Cursor) + "&type=Person"); st != 400 || !strings.Contains(m["error"].(string), "another filter") {
@@ -198,7 +199,7 @@ func TestChangeFeedRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := callTool(t, cs, "changes_poll", map[string]any{"start": "after:" + c2, "type": []string{"Person"}, "op": []string{"insert"}, "limit": 1})
+	res := callTool(t, cs, "changes_poll", map[string]any{"start": "after:" + c2, "types": []string{"Person"}, "ops": []string{"insert"}, "limit": 1})
 	if res.IsError {
 		t.Fatalf("changes_poll: %v", structured(t, res))
 	}
@@ -256,7 +257,7 @@ func TestChangeFeedRoutes(t *testing.T) {
 	}
 	// A filtered baseline: only the types it names, and a cursor bound to
 	// that filter.
-	_, lines, end = baselineOf(t, ops, `{"type":["Person"],"op":["delete"]}`)
+	_, lines, end = baselineOf(t, ops, `{"types":["Person"],"ops":["delete"]}`)
 	if len(lines) != 2 {
 		t.Fatalf("filtered baseline: %d lines", len(lines))
 	}
@@ -267,7 +268,7 @@ func TestChangeFeedRoutes(t *testing.T) {
 	if got := strings.Join(p.lines(), "; "); got != "delete Person dee age=<nil>" {
 		t.Fatalf("the filtered feed: %s", got)
 	}
-	if st, body, _ := baselineOf(t, ops, `{"type":["Nope"]}`); st != 400 {
+	if st, body, _ := baselineOf(t, ops, `{"types":["Nope"]}`); st != 400 {
 		t.Fatalf("a baseline of an unknown type: %d %v", st, body)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/lang/gq"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
@@ -27,35 +28,13 @@ type QueryFile struct {
 	Source string
 }
 
-// StoredQuery is one stored query as the catalog lists it.
+// StoredQuery is one compiled stored query: its catalog entry, the file
+// that declares it and that file's source (what runs).
 type StoredQuery struct {
-	Name string `json:"name"`
-	// ToolName is its MCP tool's name (the query's name).
-	ToolName    string       `json:"tool_name"`
-	Description string       `json:"description,omitempty"`
-	Instruction string       `json:"instruction,omitempty"`
-	Mutation    bool         `json:"mutation"`
-	Params      []QueryParam `json:"params"`
-	// InputSchema is the JSON Schema of an invocation's params object.
-	InputSchema map[string]any `json:"input_schema"`
+	api.StoredQuery
 	// File is the file that declares it.
-	File string `json:"file,omitempty"`
-
+	File   string `json:"file,omitempty"`
 	source string
-}
-
-// QueryParam is one parameter of a stored query. Kind is the original
-// system's: string, bool, int, bigint (a JSON string of digits, so no
-// client rounds it), float, date, datetime, blob, vector or list
-// (ItemKind then says of what).
-type QueryParam struct {
-	Name      string         `json:"name"`
-	Type      string         `json:"type"` // the .gq spelling
-	Kind      string         `json:"kind"`
-	ItemKind  string         `json:"item_kind,omitempty"`
-	VectorDim int            `json:"vector_dim,omitempty"`
-	Nullable  bool           `json:"nullable"`
-	Schema    map[string]any `json:"schema"`
 }
 
 // QueryProblem is one reason a set of stored queries is refused (or, as
@@ -185,8 +164,8 @@ func CompileQueries(files []QueryFile, cat *pg.Catalog) (*StoredQueries, []Query
 			if err != nil {
 				continue // Lint reported it
 			}
-			sq := &StoredQuery{Name: decl.Name, ToolName: decl.Name, Description: pl.Description, Instruction: pl.Instruction,
-				Mutation: pl.Mutation != nil, Params: []QueryParam{}, File: f.Name, source: f.Source}
+			sq := &StoredQuery{StoredQuery: api.StoredQuery{Name: decl.Name, ToolName: decl.Name, Description: pl.Description, Instruction: pl.Instruction,
+				Mutation: pl.Mutation != nil, Params: []api.QueryParam{}}, File: f.Name, source: f.Source}
 			for _, p := range pl.Params {
 				qp := paramOf(p)
 				if p.Type.Kind == pg.KindVector {
@@ -216,8 +195,8 @@ func CompileQueries(files []QueryFile, cat *pg.Catalog) (*StoredQueries, []Query
 }
 
 // paramOf describes one declared parameter.
-func paramOf(p *gq.Param) QueryParam {
-	qp := QueryParam{Name: p.Name, Type: p.Type.String(), Nullable: p.Nullable}
+func paramOf(p *gq.Param) api.QueryParam {
+	qp := api.QueryParam{Name: p.Name, Type: p.Type.String(), Nullable: p.Nullable}
 	qp.Kind, qp.Schema = kindOf(p.Type)
 	switch p.Type.Kind {
 	case pg.KindList:
@@ -277,7 +256,7 @@ func kindOf(t pg.Type) (string, map[string]any) {
 
 // paramsSchema is the JSON Schema of a params object: every parameter
 // typed, the non-nullable ones required, nothing else.
-func paramsSchema(ps []QueryParam) map[string]any {
+func paramsSchema(ps []api.QueryParam) map[string]any {
 	props := map[string]any{}
 	required := []string{}
 	for _, p := range ps {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
 
@@ -205,9 +206,9 @@ func TestStoredQueryRoutes(t *testing.T) {
 	if m["affected_nodes"] != 1.0 || m["query_name"] != "add_person" {
 		t.Fatalf("add_person: %v", m)
 	}
-	st, m = alice.json("POST", g0+"/queries/add_person/if-graph-commit", `{"params":{"name":"bo","age":20}}`, HeaderIfGraphCommit, commit)
+	st, m = alice.json("POST", g0+"/queries/add_person/if-graph-commit", `{"params":{"name":"bo","age":20}}`, api.HeaderIfGraphCommit, commit)
 	mustStatus(t, "conditional add at the head", st, 200, m)
-	st, m = alice.json("POST", g0+"/queries/add_person/if-graph-commit", `{"params":{"name":"cy","age":1}}`, HeaderIfGraphCommit, commit)
+	st, m = alice.json("POST", g0+"/queries/add_person/if-graph-commit", `{"params":{"name":"cy","age":1}}`, api.HeaderIfGraphCommit, commit)
 	mustStatus(t, "conditional add at a stale head", st, 412, m)
 	if m["precondition_failure"] == nil {
 		t.Fatalf("412 body: %v", m)
@@ -254,8 +255,8 @@ func TestStoredQueryRoutes(t *testing.T) {
 		{"/queries/add_person", `{"params":{"name":"x"}}`, nil, 400, "$age"},
 		{"/queries/add_person", `{"params":{"name":"x","age":1},"snapshot":"` + commit + `"}`, nil, 400, "drop snapshot"},
 		{"/queries/people", `{"expect_mutation":true}`, nil, 400, "expect_mutation"},
-		{"/queries/people/if-graph-commit", `{}`, []string{HeaderIfGraphCommit, commit}, 400, "is a read"},
-		{"/queries/add_person", `{"params":{"name":"x","age":1}}`, []string{HeaderIfGraphCommit, commit}, 400, "if-graph-commit"},
+		{"/queries/people/if-graph-commit", `{}`, []string{api.HeaderIfGraphCommit, commit}, 400, "is a read"},
+		{"/queries/add_person", `{"params":{"name":"x","age":1}}`, []string{api.HeaderIfGraphCommit, commit}, 400, "if-graph-commit"},
 		{"/queries/add_person/if-graph-commit", `{"params":{"name":"x","age":1}}`, nil, 400, "exactly once"},
 		{"/queries/people", `{"branch":"nope"}`, nil, 404, ""},
 	}

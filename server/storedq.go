@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/omnigraph-go/omnigraph/api"
 )
 
 // The routes and MCP tools of stored queries (queries.go holds the
@@ -19,31 +21,6 @@ import (
 // (context.query), then read or change as the query does; a query the
 // actor may not invoke answers exactly as one that does not exist (404),
 // so the catalog does not leak through the invoke route.
-
-type (
-	// QueryCatalog is GET queries: the stored queries the actor may
-	// invoke.
-	QueryCatalog struct {
-		Queries []StoredQuery `json:"queries"`
-	}
-	// InvokeRequest is POST queries/NAME (the body may be empty).
-	InvokeRequest struct {
-		Params   map[string]any `json:"params,omitempty" jsonschema:"the query's parameters by name"`
-		Branch   string         `json:"branch,omitempty" jsonschema:"the branch to read or write (default main)"`
-		Snapshot string         `json:"snapshot,omitempty" jsonschema:"a read query only: a graph commit id to read instead of a branch head"`
-		// ExpectMutation, when set, must say what the query is: a client
-		// that means to read never runs a mutation by a wrong name.
-		ExpectMutation *bool `json:"expect_mutation,omitempty" jsonschema:"when set, the call fails unless the query is a mutation (true) or a read (false)"`
-	}
-	// StoredRunInput is the stored_query_run tool's input.
-	StoredRunInput struct {
-		Name          string         `json:"name" jsonschema:"the stored query (see stored_query_list)"`
-		Params        map[string]any `json:"params,omitempty" jsonschema:"its parameters by name"`
-		Branch        string         `json:"branch,omitempty" jsonschema:"the branch (default main)"`
-		Snapshot      string         `json:"snapshot,omitempty" jsonschema:"a read query only: a commit id to read"`
-		IfGraphCommit string         `json:"if_graph_commit,omitempty" jsonschema:"a mutation only: write only while the branch head is this commit id"`
-	}
-)
 
 const (
 	storedListTool = "stored_query_list"
@@ -54,25 +31,16 @@ const (
 	perQueryTools = 24
 )
 
-// storedRoutes are the stored-query entries of the route table.
-func storedRoutes(g string) []Route {
-	return []Route{
-		{Method: "GET", Path: g + "/queries", OperationID: "listQueries", Summary: "The graph's stored queries the caller may invoke: name, tool name, description, parameters with their JSON Schema", Auth: true, Graph: true, Response: "QueryCatalog", Statuses: readErrs, handle: handleListQueries},
-		{Method: "POST", Path: g + "/queries/{name}", OperationID: "invokeQuery", Summary: "Run a stored query by name: a read answers as POST query, a mutation as POST mutate", Auth: true, Graph: true, Request: "InvokeRequest", Response: "StoredQueryOutput", Statuses: writeErrs, handle: handleInvokeQuery},
-		{Method: "POST", Path: g + "/queries/{name}/if-graph-commit", OperationID: "invokeQueryIfGraphCommit", Summary: "Run a stored mutation only while the branch head is the given commit", Auth: true, Graph: true, Header: HeaderIfGraphCommit, Request: "InvokeRequest", Response: "ChangeOutput", Statuses: append([]int{412}, writeErrs...), handle: handleInvokeQueryIf},
-	}
-}
-
 // ifGraphCommit reads the Omnigraph-If-Graph-Commit header of a
 // conditional route: exactly once, one raw commit id.
 func (r *request) ifGraphCommit() (string, error) {
-	vs := r.Header.Values(HeaderIfGraphCommit)
+	vs := r.Header.Values(api.HeaderIfGraphCommit)
 	if len(vs) != 1 {
-		return "", badRequest("send the %s header exactly once, with the raw commit id the branch head must be", HeaderIfGraphCommit)
+		return "", badRequest("send the %s header exactly once, with the raw commit id the branch head must be", api.HeaderIfGraphCommit)
 	}
 	v := strings.TrimSpace(vs[0])
 	if v == "" || v == "*" || strings.ContainsAny(v, `",`) || strings.HasPrefix(v, "W/") {
-		return "", badRequest("%s takes one raw commit id (no '*', quotes, W/ or lists)", HeaderIfGraphCommit)
+		return "", badRequest("%s takes one raw commit id (no '*', quotes, W/ or lists)", api.HeaderIfGraphCommit)
 	}
 	return v, nil
 }
@@ -90,19 +58,19 @@ func (r *request) storedQuery(name string) (*StoredQuery, error) {
 		if ok {
 			r.s.log.Info("policy denied", "actor", actorOrAnon(r.actor), "action", string(ActionInvokeQuery), "graph", r.graphID, "query", name)
 		}
-		return nil, fail(http.StatusNotFound, CodeNotFound, "graph %q has no stored query %q (GET /graphs/%s/queries lists them)", r.graphID, name, r.graphID)
+		return nil, fail(http.StatusNotFound, api.CodeNotFound, "graph %q has no stored query %q (GET /graphs/%s/queries lists them)", r.graphID, name, r.graphID)
 	}
 	return q, nil
 }
 
-func (r *request) opListQueries() (QueryCatalog, error) {
+func (r *request) opListQueries() (api.QueryCatalog, error) {
 	if err := r.authorize(ActionRead, orMain(""), ""); err != nil {
-		return QueryCatalog{}, err
+		return api.QueryCatalog{}, err
 	}
-	out := QueryCatalog{Queries: []StoredQuery{}}
+	out := api.QueryCatalog{Queries: []api.StoredQuery{}}
 	for _, q := range r.s.queries[r.graphID].List() {
 		if r.s.mayInvoke(r.actor, r.graphID, q.Name) {
-			out.Queries = append(out.Queries, *q)
+			out.Queries = append(out.Queries, q.StoredQuery)
 		}
 	}
 	return out, nil
@@ -110,7 +78,7 @@ func (r *request) opListQueries() (QueryCatalog, error) {
 
 // opInvoke runs stored query name. conditional: the if-graph-commit
 // route or argument, with the head it must find (ifCommit).
-func (r *request) opInvoke(name string, in InvokeRequest, conditional bool, ifCommit string) (any, error) {
+func (r *request) opInvoke(name string, in api.InvokeRequest, conditional bool, ifCommit string) (any, error) {
 	q, err := r.storedQuery(name)
 	if err != nil {
 		return nil, err
@@ -131,12 +99,12 @@ func (r *request) opInvoke(name string, in InvokeRequest, conditional bool, ifCo
 		if conditional {
 			return nil, badRequest("stored query %s is a read; only a mutation runs conditionally", name)
 		}
-		return r.opQuery(QueryRequest{Query: q.source, Name: q.Name, Params: in.Params, Branch: in.Branch, Snapshot: in.Snapshot})
+		return r.opQuery(api.QueryRequest{Query: q.source, Name: q.Name, Params: in.Params, Branch: in.Branch, Snapshot: in.Snapshot})
 	}
 	if in.Snapshot != "" {
 		return nil, badRequest("stored query %s is a mutation: it writes a branch head, not a snapshot; drop snapshot", name)
 	}
-	return r.opMutate(MutateRequest{Query: q.source, Name: q.Name, Params: in.Params, Branch: in.Branch}, ifCommit)
+	return r.opMutate(api.MutateRequest{Query: q.source, Name: q.Name, Params: in.Params, Branch: in.Branch}, ifCommit)
 }
 
 func handleListQueries(r *request) (int, any, error) {
@@ -145,8 +113,8 @@ func handleListQueries(r *request) (int, any, error) {
 }
 
 // decodeInvoke reads an invoke body: optional (no body is {}).
-func (r *request) decodeInvoke() (InvokeRequest, error) {
-	var in InvokeRequest
+func (r *request) decodeInvoke() (api.InvokeRequest, error) {
+	var in api.InvokeRequest
 	if r.ContentLength == 0 {
 		return in, nil
 	}
@@ -155,8 +123,8 @@ func (r *request) decodeInvoke() (InvokeRequest, error) {
 }
 
 func handleInvokeQuery(r *request) (int, any, error) {
-	if len(r.Header.Values(HeaderIfGraphCommit)) > 0 {
-		return 0, nil, badRequest("%s goes with POST /graphs/%s/queries/NAME/if-graph-commit; this route never writes conditionally", HeaderIfGraphCommit, r.graphID)
+	if len(r.Header.Values(api.HeaderIfGraphCommit)) > 0 {
+		return 0, nil, badRequest("%s goes with POST /graphs/%s/queries/NAME/if-graph-commit; this route never writes conditionally", api.HeaderIfGraphCommit, r.graphID)
 	}
 	in, err := r.decodeInvoke()
 	if err != nil {
@@ -194,8 +162,8 @@ func (s *Server) storedTools(ms *mcp.Server, graphID string) map[string]string {
 			func(r *request, _ NoInput) (any, error) { return r.opListQueries() })
 		list.add(s, ms, list.tool)
 		run := tool(storedRunTool, ActionRead, "Run a stored query by name (see stored_query_list) with its params; reads answer rows, mutations a commit", destructive(true),
-			func(r *request, in StoredRunInput) (any, error) {
-				return r.opInvoke(in.Name, InvokeRequest{Params: in.Params, Branch: in.Branch, Snapshot: in.Snapshot}, in.IfGraphCommit != "", strings.TrimSpace(in.IfGraphCommit))
+			func(r *request, in api.StoredRunInput) (any, error) {
+				return r.opInvoke(in.Name, api.InvokeRequest{Params: in.Params, Branch: in.Branch, Snapshot: in.Snapshot}, in.IfGraphCommit != "", strings.TrimSpace(in.IfGraphCommit))
 			})
 		run.add(s, ms, run.tool)
 		tools[storedListTool], tools[storedRunTool] = "", ""
@@ -269,7 +237,7 @@ func (s *Server) addStoredTool(ms *mcp.Server, q *StoredQuery) {
 			if in.Snapshot != "" && q.Mutation || in.IfGraphCommit != "" && !q.Mutation {
 				return nil, badRequest("the arguments of %s: a read takes snapshot, a mutation if_graph_commit", name)
 			}
-			return r.opInvoke(name, InvokeRequest{Params: in.Params, Branch: in.Branch, Snapshot: in.Snapshot}, in.IfGraphCommit != "", strings.TrimSpace(in.IfGraphCommit))
+			return r.opInvoke(name, api.InvokeRequest{Params: in.Params, Branch: in.Branch, Snapshot: in.Snapshot}, in.IfGraphCommit != "", strings.TrimSpace(in.IfGraphCommit))
 		})
 		status := http.StatusOK
 		if f != nil {

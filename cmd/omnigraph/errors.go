@@ -8,8 +8,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/client"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/changes"
+	"github.com/omnigraph-go/omnigraph/graph/diff"
 	"github.com/omnigraph-go/omnigraph/graph/schema"
 	"github.com/omnigraph-go/omnigraph/lang/gq"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
@@ -108,6 +111,10 @@ var errorCodes = []struct {
 	{"corrupt", manifest.ErrCorrupt},
 	{"corrupt", recovery.ErrCorruptSidecar},
 	{"precondition_failed", graph.ErrPreconditionFailed},
+	{"change_feed_gap", changes.ErrGap},
+	{"change_cursor_rejected", changes.ErrCursorRejected},
+	{"schema_boundary", diff.ErrSchemaBoundary},
+	{"parentless_commit", diff.ErrParentlessCommit},
 }
 
 // errorCode is the stable code of err: "usage" for exit 2, a .gq error's own
@@ -116,6 +123,10 @@ var errorCodes = []struct {
 func errorCode(err error, exit int) string {
 	if exit == exitUsage {
 		return "usage"
+	}
+	var se *client.Error
+	if errors.As(err, &se) {
+		return remoteErrorCode(se)
 	}
 	var outcome *graph.OutcomeUnknown
 	if errors.As(err, &outcome) {

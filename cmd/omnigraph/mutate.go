@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/omnigraph-go/omnigraph/api"
+	"github.com/omnigraph-go/omnigraph/client"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
 )
@@ -20,21 +22,23 @@ func init() {
 		var auto autoOptimizeFlag
 		var file, expr, params, branch, ifCommit string
 		c := &cobra.Command{
-			Use:   "mutate (--query FILE.gq [NAME] | -e 'GQ') [--params JSON] [--branch B] [--if-commit ID] [--wait D] --store URL",
+			Use:   "mutate (--query FILE.gq [NAME] | -e 'GQ' | NAME --server URL) [--params JSON] [--branch B] [--if-commit ID] [--wait D] --store URL",
 			Short: "Run a .gq mutation (insert / update / delete) as one commit",
 			Long: "Run a .gq mutation as ONE commit: every statement sees the earlier ones'\n" +
 				"inserts and updates, and either everything lands or nothing does. A query\n" +
 				"either inserts/updates or deletes (never both). -e takes a whole query, or\n" +
 				"just statements (insert Person { ... }). --params is a JSON object.\n" +
 				"--if-commit ID writes only while the branch head is still commit ID; when it\n" +
-				"is not, nothing is written and the exit code is 4.",
+				"is not, nothing is written and the exit code is 4. With --server and no\n" +
+				"--query or -e, NAME is a stored mutation of the server (omnigraph queries list).",
 			Args: cobra.MaximumNArgs(2),
 			RunE: func(c *cobra.Command, args []string) (err error) {
 				ctx := c.Context()
-				if (file == "") == (expr == "") {
-					return usagef("give the mutation once: --query FILE.gq [NAME] or -e 'insert Person { ... }'")
+				stored := file == "" && expr == "" && len(args) == 1 && t.server != ""
+				if !stored && (file == "") == (expr == "") {
+					return usagef("give the mutation once: --query FILE.gq [NAME] or -e 'insert Person { ... }' (or, with --server, the NAME of a stored mutation)")
 				}
-				if t.store == "" && len(args) > 0 {
+				if t.store == "" && t.server == "" && len(args) > 0 {
 					t.store, args = args[len(args)-1], args[:len(args)-1]
 				}
 				if len(args) > 1 {
@@ -45,7 +49,9 @@ func init() {
 					name = args[0]
 				}
 				src := expr
-				if file != "" {
+				if stored {
+					// A stored mutation, by name: the server holds its source.
+				} else if file != "" {
 					b, err := os.ReadFile(file)
 					if err != nil {
 						return usagef("read the query file: %v", err)
@@ -58,20 +64,49 @@ func init() {
 				if err != nil {
 					return err
 				}
-				g, done, err := t.openWrite(ctx, "mutate")
+				sg, err := t.serverGraph(c)
 				if err != nil {
 					return err
 				}
-				defer done(&err)
-				res, err := mutate.Query(ctx, g, src, name, mutate.Options{Branch: branch, Params: p, IfCommit: ifCommit})
-				if errors.Is(err, graph.ErrPreconditionFailed) {
-					return exitCodeError{code: exitConflict, err: err}
+				var res *mutate.Result
+				if sg != nil {
+					var opts []client.WriteOption
+					if ifCommit != "" {
+						opts = append(opts, client.IfGraphCommit(ifCommit))
+					}
+					var out *api.ChangeOutput
+					if stored {
+						mutation := true
+						var r *client.InvokeResult
+						if r, err = sg.InvokeQuery(ctx, name, api.InvokeRequest{Params: p, Branch: branch, ExpectMutation: &mutation}, opts...); err == nil {
+							out = r.Mutation
+						}
+					} else {
+						out, err = sg.Mutate(ctx, api.MutateRequest{Query: src, Name: name, Params: p, Branch: branch}, opts...)
+					}
+					if err != nil {
+						return t.remoteErr(err)
+					}
+					res = mutateResult(out)
+				} else {
+					// err stays the named result: done reports a failed
+					// lock release through it.
+					var g *graph.Graph
+					var done func(*error)
+					if g, done, err = t.openWrite(ctx, "mutate"); err != nil {
+						return err
+					}
+					defer done(&err)
+					res, err = mutate.Query(ctx, g, src, name, mutate.Options{Branch: branch, Params: p, IfCommit: ifCommit})
+					if errors.Is(err, graph.ErrPreconditionFailed) {
+						return exitCodeError{code: exitConflict, err: err}
+					}
+					if err != nil {
+						return err
+					}
+					// After the result is printed, before the lock is released.
+					defer auto.run(ctx, g, res.Commit)
 				}
-				if err != nil {
-					return err
-				}
-				// After the result is printed, before the lock is released.
-				defer auto.run(ctx, g, res.Commit)
 				for _, w := range res.Warnings {
 					fmt.Fprintln(a.stderr, "warning:", w)
 				}
@@ -88,6 +123,7 @@ func init() {
 			},
 		}
 		t.addStore(c)
+		t.addServer(c)
 		t.addJSON(c)
 		t.addActor(c)
 		t.addWait(c)

@@ -31,11 +31,34 @@ type serveConfig struct {
 		BodyBytes      int64 `json:"max_body_bytes,omitempty"`
 		LoadBytes      int64 `json:"max_load_bytes,omitempty"`
 	} `json:"limits"`
-	// Graphs maps graph ids to storage URLs.
-	Graphs map[string]string `json:"graphs"`
+	// Graphs maps graph ids to a storage URL, or to {"store": URL,
+	// "queries": PATH} (PATH: the graph's stored queries).
+	Graphs map[string]graphEntry `json:"graphs"`
 
 	dir          string
 	drainTimeout time.Duration
+}
+
+// graphEntry is one graph of the config: a storage URL, or an object
+// with the URL and the graph's stored queries.
+type graphEntry struct {
+	Store   string `json:"store"`
+	Queries string `json:"queries,omitempty"`
+}
+
+func (e *graphEntry) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &e.Store)
+	}
+	type plain graphEntry
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var p plain
+	if err := dec.Decode(&p); err != nil {
+		return fmt.Errorf("a graph is a storage URL or {\"store\": URL, \"queries\": PATH}: %w", err)
+	}
+	*e = graphEntry(p)
+	return nil
 }
 
 // readServeConfig reads and checks a config file: known version and
@@ -56,6 +79,11 @@ func readServeConfig(path string) (*serveConfig, error) {
 	}
 	if len(c.Graphs) == 0 {
 		return nil, usagef("config file %s: no graphs: give \"graphs\": {\"ID\": \"STORAGE URL\"}", path)
+	}
+	for id, g := range c.Graphs {
+		if g.Store == "" {
+			return nil, usagef("config file %s: graph %q has no store URL", path, id)
+		}
 	}
 	if c.DrainTimeout != "" {
 		d, err := time.ParseDuration(c.DrainTimeout)
@@ -113,7 +141,7 @@ func (c *serveConfig) apply(o *serveOptions) ([]servedGraph, map[string][]string
 	sort.Strings(ids)
 	graphs := make([]servedGraph, len(ids))
 	for i, id := range ids {
-		graphs[i] = servedGraph{id: id, url: c.rel(c.Graphs[id])}
+		graphs[i] = servedGraph{id: id, url: c.rel(c.Graphs[id].Store), queries: c.rel(c.Graphs[id].Queries)}
 	}
 	return graphs, c.Groups
 }
