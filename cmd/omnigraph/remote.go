@@ -50,12 +50,15 @@ func (t *graphTarget) serverGraph(c *cobra.Command) (*client.Graph, error) {
 	if t.store != "" {
 		return nil, usagef("give either --store (open the graph here) or --server (go through a server), not both")
 	}
-	for f, why := range map[string]string{
+	refused := map[string]string{
 		"as":               "the server records the actor of your token",
 		"wait":             "the server holds the graph's lock itself",
 		"no-auto-optimize": "the server runs its own compaction",
-		"type":             "the server's load takes no --type",
-	} {
+	}
+	if c.Name() == "load" {
+		refused["type"] = "the server's load takes no --type"
+	}
+	for f, why := range refused {
 		if fl := c.Flags().Lookup(f); fl != nil && fl.Changed {
 			return nil, usagef("--%s does not go with --server: %s", f, why)
 		}
