@@ -54,8 +54,6 @@ var schemaTypes = map[string]reflect.Type{
 	"ChangeCause":         reflect.TypeFor[api.ChangeCause](),
 	"ChangeFeedGap":       reflect.TypeFor[api.ChangeFeedGap](),
 	"BaselineRequest":     reflect.TypeFor[api.BaselineRequest](),
-	"BaselineRecord":      reflect.TypeFor[api.BaselineRecord](),
-	"BaselineEnd":         reflect.TypeFor[api.BaselineEnd](),
 	"QueryCatalog":        reflect.TypeFor[api.QueryCatalog](),
 	"StoredQuery":         reflect.TypeFor[api.StoredQuery](),
 	"QueryParam":          reflect.TypeFor[api.QueryParam](),
@@ -178,9 +176,9 @@ func operation(rt api.Route, auth bool) map[string]any {
 		ok["headers"] = map[string]any{api.HeaderGraphCommit: map[string]any{"description": "the commit the export read", "schema": map[string]any{"type": "string"}}}
 		ok["description"] = "OK: the lines, then the " + api.TrailerExportEntities + " trailer (the line count); a body without the trailer was cut short and must be discarded"
 	case "BaselineNDJSON":
-		ok["content"] = map[string]any{"application/x-ndjson": map[string]any{"schema": map[string]any{"type": "string", "description": "graph-batch lines, then one BaselineRecord line"}, "example": ex.Response}}
+		ok["content"] = map[string]any{"application/x-ndjson": map[string]any{"schema": map[string]any{"type": "string", "description": "graph-batch lines, then the baseline record line"}, "example": ex.Response}}
 		ok["headers"] = map[string]any{api.HeaderGraphCommit: map[string]any{"description": "the commit the baseline is", "schema": map[string]any{"type": "string"}}}
-		ok["description"] = "OK: the head's entities as graph-batch lines, then the BaselineRecord line {\"baseline\":{snapshot_commit_id, resume_cursor}}; a body without it was cut short and must be discarded"
+		ok["description"] = "OK: the head's entities as graph-batch lines, then the baseline record line {\"baseline\":{snapshot_commit_id, resume_cursor}}; a body without it was cut short and must be discarded"
 	case "StoredQueryOutput":
 		ok["content"] = map[string]any{"application/json": map[string]any{"schema": map[string]any{"oneOf": []any{ref("ReadOutput"), ref("ChangeOutput")}}, "example": ex.Response}}
 		ok["description"] = "OK: a read answers as POST query (ReadOutput), a mutation as POST mutate (ChangeOutput)"
