@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/omnigraph-go/omnigraph/backend/counter"
 	"github.com/omnigraph-go/omnigraph/graph/changes"
 	"github.com/omnigraph-go/omnigraph/graph/diff"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
@@ -298,4 +300,60 @@ func TestFilterIsBoundToTheCursor(t *testing.T) {
 			t.Errorf("filter %+v: %v, want invalid input", bad, err)
 		}
 	}
+}
+
+// TestPollRequestsAndRoundTrips pins a poll's cost in requests: caught
+// up on a warm handle, a poll is the head's List; one new one-row commit
+// (on a freshly opened handle, which read the head) is the ranged read of
+// the cursor's manifest version (a List and a GET: the head is not read
+// again), the changed table's two versions side by side and its new
+// fragment, and nothing of the other tables: 6 requests in 4 round trips.
+// The counts are the same after 5 commits and after 60.
+func TestPollRequestsAndRoundTrips(t *testing.T) {
+	measure := func(depth int) (caughtUp, oneCommit counterCounts) {
+		r := newRig(t)
+		r.load(t, "main", seed)
+		for i := 0; i < depth; i++ {
+			r.mutate(t, "main", fmt.Sprintf(`query q() { update Person set { age: %d } where handle = "bob" }`, i))
+		}
+		cur := r.poll(t, changes.Request{}).Cursor
+		r.reopen(t)
+		r.poll(t, changes.Request{Cursor: cur}) // warm: the handle knows the head
+		r.count.Reset()
+		if p := r.poll(t, changes.Request{Cursor: cur}); len(p.Blocks) != 0 || !p.CaughtUp {
+			t.Fatalf("caught up: %d blocks", len(p.Blocks))
+		}
+		caughtUp = countsOf(r.count.Snapshot())
+		r.mutate(t, "main", `query q() { insert Company { slug: "new" } }`)
+		r.reopen(t)
+		// Each request takes a while, so that requests sent together
+		// overlap and the counter's round trips are exact.
+		r.fault.Latency(5 * time.Millisecond)
+		r.count.Reset()
+		p := r.poll(t, changes.Request{Cursor: cur})
+		oneCommit = countsOf(r.count.Snapshot())
+		r.fault.Latency(0)
+		if len(renderBlocks(p)) != 1 {
+			t.Fatalf("one commit: %v", renderBlocks(p))
+		}
+		return
+	}
+	c5, o5 := measure(5)
+	c60, o60 := measure(60)
+	t.Logf("caught up: %+v; one new commit: %+v (depth 5 and 60)", c5, o5)
+	if c5 != c60 || o5 != o60 {
+		t.Fatalf("cost grows with history: caught up %+v vs %+v, one commit %+v vs %+v", c5, c60, o5, o60)
+	}
+	if c5.Total != 1 || c5.List != 1 {
+		t.Errorf("a caught-up poll: %+v, want the head's List", c5)
+	}
+	if o5.Total != 6 || o5.RoundTrips != 4 {
+		t.Errorf("a poll of one commit: %+v, want 6 requests in 4 round trips", o5)
+	}
+}
+
+type counterCounts struct{ Get, List, Total, RoundTrips int }
+
+func countsOf(c counter.Counts) counterCounts {
+	return counterCounts{Get: c.Get, List: c.List, Total: c.Total, RoundTrips: c.RoundTrips}
 }

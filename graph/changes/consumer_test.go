@@ -20,7 +20,8 @@ import (
 // then from its stored cursor on a fresh read-only handle, and sometimes
 // "crashes" after applying a page but before storing its cursor. It sees
 // every commit at least once and in commit order, and its replica equals
-// the graph once it has caught up.
+// the graph once it has caught up. Its handles probe the head on every
+// poll (AlwaysProbe, as serve opens graphs): caught_up is then exact.
 func TestConsumerWhileWritersRun(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
@@ -64,7 +65,7 @@ func TestConsumerWhileWritersRun(t *testing.T) {
 
 	var seen []string // commit ids in the order first seen
 	seenSet := map[string]bool{}
-	consumer, err := graph.Open(ctx, r.count, graph.OpenOptions{ReadOnly: true})
+	consumer, err := graph.Open(ctx, r.count, graph.OpenOptions{ReadOnly: true, AlwaysProbe: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestConsumerWhileWritersRun(t *testing.T) {
 		case 1:
 			restarts++
 			consumer.Close()
-			if consumer, err = graph.Open(ctx, r.count, graph.OpenOptions{ReadOnly: true}); err != nil {
+			if consumer, err = graph.Open(ctx, r.count, graph.OpenOptions{ReadOnly: true, AlwaysProbe: true}); err != nil {
 				t.Fatal(err)
 			}
 			stored = p.Cursor
@@ -123,7 +124,13 @@ func TestConsumerWhileWritersRun(t *testing.T) {
 	}
 	want = want[slices.Index(want, startCommit)+1:]
 	if !slices.Equal(seen, want) {
-		t.Fatalf("the consumer saw %d commits, the branch has %d after the start:\n%v\n%v", len(seen), len(want), seen, want)
+		var missing []int
+		for i, id := range want {
+			if !seenSet[id] {
+				missing = append(missing, i)
+			}
+		}
+		t.Fatalf("the consumer saw %d commits, the branch has %d after the start; missing positions %v", len(seen), len(want), missing)
 	}
 	if got := state(t, r.g, "main"); !maps.Equal(replica, got) {
 		t.Fatalf("the replica differs from the graph:\n%v\n%v", replica, got)

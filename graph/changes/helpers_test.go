@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/omnigraph-go/omnigraph/backend/counter"
+	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/change"
@@ -34,6 +35,7 @@ edge WorksAt: Person -> Company
 
 type rig struct {
 	mem   *mem.Store
+	fault *fault.Injector
 	count *counter.Counter
 	g     *graph.Graph
 }
@@ -41,7 +43,8 @@ type rig struct {
 func newRig(t testing.TB) *rig {
 	t.Helper()
 	r := &rig{mem: mem.New()}
-	r.count = counter.New(r.mem)
+	r.fault = fault.New(r.mem)
+	r.count = counter.New(r.fault)
 	g, err := graph.Init(context.Background(), r.count, schemaV1, graph.InitOptions{Actor: "tester"})
 	if err != nil {
 		t.Fatalf("Init: %v", err)

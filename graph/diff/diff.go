@@ -173,21 +173,21 @@ func TableChanges(ctx context.Context, a, b *graph.Snapshot, t Table) (map[strin
 	if samePin(pa, pb) {
 		return nil, nil
 	}
-	da, err := a.OpenTable(ctx, t.Key)
-	if err != nil {
-		return nil, err
-	}
-	db, err := b.OpenTable(ctx, t.Key)
-	if err != nil {
+	// The two sides are read side by side: one round trip for the two
+	// versions, one for the fragments they do not share.
+	var da, db *table.Dataset
+	if err := both(
+		func() (err error) { da, err = a.OpenTable(ctx, t.Key); return err },
+		func() (err error) { db, err = b.OpenTable(ctx, t.Key); return err },
+	); err != nil {
 		return nil, err
 	}
 	onlyA, onlyB := unshared(da.Manifest(), db.Manifest())
-	ra, err := readRows(ctx, da, onlyA)
-	if err != nil {
-		return nil, fmt.Errorf("diff %s: %w", t.Key, err)
-	}
-	rb, err := readRows(ctx, db, onlyB)
-	if err != nil {
+	var ra, rb map[string]change.Row
+	if err := both(
+		func() (err error) { ra, err = readRows(ctx, da, onlyA); return err },
+		func() (err error) { rb, err = readRows(ctx, db, onlyB); return err },
+	); err != nil {
 		return nil, fmt.Errorf("diff %s: %w", t.Key, err)
 	}
 	out := map[string]*Change{}
@@ -247,6 +247,17 @@ func unshared(a, b *table.Manifest) (onlyA, onlyB []string) {
 		}
 	}
 	return onlyA, onlyB
+}
+
+// both runs f and g concurrently and returns the first error.
+func both(f, g func() error) error {
+	errc := make(chan error, 1)
+	go func() { errc <- g() }()
+	err := f()
+	if gerr := <-errc; err == nil {
+		err = gerr
+	}
+	return err
 }
 
 // readRows reads the live rows of the given fragments, by id.
