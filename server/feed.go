@@ -132,6 +132,9 @@ func (r *request) opPollChanges(in api.PollRequest) (*api.ChangeFeedOutput, erro
 	if err := r.authorize(ActionRead, branch, ""); err != nil {
 		return nil, err
 	}
+	if err := r.admitRead(); err != nil {
+		return nil, err
+	}
 	p, err := changes.Poll(r.Context(), r.g, req)
 	if err != nil {
 		return nil, err
@@ -174,6 +177,9 @@ func handleBaseline(r *request) (int, any, error) {
 	}
 	branch := orMain(in.Branch)
 	if err := r.authorize(ActionExport, branch, ""); err != nil {
+		return 0, nil, err
+	}
+	if err := r.admitRead(); err != nil {
 		return 0, nil, err
 	}
 	snap, err := r.g.Snapshot(r.Context(), branch)

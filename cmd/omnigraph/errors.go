@@ -115,6 +115,7 @@ var errorCodes = []struct {
 	{"change_cursor_rejected", changes.ErrCursorRejected},
 	{"schema_boundary", diff.ErrSchemaBoundary},
 	{"parentless_commit", diff.ErrParentlessCommit},
+	{"budget_exceeded", graph.ErrBudgetExceeded},
 }
 
 // errorCode is the stable code of err: "usage" for exit 2, a .gq error's own
