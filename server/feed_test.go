@@ -287,3 +287,55 @@ func headOf(t *testing.T, g *graph.Graph) string {
 	}
 	return s.CommitID()
 }
+
+// TestFeedTakesAReadSlot: a poll and a baseline are reads that can be
+// large, so they take a read slot of their actor as query and commit
+// changes do. With alice's one slot held, her poll, baseline and stored
+// read are 429 with Retry-After and nothing is streamed; bob's poll runs;
+// once the slot is freed alice polls again and sees the graph's changes.
+func TestFeedTakesAReadSlot(t *testing.T) {
+	g := peopleGraph(t, 20, 1)
+	tokens, secrets := tokensFor(t, "alice", "bob")
+	cat, err := g.Schema(context.Background(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, problems := CompileQueries([]QueryFile{{Name: "q.gq", Source: `query people() { match { $p: Person } return { $p.name } }`}}, cat)
+	if set == nil {
+		t.Fatal(problems)
+	}
+	s, err := New(Config{Tokens: tokens, Limits: Limits{ReadsPerActor: 1, RetryAfter: 7}, Graphs: []Graph{{ID: "default", G: g, Queries: set}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newHTTPServer(t, s)
+	alice := &client{t: t, base: base, token: secrets["alice"]}
+	bob := &client{t: t, base: base, token: secrets["bob"]}
+
+	release, f := s.adm.admitRead("alice")
+	if f != nil {
+		t.Fatal(f)
+	}
+	for _, rq := range []struct{ method, path, ctype, body string }{
+		{"GET", "/graphs/default/changes?start=beginning", "", ""},
+		{"POST", "/graphs/default/changes/baseline", "application/json", `{}`},
+		{"POST", "/graphs/default/queries/people", "application/json", `{}`},
+	} {
+		st, m, h := alice.do(rq.method, rq.path, rq.ctype, rq.body)
+		mustStatus(t, rq.method+" "+rq.path+" with alice's slot taken", st, 429, m)
+		if h.Get("Retry-After") != "7" || m["code"] != "too_many_requests" {
+			t.Fatalf("%s %s: Retry-After %q, body %v", rq.method, rq.path, h.Get("Retry-After"), m)
+		}
+	}
+	st, m, _ := bob.do("GET", "/graphs/default/changes?start=beginning", "", "")
+	mustStatus(t, "bob's poll", st, 200, m)
+	release()
+	if n := s.adm.inFlightReads(); n != 0 {
+		t.Fatalf("%d reads in flight after the refusals and bob's poll", n)
+	}
+	st, m, _ = alice.do("GET", "/graphs/default/changes?start=beginning", "", "")
+	mustStatus(t, "alice's poll once her slot is free", st, 200, m)
+	if m["caught_up"] != true || len(m["blocks"].([]any)) == 0 {
+		t.Fatalf("alice's poll from the beginning: %v", m)
+	}
+}
