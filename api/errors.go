@@ -30,6 +30,7 @@ type ErrorOutput struct {
 	PreconditionFailure *PreconditionFailure `json:"precondition_failure,omitempty"`
 	OutcomeUnknown      *OutcomeUnknown      `json:"outcome_unknown,omitempty"`
 	ChangeDiffRefusal   *ChangeDiffRefusal   `json:"change_diff_refusal,omitempty"`
+	ChangeFeedGap       *ChangeFeedGap       `json:"change_feed_gap,omitempty"`
 	// StopReason says why a stopping server refuses (503
 	// server_stopping): shutdown, panic, recovery_required,
 	// opaque_failure or lease_lost.
