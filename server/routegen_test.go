@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"reflect"
@@ -55,6 +56,39 @@ func newFixture(t *testing.T) *fixture {
 	}
 	return &fixture{g: g, store: store, first: res.Commit.ID}
 }
+
+// exStored is the fixture's stored queries: a read and a mutation, so
+// the stored-query routes and tools have examples of both.
+const exStored = `query people() { match { $p: Person } return { $p.name } }
+mutation add() { insert Person { name: "eve" } }`
+
+// serve serves fx's graph as "default" with its stored queries.
+func (fx *fixture) serve(t *testing.T, cfg Config) (*Server, string) {
+	t.Helper()
+	cat, err := fx.g.Schema(context.Background(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, problems := CompileQueries([]QueryFile{{Name: "stored.gq", Source: exStored}}, cat)
+	if set == nil {
+		t.Fatal(problems)
+	}
+	cfg.Graphs = []Graph{{ID: "default", G: fx.g, Queries: set}}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	return s, hs.URL
+}
+
+// storedTools are the fixture's stored queries as MCP tools.
+var storedTools = []string{"add", "people"}
+
+// allTools is every MCP tool of the fixture: the built-in ones and the
+// stored queries.
+func allTools() []string { return append(MCPTools(), storedTools...) }
 
 // state is what a refused request must leave as it was: every live
 // branch and its head commit.
@@ -156,6 +190,17 @@ func routeExample(t *testing.T, fx *fixture, rt Route) (sample, bool) {
 		return sample{path: g + "/commits/" + fx.first, want: 200}, true
 	case "getCommitChanges":
 		return sample{path: g + "/commits/" + fx.first + "/changes", query: url.Values{"type": {"Person"}, "op": {"insert"}, "limit": {"5"}}, want: 200}, true
+	case "pollChanges":
+		return sample{path: g + "/changes", query: url.Values{"branch": {"main"}, "start": {"beginning"}, "limit": {"5"}}, want: 200}, true
+	case "captureChangeBaseline":
+		return sample{path: g + "/changes/baseline", ctype: js, body: jsonBody(map[string]any{"branch": "main", "types": []string{"Person"}}), want: 200}, true
+	case "listQueries":
+		return sample{path: g + "/queries", want: 200}, true
+	case "invokeQuery":
+		return sample{path: g + "/queries/people", ctype: js, body: jsonBody(map[string]any{"params": map[string]any{}, "branch": "main"}), want: 200}, true
+	case "invokeQueryIfGraphCommit":
+		return sample{path: g + "/queries/add/if-graph-commit", ctype: js, body: jsonBody(map[string]any{"params": map[string]any{}, "branch": "main"}),
+			header: http.Header{api.HeaderIfGraphCommit: {fx.head(t, "main")}}, want: 200}, true
 	}
 	return sample{}, false
 }
@@ -185,6 +230,12 @@ func toolExample(fx *fixture, name string) (map[string]any, bool) {
 		return map[string]any{"commit_id": fx.first}, true
 	case "commit_changes":
 		return map[string]any{"commit_id": fx.first, "type": "Person", "limit": 5}, true
+	case "changes_poll":
+		return map[string]any{"branch": "main", "start": "beginning", "limit": 5}, true
+	case "people":
+		return map[string]any{"params": map[string]any{}, "branch": "main"}, true
+	case "add":
+		return map[string]any{"params": map[string]any{}, "branch": "main"}, true
 	}
 	return nil, false
 }
@@ -273,7 +324,7 @@ func TestEveryRouteRefusesUnknownMembers(t *testing.T) {
 	for _, rt := range Routes() {
 		t.Run(rt.OperationID, func(t *testing.T) {
 			fx := newFixture(t)
-			_, base := newTestServer(t, fx.g, Config{})
+			_, base := fx.serve(t, Config{})
 			ex, ok := routeExample(t, fx, rt)
 			if !ok {
 				t.Fatalf("route %s %s has no example in routeExample: add one", rt.Method, rt.Path)
@@ -324,7 +375,7 @@ func TestEveryRouteRefusesUnknownMembers(t *testing.T) {
 				refused("query parameter given twice", q.Name, send(t, base, "", rt.Method, bad, nil))
 			}
 			if rt.OperationID == "mcp" {
-				for _, tool := range MCPTools() {
+				for _, tool := range allTools() {
 					args, ok := toolExample(fx, tool)
 					if !ok {
 						t.Fatalf("tool %s has no example in toolExample: add one", tool)
@@ -366,7 +417,7 @@ func TestEveryRouteRefusesUnknownMembers(t *testing.T) {
 // checked (a reverse proxy may use any name).
 func TestOpenModeRefusesForeignHostsAndSites(t *testing.T) {
 	fx := newFixture(t)
-	_, base := newTestServer(t, fx.g, Config{})
+	_, base := fx.serve(t, Config{})
 	port := base[strings.LastIndex(base, ":")+1:]
 	before := fx.state(t)
 	hostile := map[string]func(*http.Request){
@@ -439,7 +490,7 @@ func TestOpenModeRefusesForeignHostsAndSites(t *testing.T) {
 	}
 	// With tokens the Host is the proxy's business.
 	tokens, secrets := tokensFor(t, "alice")
-	_, tbase := newTestServer(t, fx.g, Config{Tokens: tokens})
+	_, tbase := fx.serve(t, Config{Tokens: tokens})
 	rt := Routes()[0]
 	for _, r := range Routes() {
 		if r.OperationID == "listBranches" {
@@ -471,7 +522,7 @@ func mustPolicy(t *testing.T, src string) *Policy {
 func TestDenyAllRefusesEveryRouteAndTool(t *testing.T) {
 	fx := newFixture(t)
 	tokens, secrets := tokensFor(t, "alice")
-	_, base := newTestServer(t, fx.g, Config{Tokens: tokens, Policy: mustPolicy(t, `@id("deny-all") forbid (principal, action, resource);`)})
+	_, base := fx.serve(t, Config{Tokens: tokens, Policy: mustPolicy(t, `@id("deny-all") forbid (principal, action, resource);`)})
 	token := secrets["alice"]
 	samples := map[string]sample{}
 	for _, rt := range Routes() {
@@ -482,7 +533,7 @@ func TestDenyAllRefusesEveryRouteAndTool(t *testing.T) {
 		samples[rt.OperationID] = ex
 	}
 	tools := map[string]map[string]any{}
-	for _, name := range MCPTools() {
+	for _, name := range allTools() {
 		args, ok := toolExample(fx, name)
 		if !ok {
 			t.Fatalf("tool %s has no example in toolExample: add one", name)
@@ -509,9 +560,21 @@ func TestDenyAllRefusesEveryRouteAndTool(t *testing.T) {
 			}
 			for name, args := range tools {
 				res, isErr, rpcErr, a := mcpCall(t, base, token, name, args, nil)
+				if slices.Contains(storedTools, name) {
+					// A stored query the caller may not invoke is
+					// answered as a missing one (docs/server.md).
+					if rpcErr != nil || !isErr || res["status"] != 404.0 || res["code"] != "not_found" {
+						t.Errorf("stored tool %s under deny-all: %s, want status 404", name, a.raw)
+					}
+					continue
+				}
 				if rpcErr != nil || !isErr || res["status"] != 403.0 || res["code"] != "forbidden" {
 					t.Errorf("tool %s under deny-all: %s, want status 403", name, a.raw)
 				}
+			}
+		case rt.OperationID == "invokeQuery" || rt.OperationID == "invokeQueryIfGraphCommit":
+			if a.status != 404 || a.body["code"] != "not_found" {
+				t.Errorf("%s %s under deny-all: status %d %s, want 404 (a stored query the caller may not invoke is hidden)", rt.Method, rt.Path, a.status, a.raw)
 			}
 		default:
 			if a.status != 403 || a.body["code"] != "forbidden" || !strings.Contains(fmt.Sprint(a.body["error"]), "policy") {
@@ -528,7 +591,7 @@ func TestDenyAllRefusesEveryRouteAndTool(t *testing.T) {
 
 	// The control: allowed, each graph route and tool does engine work the
 	// counter sees.
-	_, open := newTestServer(t, fx.g, Config{Tokens: tokens})
+	_, open := fx.serve(t, Config{Tokens: tokens})
 	for _, rt := range Routes() {
 		if !rt.Graph || rt.OperationID == "mcp" {
 			continue
@@ -538,13 +601,14 @@ func TestDenyAllRefusesEveryRouteAndTool(t *testing.T) {
 		if a := send(t, open, token, rt.Method, ex, nil); a.status != ex.want {
 			t.Fatalf("%s allowed: status %d %s", rt.OperationID, a.status, a.raw)
 		}
-		if fx.store.Snapshot().Total == 0 {
+		// The stored-query catalog is in memory: its 403 above is the proof.
+		if fx.store.Snapshot().Total == 0 && rt.OperationID != "listQueries" {
 			t.Errorf("%s allowed made no storage request: the deny-all count proves nothing for it", rt.OperationID)
 		}
 	}
 	fx2 := newFixture(t)
-	_, open2 := newTestServer(t, fx2.g, Config{Tokens: tokens})
-	order := slices.DeleteFunc(MCPTools(), func(n string) bool { return n == "branch_delete" })
+	_, open2 := fx2.serve(t, Config{Tokens: tokens})
+	order := slices.DeleteFunc(allTools(), func(n string) bool { return n == "branch_delete" })
 	for _, name := range append(order, "branch_delete") { // the delete last: merge reads feature
 		args, _ := toolExample(fx2, name)
 		fx2.store.Reset()
@@ -571,7 +635,7 @@ func TestSourcesNeedRead(t *testing.T) {
 @id("all") permit (principal, action, resource);
 @id("no-secret") forbid (principal, action == Omnigraph::Action::"read", resource == Omnigraph::Branch::"default/secret");
 `)
-	_, base := newTestServer(t, fx.g, Config{Tokens: tokens, Policy: pol})
+	_, base := fx.serve(t, Config{Tokens: tokens, Policy: pol})
 	token := secrets["rita"]
 	before := fx.state(t)
 	js := "application/json"
@@ -617,7 +681,7 @@ func TestSourcesNeedRead(t *testing.T) {
 // that is not the head is still 412, one that does not exist 404.
 func TestMalformedCommitIDIs400(t *testing.T) {
 	fx := newFixture(t)
-	_, base := newTestServer(t, fx.g, Config{})
+	_, base := fx.serve(t, Config{})
 	before := fx.state(t)
 	js := "application/json"
 	g := "/graphs/default"
@@ -717,7 +781,7 @@ func malformedJSON(t reflect.Type) map[string]string {
 // byte of it.
 func TestMalformedInputSpeaksJSON(t *testing.T) {
 	fx := newFixture(t)
-	_, base := newTestServer(t, fx.g, Config{})
+	_, base := fx.serve(t, Config{})
 	before := fx.state(t)
 	for _, rt := range Routes() {
 		st, ok := schemaTypes[rt.Request]
