@@ -36,6 +36,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
 	"github.com/omnigraph-go/omnigraph/manifest"
+	"github.com/omnigraph-go/omnigraph/recovery"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
@@ -545,7 +546,7 @@ func createOrAdoptTable(ctx context.Context, store backend.StorageAdapter, path 
 
 // graphPrefixes are the top-level prefixes a graph writes besides
 // __manifest/ (and the recovery layer's __recovery/).
-var graphPrefixes = []string{"nodes/", "edges/", manifest.SchemaDir}
+var graphPrefixes = append(TableDirs(), manifest.SchemaDir)
 
 // checkInitLocation refuses a location holding objects that are not an
 // interrupted or running init's (tables, schema sources, fencing probes):
@@ -561,7 +562,7 @@ func checkInitLocation(ctx context.Context, store backend.StorageAdapter) error 
 			if strings.HasPrefix(o.Key, manifest.Dir) {
 				return ErrGraphExists // a racing init published meanwhile
 			}
-			ours := strings.HasPrefix(o.Key, "__recovery/") || strings.HasPrefix(o.Key, probeDir) || o.Key == RootKey
+			ours := strings.HasPrefix(o.Key, recovery.Dir) || strings.HasPrefix(o.Key, probeDir) || o.Key == RootKey
 			for _, p := range graphPrefixes {
 				ours = ours || strings.HasPrefix(o.Key, p)
 			}

@@ -21,11 +21,21 @@ func NodeTableKey(typeName string) string { return nodeKeyPrefix + typeName }
 // EdgeTableKey is the manifest key of an edge type's table.
 func EdgeTableKey(typeName string) string { return edgeKeyPrefix + typeName }
 
+// The directories of the graph root that hold the tables.
+const (
+	nodesDir = "nodes"
+	edgesDir = "edges"
+)
+
+// TableDirs are the directories (with a trailing slash) that hold the
+// tables, one directory per type.
+func TableDirs() []string { return []string{nodesDir + "/", edgesDir + "/"} }
+
 // NodeTablePath is where a node type's table lives in the store.
-func NodeTablePath(typeName string) string { return "nodes/" + typeName }
+func NodeTablePath(typeName string) string { return nodesDir + "/" + typeName }
 
 // EdgeTablePath is where an edge type's table lives in the store.
-func EdgeTablePath(typeName string) string { return "edges/" + typeName }
+func EdgeTablePath(typeName string) string { return edgesDir + "/" + typeName }
 
 // Snapshot is one immutable state of the graph: one manifest version (the
 // pinned version of every table) and its accepted schema. Reads pinned to a

@@ -38,7 +38,7 @@ import (
 var ErrCleanedUp = errors.New("history cleaned up")
 
 // archiveDir holds the archives of pruned versions.
-const archiveDir = Dir + "archive/"
+const archiveDir = Dir + dirArchive + "/"
 
 // ArchiveKey is where the pruned commits of one incarnation are kept.
 func ArchiveKey(branch string, incarnation uint64) string {

@@ -304,7 +304,7 @@ func rollBack(ctx context.Context, store backend.StorageAdapter, opts Options, a
 			// undo ('omnigraph repair' restores drift separately).
 			o.Action = "left_foreign"
 		case t.State == NoMovement && t.Residue:
-			if err := store.DeletePrefix(ctx, t.Path+"/tree/"+t.Branch+"/_versions/"); err != nil {
+			if err := store.DeletePrefix(ctx, table.VersionsPrefix(t.Path, t.Branch)); err != nil {
 				return fmt.Errorf("roll back operation %s: reclaim the fork residue of %s: %w", in.OperationID, t.Key, err)
 			}
 			o.Action = "residue_reclaimed"

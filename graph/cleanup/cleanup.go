@@ -193,7 +193,7 @@ func Run(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
 // listing skips the rest of the table it found.
 func orphanTables(ctx context.Context, store backend.StorageAdapter, keep map[string]map[string]map[uint64]bool) ([]string, error) {
 	var out []string
-	for _, root := range []string{"nodes/", "edges/"} {
+	for _, root := range graph.TableDirs() {
 		opts := backend.ListOptions{MaxKeys: 1}
 		for {
 			page, err := store.List(ctx, root, opts)
