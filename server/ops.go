@@ -68,12 +68,18 @@ func (r *request) opMutate(m MutateRequest, ifCommit string) (ChangeOutput, erro
 	if err := r.authorize(ActionChange, branch, ""); err != nil {
 		return ChangeOutput{}, err
 	}
+	opts := mutate.Options{Branch: m.Branch, Params: m.Params, IfCommit: ifCommit, Actor: r.actorID()}
+	// Parse and type-check before taking a write slot: a mutation that
+	// can never run holds none.
+	if err := mutate.Check(r.Context(), r.g, m.Query, m.Name, opts); err != nil {
+		return ChangeOutput{}, err
+	}
 	release, err := r.admitWrite()
 	if err != nil {
 		return ChangeOutput{}, err
 	}
 	defer release()
-	res, err := mutate.Query(r.Context(), r.g, m.Query, m.Name, mutate.Options{Branch: m.Branch, Params: m.Params, IfCommit: ifCommit, Actor: r.actorID()})
+	res, err := mutate.Query(r.Context(), r.g, m.Query, m.Name, opts)
 	if err != nil {
 		return ChangeOutput{}, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,12 +59,19 @@ func init() {
 				if err != nil {
 					return err
 				}
+				opts := mutate.Options{Branch: branch, Params: p, IfCommit: ifCommit}
+				// Parse and type-check before the cluster lock: a query
+				// that can never run must not hold it (a writer beside it
+				// would be refused with state_lock_held meanwhile).
+				if err := checkMutation(ctx, &t, src, name, opts); err != nil {
+					return err
+				}
 				g, done, err := t.openWrite(ctx, "mutate")
 				if err != nil {
 					return err
 				}
 				defer done(&err)
-				res, err := mutate.Query(ctx, g, src, name, mutate.Options{Branch: branch, Params: p, IfCommit: ifCommit})
+				res, err := mutate.Query(ctx, g, src, name, opts)
 				if errors.Is(err, graph.ErrPreconditionFailed) {
 					return exitCodeError{code: exitConflict, err: err}
 				}
@@ -99,6 +107,17 @@ func init() {
 		c.Flags().StringVar(&ifCommit, "if-commit", "", "write only if the branch head is this commit (exit 4 otherwise)")
 		return c
 	})
+}
+
+// checkMutation runs mutate.Check on a read-only handle, which takes no
+// lock.
+func checkMutation(ctx context.Context, t *graphTarget, src, name string, opts mutate.Options) error {
+	g, done, err := t.openGraph(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return mutate.Check(ctx, g, src, name, opts)
 }
 
 func startsWithKeyword(src string) bool {

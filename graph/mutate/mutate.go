@@ -56,21 +56,65 @@ type Result struct {
 // accepted schema of the head each attempt writes to. A read query is
 // refused.
 func Query(ctx context.Context, g *graph.Graph, src, name string, opts Options) (*Result, error) {
-	f, err := gq.Parse(src)
+	q, strict, err := parseMutation(src, name)
 	if err != nil {
 		return nil, err
+	}
+	return run(ctx, g, strict, func(cat *pg.Catalog) (*gq.Plan, error) { return gq.CheckQuery(q, cat) }, opts)
+}
+
+// Check parses the mutation query name of src, type-checks it against
+// the accepted schema of branch opts.Branch and binds opts.Params, with no
+// write: what a caller runs before it takes a writer lock or an admission
+// slot, so a mutation that could never run holds neither (a concurrent
+// writer would otherwise be refused for a query that was never going to
+// write). g may be read-only. The write checks again against the schema
+// it prepares against; Check's answer is the same unless a schema apply
+// lands in between.
+func Check(ctx context.Context, g *graph.Graph, src, name string, opts Options) error {
+	q, _, err := parseMutation(src, name)
+	if err != nil {
+		return err
+	}
+	snap, err := g.Snapshot(ctx, opts.Branch)
+	if err != nil {
+		return err
+	}
+	cat, err := snap.Catalog(ctx)
+	if err != nil {
+		return err
+	}
+	plan, err := gq.CheckQuery(q, cat)
+	if err != nil {
+		return err
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	_, err = gq.BindAt(plan, opts.Params, now)
+	return err
+}
+
+// parseMutation parses src and returns its mutation query name (syntax,
+// a read refused, the D₂ rule), and whether it is strict (an update or a
+// delete: it reads what it changes).
+func parseMutation(src, name string) (*gq.QueryDecl, bool, error) {
+	f, err := gq.Parse(src)
+	if err != nil {
+		return nil, false, err
 	}
 	q, err := f.Query(name)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if q.Mutation == nil {
-		return nil, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", graph.ErrInvalidInput, q.Name)
+		return nil, false, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", graph.ErrInvalidInput, q.Name)
 	}
 	// D₂ belongs to this query alone: another query of the file that mixes
 	// inserts and deletes does not stop this one.
 	if err := q.CheckShape(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	strict := false
 	for _, st := range q.Mutation {
@@ -78,7 +122,7 @@ func Query(ctx context.Context, g *graph.Graph, src, name string, opts Options) 
 			strict = true
 		}
 	}
-	return run(ctx, g, strict, func(cat *pg.Catalog) (*gq.Plan, error) { return gq.CheckQuery(q, cat) }, opts)
+	return q, strict, nil
 }
 
 // Run runs a checked mutation plan as one graph commit. Insert-only
