@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -113,6 +114,36 @@ func (s *Snapshot) Version() uint64 { return s.entry.Version }
 // CommitID is the commit the snapshot shows (for a branch that has not
 // committed since its fork, the parent's commit it was forked at).
 func (s *Snapshot) CommitID() string { return s.entry.Head }
+
+// SameRowsAs reports whether this snapshot holds exactly the rows and
+// schema of commit id: it is that commit, or follows it on its branch by
+// maintenance commits only (optimize, index builds), looking back at most
+// a few versions (more is treated as a change). A conditional write
+// ("only while the branch is at commit id") holds across the server's own
+// compaction this way.
+func (s *Snapshot) SameRowsAs(ctx context.Context, id string) (bool, error) {
+	e := s.entry
+	for range maxMaintenanceLookback {
+		if e.Head == id {
+			return true, nil
+		}
+		if e.Kind != manifest.KindCommit || e.Commit == nil || !e.Commit.Maintenance || e.Version <= 1 {
+			return false, nil
+		}
+		prev, err := s.g.man.ReadVersion(ctx, e.Branch, e.Incarnation, e.Version-1)
+		if errors.Is(err, manifest.ErrCleanedUp) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if prev.SchemaIdentity != e.SchemaIdentity {
+			return false, nil
+		}
+		e = prev
+	}
+	return e.Head == id, nil
+}
 
 // Stamp is the internal-schema version of the snapshot's manifest version.
 func (s *Snapshot) Stamp() int { return s.entry.Stamp }

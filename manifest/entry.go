@@ -46,6 +46,11 @@ type Commit struct {
 	Parents    []string `json:"parents"`
 	Actor      string   `json:"actor"`
 	TimeMicros int64    `json:"time_us"`
+	// Maintenance marks a commit that changed no row and no schema
+	// (optimize, index builds): a write prepared before it may prepare
+	// again over it, whatever it read. Absent (false) in commits of
+	// earlier builds, which are then treated as data commits.
+	Maintenance bool `json:"maintenance,omitempty"`
 }
 
 // ForkPoint is where a named branch was forked from.

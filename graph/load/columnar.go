@@ -686,9 +686,6 @@ func runColumnar(ctx context.Context, g *graph.Graph, snap *graph.Snapshot, cat 
 	if n <= 0 {
 		n = graph.DefaultWriteRetries
 	}
-	if opts.Mode == Overwrite {
-		n = 1
-	}
 	var out *Result
 	_, err := graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {
 		res, err := bl.attempt(ctx, g, opts)

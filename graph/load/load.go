@@ -64,8 +64,9 @@ type Options struct {
 	// Progress, when set, is called as the load advances: phase is
 	// "parse", "validate" or "write"; done counts lines parsed.
 	Progress func(phase string, done int64)
-	// Retries bounds re-preparing an append or merge that lost a race
-	// (default graph.DefaultWriteRetries).
+	// Retries bounds re-preparing an append or merge that lost a race,
+	// or any load (overwrite included) that only maintenance commits
+	// moved (default graph.DefaultWriteRetries).
 	Retries int
 	// Actor overrides the handle's actor for this commit.
 	Actor string
@@ -149,9 +150,6 @@ func runRows(ctx context.Context, g *graph.Graph, cat *pg.Catalog, r io.Reader, 
 	n := opts.Retries
 	if n <= 0 {
 		n = graph.DefaultWriteRetries
-	}
-	if opts.Mode == Overwrite {
-		n = 1
 	}
 	var out *Result
 	_, err = graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {

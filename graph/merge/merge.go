@@ -77,9 +77,17 @@ type Result struct {
 	Warnings []string          `json:"warnings,omitempty"`
 }
 
-// Run merges branch source into branch target (default main).
+// Run merges branch source into branch target (default main). A target
+// that moved while the merge was prepared refuses it (ReadSetChanged),
+// unless only maintenance commits moved it: then the merge is prepared
+// again (bounded), as what it read is unchanged.
 func Run(ctx context.Context, g *graph.Graph, source, target string, opts Options) (*Result, error) {
-	res, err := run(ctx, g, source, target, opts)
+	var res *Result
+	_, err := graph.Retry(ctx, graph.DefaultWriteRetries, func(ctx context.Context) (*graph.Result, error) {
+		r, err := run(ctx, g, source, target, opts)
+		res = r
+		return nil, err
+	})
 	if err != nil {
 		// A branch deleted after the merge captured it takes its table
 		// versions with it: say so, not which table version went missing.

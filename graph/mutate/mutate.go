@@ -29,12 +29,15 @@ type Options struct {
 	// Go values).
 	Params map[string]any
 	// IfCommit, when set, makes the write conditional: it runs only while
-	// the branch head is this commit, and is never retried.
+	// the branch holds this commit's rows: the head is the commit, or
+	// follows it by maintenance commits only (a compaction changes no
+	// row). It is retried only over maintenance commits.
 	IfCommit string
 	// Now fixes now() (zero: the time of the call).
 	Now time.Time
-	// Retries bounds re-preparing an insert-only mutation that lost a race
-	// (default graph.DefaultWriteRetries).
+	// Retries bounds re-preparing an insert-only mutation that lost a
+	// race, or any mutation that only maintenance commits moved (default
+	// graph.DefaultWriteRetries).
 	Retries int
 	// Actor overrides the handle's actor for this commit.
 	Actor string
@@ -128,7 +131,9 @@ func parseMutation(src, name string) (*gq.QueryDecl, bool, error) {
 // Run runs a checked mutation plan as one graph commit. Insert-only
 // plans re-prepare when their branch moved before any effect (bounded by
 // opts.Retries); plans with updates or deletes, and conditional writes,
-// return the *ReadSetChanged or *PreconditionFailed instead. Bad input
+// return the *ReadSetChanged or *PreconditionFailed instead, unless only
+// maintenance commits moved it (then they re-prepare too: what they read
+// is unchanged). Bad input
 // (a parameter, a constraint, a missing endpoint) is an error matching
 // ErrInvalidInput or gq.ErrInvalidQuery, and writes nothing. The plan must
 // have been checked against the branch's accepted schema.
@@ -154,9 +159,6 @@ func runOnce(ctx context.Context, g *graph.Graph, strict bool, planFor func(*pg.
 	n := opts.Retries
 	if n <= 0 {
 		n = graph.DefaultWriteRetries
-	}
-	if strict || opts.IfCommit != "" {
-		n = 1
 	}
 	var out *Result
 	_, err := graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {
@@ -226,7 +228,13 @@ func prepare(ctx context.Context, g *graph.Graph, strict bool, planFor func(*pg.
 	}
 	snap := w.Snapshot()
 	if opts.IfCommit != "" && snap.CommitID() != opts.IfCommit {
-		return nil, &graph.PreconditionFailed{Branch: snap.Branch(), Expected: opts.IfCommit, Actual: snap.CommitID()}
+		same, err := snap.SameRowsAs(ctx, opts.IfCommit)
+		if err != nil {
+			return nil, err
+		}
+		if !same {
+			return nil, &graph.PreconditionFailed{Branch: snap.Branch(), Expected: opts.IfCommit, Actual: snap.CommitID()}
+		}
 	}
 	cat, err := snap.Catalog(ctx)
 	if err != nil {
