@@ -355,6 +355,12 @@ func (g *Graph) deleteBranch(ctx context.Context, name string) error {
 	if kids, err := g.children(ctx, name, r.Incarnation); err != nil || len(kids) > 0 {
 		return nil
 	}
+	// A branch merged into a live one: its commits are in that branch's
+	// history and stay readable until cleanup's retention drops them, so
+	// its table forks are left to cleanup.
+	if g.reachableFromLive(ctx, head) {
+		return nil
+	}
 	reclaimTableForks(ctx, g.store, head, tableBranch(name, r.Incarnation))
 	return nil
 }

@@ -88,6 +88,9 @@ type WriteOptions struct {
 	Actor string
 	// MergedParent, when set, is the commit's second parent (merges).
 	MergedParent string
+	// MergedFrom, with MergedParent, is where that commit was published
+	// (recorded as the entry's Merged location).
+	MergedFrom *manifest.ForkPoint
 	// SchemaExclusive takes the schema gate exclusively (schema apply).
 	SchemaExclusive bool
 	// SchemaIdentity, when set, is the accepted schema the commit publishes
@@ -595,6 +598,11 @@ func (w *Write) nextEntry(from *manifest.Entry) *manifest.Entry {
 	next.Kind = manifest.KindCommit
 	next.Version = from.Version + 1
 	next.Fork = nil
+	next.Merged = nil
+	if l := w.opts.MergedFrom; l != nil && w.opts.MergedParent != "" && l.Head == w.opts.MergedParent {
+		m := *l
+		next.Merged = &m
+	}
 	next.Commit = &manifest.Commit{ID: w.commit, Parents: parents, Actor: actor, TimeMicros: nowMicros(), Maintenance: IsMaintenance(w.opts.Kind)}
 	next.Head = w.commit
 	return next

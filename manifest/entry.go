@@ -92,6 +92,13 @@ type Entry struct {
 	Commit *Commit `json:"commit,omitempty"`
 	// Fork is set for KindFork.
 	Fork *ForkPoint `json:"fork,omitempty"`
+	// Merged, on a merge commit, is where its second parent (the merged
+	// source head, Head) was published, so walks of the commit graph
+	// (commit list, merge bases, cleanup, branch delete) read it with one
+	// GET instead of searching the manifest for the id, which costs the
+	// whole history when its branch was deleted since. Merges of earlier
+	// builds lack it; they are found by id.
+	Merged *ForkPoint `json:"merged,omitempty"`
 	// Pruned marks a version cleanup pruned, as History lists it from
 	// the archive: only its commit is known (no tables, schema or ids).
 	// Never stored.
@@ -122,6 +129,10 @@ func (e *Entry) Clone() *Entry {
 	if e.Fork != nil {
 		f := *e.Fork
 		c.Fork = &f
+	}
+	if e.Merged != nil {
+		m := *e.Merged
+		c.Merged = &m
 	}
 	return &c
 }
@@ -208,6 +219,8 @@ func (e *Entry) validate() error {
 		return fmt.Errorf("fork entry must be version 1 and carry its fork point")
 	case e.Kind != KindCommit && e.Kind != KindFork:
 		return fmt.Errorf("unknown manifest entry kind %q", e.Kind)
+	case e.Merged != nil && (e.Commit == nil || len(e.Commit.Parents) != 2 || e.Commit.Parents[1] != e.Merged.Head || e.Merged.Version == 0):
+		return fmt.Errorf("merged location must name the commit's second parent")
 	}
 	seen := map[string]bool{}
 	for _, t := range e.Tables {

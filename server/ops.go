@@ -302,7 +302,7 @@ func (r *request) opMerge(m MergeRequest) (MergeOutput, error) {
 	return out, nil
 }
 
-func (r *request) opCommits(branch string, limit int) (CommitList, error) {
+func (r *request) opCommits(branch string, limit int, firstParent bool) (CommitList, error) {
 	branch = orMain(branch)
 	if limit < 0 {
 		return CommitList{}, badRequest("limit must be 0 (all) or a positive whole number")
@@ -310,7 +310,7 @@ func (r *request) opCommits(branch string, limit int) (CommitList, error) {
 	if err := r.authorize(ActionRead, branch, ""); err != nil {
 		return CommitList{}, err
 	}
-	cs, err := r.g.Commits(r.Context(), branch, limit)
+	cs, err := r.g.Log(r.Context(), branch, graph.LogOptions{Limit: limit, FirstParent: firstParent})
 	if err != nil {
 		return CommitList{}, err
 	}

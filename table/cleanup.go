@@ -52,6 +52,13 @@ func Cleanup(ctx context.Context, store backend.StorageAdapter, path string, opt
 	live := map[string]bool{MainBranch: true}
 	forks := map[string]map[uint64]bool{}
 	for _, r := range refs {
+		if opts.Drop != nil && opts.Drop(r) && nowT.Sub(r.CreatedAt) >= opts.Grace {
+			if err := del(backend.Attrs{Key: refKey(path, r.Name)}); err != nil {
+				return res, fmt.Errorf("cleanup: delete the ref of branch %q: %w", r.Name, err)
+			}
+			res.BranchesDropped++
+			continue
+		}
 		live[r.Name] = true
 		if forks[r.ParentBranch] == nil {
 			forks[r.ParentBranch] = map[uint64]bool{}

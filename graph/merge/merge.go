@@ -120,7 +120,14 @@ func run(ctx context.Context, g *graph.Graph, source, target string, opts Option
 	if err != nil {
 		return nil, fmt.Errorf("merge source %q: %w", source, err)
 	}
-	w, err := g.BeginWrite(ctx, target, graph.WriteOptions{Kind: graph.KindMerge, Strict: true, MergedParent: src.CommitID(), Actor: opts.Actor})
+	wk := newWalker(g)
+	sc, err := wk.commitOf(ctx, src.Entry())
+	if err != nil {
+		return nil, err
+	}
+	// The merge commit records where its second parent was published.
+	from := &manifest.ForkPoint{Branch: sc.Branch, Incarnation: sc.Incarnation, Version: sc.Version, Head: sc.Commit.ID}
+	w, err := g.BeginWrite(ctx, target, graph.WriteOptions{Kind: graph.KindMerge, Strict: true, MergedParent: src.CommitID(), MergedFrom: from, Actor: opts.Actor})
 	if err != nil {
 		return nil, fmt.Errorf("merge target %q: %w", target, err)
 	}
@@ -133,11 +140,6 @@ func run(ctx context.Context, g *graph.Graph, source, target string, opts Option
 		return nil, fmt.Errorf("%w: %q and %q have different schemas; apply the same schema to both before merging", ErrSchemaBoundary, source, target)
 	}
 	// 2. The merge base, outside the gates.
-	wk := newWalker(g)
-	sc, err := wk.commitOf(ctx, src.Entry())
-	if err != nil {
-		return nil, err
-	}
 	tc, err := wk.commitOf(ctx, tgt.Entry())
 	if err != nil {
 		return nil, err
