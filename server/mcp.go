@@ -132,7 +132,9 @@ func mcpTools() []mcpTool {
 		tool("branch_merge", ActionBranchMerge, "Merge a branch into another (default main); conflicts fail with status 409 and merge_conflicts", destructive(true),
 			func(r *request, in MergeRequest) (any, error) { return r.opMerge(in) }),
 		tool("commit_list", ActionRead, "The commits reachable from a branch head, newest first", readOnly(),
-			func(r *request, in CommitsInput) (any, error) { return r.opCommits(in.Branch, in.Limit, in.FirstParent) }),
+			func(r *request, in CommitsInput) (any, error) {
+				return r.opCommits(in.Branch, in.Limit, in.FirstParent)
+			}),
 		tool("commit_get", ActionRead, "One commit", readOnly(),
 			func(r *request, in CommitInput) (any, error) { return r.opCommit(in.CommitID) }),
 		tool("commit_changes", ActionRead, "The entity changes of a commit against its first parent (inserted, updated, deleted rows with before and after)", readOnly(),

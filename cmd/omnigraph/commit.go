@@ -50,7 +50,7 @@ func commitListCmd(a *app) *cobra.Command {
 			"through both parents of every merge, so the commits a merge brought in appear\n" +
 			"among the branch's own (by time), each once. --first-parent lists only the\n" +
 			"branch's own line (and what it inherited through its fork point).",
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if limit < 0 {
 				return usagef("--limit must be 0 (all) or more")

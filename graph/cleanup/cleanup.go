@@ -71,9 +71,9 @@ type TableResult struct {
 	Files    int    `json:"files"`
 	// Branches counts the table forks of deleted branches reclaimed
 	// (their refs; their versions and files count above).
-	Branches int `json:"branches,omitempty"`
-	Objects  int    `json:"objects"`
-	Bytes    int64  `json:"bytes"`
+	Branches int   `json:"branches,omitempty"`
+	Objects  int   `json:"objects"`
+	Bytes    int64 `json:"bytes"`
 }
 
 // Result is what cleanup removed, or with Confirm unset would remove.
