@@ -139,7 +139,17 @@ func (g *Graph) createBranch(ctx context.Context, name, from string) (*Snapshot,
 	if err := manifest.ValidateBranchName(from); err != nil {
 		return nil, fmt.Errorf("%w: --from: %v", ErrInvalidBranch, err)
 	}
-	h, err := g.gates.acquire(ctx, false, []string{name}, nil)
+	// The source's gate too (main is never deleted): a delete of the
+	// source in this process holds it from its first check to its last,
+	// so a create from it and its delete never interleave here (between
+	// processes the publish-then-probe protocol below, with the delete's
+	// tombstone-then-list, still guarantees no child is left pinned to
+	// reclaimed forks, though both may succeed).
+	gated := []string{name}
+	if from != manifest.MainBranch {
+		gated = append(gated, from)
+	}
+	h, err := g.gates.acquire(ctx, false, gated, nil)
 	if err != nil {
 		return nil, err
 	}

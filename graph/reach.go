@@ -20,12 +20,14 @@ const clockSkew = int64(10 * 60 * 1_000_000) // 10 minutes, in microseconds
 // retention drops it.
 //
 // Every commit on the way from a live head down to one of head's commits
-// is younger than head's first commit, so the walk stops at commits older
-// than that (less clockSkew), and reads nothing of a live branch whose
-// head is older: the cost follows the commits made since the branch's
-// first commit and the number of live branches (one GET each), not the
-// history. Any failure answers true: keeping the data is the safe side,
-// cleanup reclaims it.
+// was made after the branch was forked: on the branch it was forked from,
+// above the fork version (a version at or below it was published before
+// the branch existed); elsewhere, younger than the branch's first commit
+// (less clockSkew). The walk stops there, and reads nothing of a live
+// branch whose head is older: the cost follows the commits made since the
+// branch was forked and the number of live branches (one GET each), not
+// the history. Any failure answers true: keeping the data is the safe
+// side, cleanup reclaims it.
 func (g *Graph) reachableFromLive(ctx context.Context, head *manifest.Entry) bool {
 	if head.Version <= 1 {
 		return false // no commit of its own
@@ -34,7 +36,13 @@ func (g *Graph) reachableFromLive(ctx context.Context, head *manifest.Entry) boo
 	if err != nil || first.Commit == nil {
 		return true
 	}
+	genesis, err := g.man.ReadVersion(ctx, head.Branch, head.Incarnation, 1)
+	if err != nil || genesis.Fork == nil {
+		return true
+	}
+	fork := genesis.Fork
 	bound := first.Commit.TimeMicros - clockSkew
+	mine := func(e *manifest.Entry) bool { return e.Branch == head.Branch && e.Incarnation == head.Incarnation }
 	refs, err := g.man.Branches(ctx)
 	if err != nil {
 		return true
@@ -83,16 +91,17 @@ func (g *Graph) reachableFromLive(ctx context.Context, head *manifest.Entry) boo
 			}
 			e := l.buf[0]
 			l.buf = l.buf[1:]
-			if e.Branch == head.Branch && e.Incarnation == head.Incarnation {
+			if mine(e) {
 				return true // one of its commits
 			}
-			if seen[e.Commit.ID] || e.Commit.TimeMicros < bound {
+			if seen[e.Commit.ID] || e.Commit.TimeMicros < bound ||
+				e.Branch == fork.Branch && e.Incarnation == fork.Incarnation && e.Version <= fork.Version {
 				break
 			}
 			seen[e.Commit.ID] = true
 			if len(e.Commit.Parents) > 1 && !seen[e.Commit.Parents[1]] {
 				p, err := g.man.MergedParent(ctx, e)
-				if err != nil || p == nil {
+				if err != nil || p == nil || mine(p) {
 					return true
 				}
 				todo = append(todo, p)

@@ -138,8 +138,8 @@ func (s *Snapshot) removedData(ctx context.Context, err error) error {
 	if perr != nil || r.Live() && r.Incarnation == s.entry.Incarnation {
 		return err
 	}
-	return &removedError{cause: err, msg: fmt.Sprintf("commit %s was made on branch %q, which has been deleted, and its data was removed by cleanup "+
-		"(beyond the retention, or by the branch delete of an older omnigraph): the commit is still listed by 'omnigraph commit list', but its data can no longer be read",
+	return &removedError{cause: err, msg: fmt.Sprintf("commit %s was made on branch %q, which has been deleted, and its data is gone: removed by cleanup "+
+		"beyond the retention, or by the delete itself when no live branch's history reached it; the commit is still listed by 'omnigraph commit list', but its data can no longer be read",
 		s.entry.Head, s.entry.Branch)}
 }
 

@@ -586,7 +586,6 @@ func (w *Write) plan(keys []string) *manifest.Intent {
 // from (its base, or for a maintenance publish the head that moved past
 // it), before its own pins are set.
 func (w *Write) nextEntry(from *manifest.Entry) *manifest.Entry {
-	next := from.Clone()
 	actor := w.g.actor
 	if w.opts.Actor != "" {
 		actor = w.opts.Actor
@@ -595,16 +594,11 @@ func (w *Write) nextEntry(from *manifest.Entry) *manifest.Entry {
 	if w.opts.MergedParent != "" {
 		parents = append(parents, w.opts.MergedParent)
 	}
-	next.Kind = manifest.KindCommit
-	next.Version = from.Version + 1
-	next.Fork = nil
-	next.Merged = nil
+	next := from.Successor(manifest.Commit{ID: w.commit, Parents: parents, Actor: actor, TimeMicros: nowMicros(), Maintenance: IsMaintenance(w.opts.Kind)})
 	if l := w.opts.MergedFrom; l != nil && w.opts.MergedParent != "" && l.Head == w.opts.MergedParent {
 		m := *l
 		next.Merged = &m
 	}
-	next.Commit = &manifest.Commit{ID: w.commit, Parents: parents, Actor: actor, TimeMicros: nowMicros(), Maintenance: IsMaintenance(w.opts.Kind)}
-	next.Head = w.commit
 	return next
 }
 

@@ -137,6 +137,24 @@ func (e *Entry) Clone() *Entry {
 	return &c
 }
 
+// Successor returns the commit version that follows e with commit c: e's
+// tables and schema, the next version number, c as its commit and head;
+// no fork point and no merged location (a merge sets its own). Every
+// writer builds its next version here, so no field of e that describes e
+// alone is carried over.
+func (e *Entry) Successor(c Commit) *Entry {
+	next := e.Clone()
+	next.Kind = KindCommit
+	next.Version = e.Version + 1
+	next.Fork = nil
+	next.Merged = nil
+	next.Pruned = false
+	c.Parents = append([]string(nil), c.Parents...)
+	next.Commit = &c
+	next.Head = c.ID
+	return next
+}
+
 // ErrCorrupt: a stored manifest version cannot be decoded or is
 // inconsistent with its key. Nothing repairs it silently.
 var ErrCorrupt = errors.New("manifest: corrupt version")

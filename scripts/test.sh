@@ -19,6 +19,10 @@ if [ -x scripts/emulators.sh ] && [ "${OMNIGRAPH_NO_EMULATORS:-}" = "" ]; then
 fi
 
 mkdir -p test-results
+# The simulation runs fresh seeds besides its fixed ones, drawn from the
+# commit under test (sim/sim_test.go freshSeeds; the log names them, and a
+# failing one replays with -seed=N).
+export OMNIGRAPH_SIM_FRESH=${OMNIGRAPH_SIM_FRESH:-$(git rev-parse HEAD 2>/dev/null || date -u +%F)}
 echo "== go test"
 set +e
 go test -count=1 -json -timeout 30m ${GOTESTFLAGS:-} ./... > test-results/go-test.json

@@ -183,7 +183,10 @@ func attempt(ctx context.Context, g *graph.Graph, cat *pg.Catalog, lines []loadL
 	}
 	snap := w.Snapshot()
 	if snap.SchemaIdentity() != cat.Identity {
-		return nil, fmt.Errorf("%w: the schema of branch %q changed while the file was read; load it again", graph.ErrInvalidInput, snap.Branch())
+		// A schema apply landed after the file was checked against the
+		// schema: a concurrent change like any other that moved the
+		// branch (409 over HTTP), not bad input; nothing was written.
+		return nil, &graph.ReadSetChanged{Branch: snap.Branch(), Member: "schema_identity", Expected: cat.Identity, Actual: snap.SchemaIdentity()}
 	}
 	if opts.Progress != nil {
 		opts.Progress("validate", int64(len(lines)))
