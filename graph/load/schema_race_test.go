@@ -10,8 +10,8 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/load"
-	gschema "github.com/omnigraph-go/omnigraph/graph/schema"
 	"github.com/omnigraph-go/omnigraph/graph/query"
+	gschema "github.com/omnigraph-go/omnigraph/graph/schema"
 )
 
 const raceSchema = `
