@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/omnigraph-go/omnigraph/graph"
@@ -17,24 +18,8 @@ func TestServerChecksMutationBeforeAdmission(t *testing.T) {
 	g := testGraph(t)
 	tokens, secrets := tokensFor(t, "alice")
 	_, base := newTestServer(t, g, Config{Tokens: tokens, Limits: Limits{WritesPerActor: 1, RetryAfter: 7}})
-	entered, unblock := make(chan struct{}), make(chan struct{})
-	first := true
-	clear := graph.Failpoints.Set(g.ID(), graph.FailpointPostPhaseA, func() error {
-		if first {
-			first = false
-			close(entered)
-			<-unblock
-		}
-		return nil
-	})
-	defer clear()
 	alice := &client{t: t, base: base, token: secrets["alice"]}
-	done := make(chan int)
-	go func() {
-		st, _ := (&client{t: t, base: base, token: secrets["alice"]}).json("POST", "/graphs/default/mutate", `{"query":"mutation m() { insert Person { name: \"a1\" } }"}`)
-		done <- st
-	}()
-	<-entered
+	unblock, done := writeInFlight(t, g, alice, `{"query":"mutation m() { insert Person { name: \"a1\" } }"}`)
 	for _, body := range []string{
 		`{"query":"mutation m() { update Person set { agee: 3 } where name = \"a1\" }"}`,
 		`{"query":"mutation m() { insert Robot { name: \"r2\" } }"}`,
@@ -46,7 +31,7 @@ func TestServerChecksMutationBeforeAdmission(t *testing.T) {
 	}
 	st, m := alice.json("POST", "/graphs/default/mutate", `{"query":"mutation m() { insert Person { name: \"a2\" } }"}`)
 	mustStatus(t, "a valid write while the slot is taken", st, 429, m)
-	close(unblock)
+	unblock()
 	if st := <-done; st != 200 {
 		t.Fatalf("the write in flight: %d", st)
 	}
@@ -55,4 +40,29 @@ func TestServerChecksMutationBeforeAdmission(t *testing.T) {
 	if fmt.Sprint(m["rows"]) != "[map[p.name:a1]]" {
 		t.Fatalf("rows: %v, want a1 alone", m["rows"])
 	}
+}
+
+// writeInFlight sends body to mutate as c and returns once the write holds
+// its admission slot, stopped after its sidecar (Phase A); unblock lets it
+// go on, and done gets its status.
+func writeInFlight(t *testing.T, g *graph.Graph, c *client, body string) (unblock func(), done chan int) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	clear := graph.Failpoints.Set(g.ID(), graph.FailpointPostPhaseA, func() error {
+		first := false
+		once.Do(func() { first = true })
+		if first {
+			close(entered)
+			<-release
+		}
+		return nil
+	})
+	t.Cleanup(clear)
+	done = make(chan int, 1)
+	go func() {
+		st, _ := (&client{t: t, base: c.base, token: c.token}).json("POST", "/graphs/default/mutate", body)
+		done <- st
+	}()
+	<-entered
+	return func() { close(release) }, done
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,20 +32,17 @@ func readAt(g *graph.Graph, id string) (string, error) {
 	return fmt.Sprint(r.Rows), nil
 }
 
-// forks counts the objects under any table's tree of a graph branch.
+// forks counts the objects of a graph branch's table forks (trees and
+// refs, over every table).
 func forks(t *testing.T, store backend.StorageAdapter, branch string) int {
 	t.Helper()
 	objs, err := backend.ListAll(context.Background(), store, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, o := range objs {
-		if strings.Contains(o.Key, "/tree/"+branch+"@") || strings.Contains(o.Key, "/_refs/branches/"+branch+"@") {
-			n++
-		}
-	}
-	return n
+	return len(slices.DeleteFunc(objs, func(o backend.Attrs) bool {
+		return !strings.Contains(o.Key, "/tree/"+branch+"@") && !strings.Contains(o.Key, "/_refs/branches/"+branch+"@")
+	}))
 }
 
 // TestCleanupKeepsMergedCommitsOfDeletedBranchesWithinTheRetention: a

@@ -92,13 +92,21 @@ func commitOf(r *mutate.Result) *graph.CommitInfo {
 }
 
 // yieldGraph is a graph whose Person and Company tables hold enough
-// small fragments for an automatic compaction to have work.
-func yieldGraph(t *testing.T) *graph.Graph {
-	g := build(t, mem.New(), 8)
+// small fragments for an automatic compaction to have work, after
+// prepare (when set); before is main's head then.
+func yieldGraph(t *testing.T, prepare func(*testing.T, *graph.Graph)) (g *graph.Graph, before *graph.Snapshot) {
+	g = build(t, mem.New(), 8)
 	for i := range 3 {
 		mut(t, g, `mutation m($s: String) { insert Company { slug: $s, name: "C" } }`, map[string]any{"s": fmt.Sprintf("c%d", i)})
 	}
-	return g
+	if prepare != nil {
+		prepare(t, g)
+	}
+	before, err := g.Snapshot(context.Background(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, before
 }
 
 // interleave arms the pre-commit failpoint of g so that the first write
@@ -132,14 +140,7 @@ func TestWritesPrepareAgainOverACompaction(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range strictWrites {
 		t.Run(tc.name, func(t *testing.T) {
-			g := yieldGraph(t)
-			if tc.prepare != nil {
-				tc.prepare(t, g)
-			}
-			before, err := g.Snapshot(ctx, "main")
-			if err != nil {
-				t.Fatal(err)
-			}
+			g, before := yieldGraph(t, tc.prepare)
 			var compaction *graph.CommitInfo
 			hits := interleave(t, g, func(ctx context.Context) error {
 				res, err := optimize.Auto(ctx, g, optimize.AutoOptions{Branch: "main", Threshold: 2})
@@ -181,19 +182,12 @@ func TestStrictWritesStillRefuseARealChange(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range strictWrites {
 		t.Run(tc.name, func(t *testing.T) {
-			g := yieldGraph(t)
-			if tc.prepare != nil {
-				tc.prepare(t, g)
-			}
-			before, err := g.Snapshot(ctx, "main")
-			if err != nil {
-				t.Fatal(err)
-			}
+			g, before := yieldGraph(t, tc.prepare)
 			interleave(t, g, func(ctx context.Context) error {
 				_, err := mutate.Query(ctx, g, `mutation m() { insert Topic { slug: "other", title: "T" } }`, "", mutate.Options{})
 				return err
 			})
-			_, err = tc.write(ctx, g, before.CommitID())
+			_, err := tc.write(ctx, g, before.CommitID())
 			var rs *graph.ReadSetChanged
 			switch {
 			case tc.name == "conditional insert":
