@@ -244,7 +244,7 @@ func checkLowercase(name string) error {
 // layout's (package table), the manifest's and recovery's. A new branch
 // name may not have one as a component (checkLayoutWords).
 func LayoutWords() []string {
-	words := []string{nodesDir, edgesDir, strings.TrimSuffix(probeDir, "/"), RootKey}
+	words := []string{nodesDir, edgesDir, strings.TrimSuffix(ProbeDir, "/"), RootKey}
 	words = append(words, table.LayoutWords()...)
 	words = append(words, manifest.LayoutWords()...)
 	words = append(words, recovery.LayoutWords()...)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
 	"github.com/omnigraph-go/omnigraph/manifest"
@@ -55,7 +56,7 @@ func TestServerCommitListWalksBothParents(t *testing.T) {
 	// A listed commit whose data cleanup removed is a 404 that says so,
 	// not a 500 storage_not_found.
 	f := MapError(fmt.Errorf("commit %s was made on branch %q, which has been deleted, and its data was removed by cleanup: %w", rev, "review", manifest.ErrCleanedUp), "default")
-	if f.Status != 404 || f.Body.Code != CodeNotFound {
+	if f.Status != 404 || f.Body.Code != api.CodeNotFound {
 		t.Fatalf("a removed commit's read: %d %+v", f.Status, f.Body)
 	}
 }

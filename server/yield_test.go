@@ -12,6 +12,21 @@ import (
 	"github.com/omnigraph-go/omnigraph/graph/query"
 )
 
+// servedGraph is testGraph opened as `omnigraph serve` opens its graph:
+// the only writer of the root (ExclusiveWriter: a write starts from the
+// head the handle last published, with no probe), probing for reads.
+func servedGraph(t *testing.T) *graph.Graph {
+	t.Helper()
+	g := testGraph(t)
+	s, err := graph.Open(context.Background(), g.Store(), graph.OpenOptions{ExclusiveWriter: true, AlwaysProbe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // compactionBetween serves g with automatic compaction and five one-row
 // commits on main, and arms the pre-commit failpoint so that the first
 // client write to reach it waits there while between runs. It returns the
@@ -60,7 +75,7 @@ func waitIdle(t *testing.T, s *Server) int {
 // minutes). The interleaving is set by a failpoint, not by timing.
 func TestServerWriteNeverConflictsWithItsCompaction(t *testing.T) {
 	ctx := context.Background()
-	g := testGraph(t)
+	g := servedGraph(t)
 	var compaction string
 	c := compactionBetween(t, g, func(s *Server) {
 		// The compactor's threshold drops while it is idle; its next check
@@ -103,7 +118,7 @@ func TestServerWriteNeverConflictsWithItsCompaction(t *testing.T) {
 // 409 read_set_conflict for the strict write, which writes nothing.
 func TestServerWriteStillConflictsWithARealChange(t *testing.T) {
 	ctx := context.Background()
-	g := testGraph(t)
+	g := servedGraph(t)
 	c := compactionBetween(t, g, func(*Server) {
 		if _, err := mutate.Query(ctx, g, `mutation m() { insert Person { name: "other", age: 9 } }`, "", mutate.Options{}); err != nil {
 			t.Errorf("the other client's insert: %v", err)

@@ -45,6 +45,9 @@ type serveOptions struct {
 	drainTimeout time.Duration
 	limits       server.Limits
 	autoOptimize autoOptimizeFlag
+	// icebergSync forces the background Iceberg sync on, noIcebergSync off;
+	// neither: on for a graph that already has Iceberg metadata.
+	icebergSync, noIcebergSync bool
 }
 
 func init() {
@@ -80,6 +83,8 @@ func init() {
 		c.Flags().StringVar(&o.tokens, "tokens", "", "tokens file of hashed bearer secrets (see 'omnigraph token add'); none means open mode on loopback only")
 		c.Flags().StringVar(&o.policy, "policy", "", "Cedar policy file deciding each actor's actions (docs/server.md); none allows every authenticated request")
 		c.Flags().BoolVar(&o.readOnly, "read-only", false, "a read replica: no lock, reads only, every write is refused with 403")
+		c.Flags().BoolVar(&o.icebergSync, "iceberg-sync", false, "keep the Iceberg metadata current in the background after each write (default: only for a graph that has Iceberg metadata, i.e. after one 'omnigraph iceberg sync')")
+		c.Flags().BoolVar(&o.noIcebergSync, "no-iceberg-sync", false, "never sync Iceberg metadata in the background")
 		c.Flags().DurationVar(&o.drainTimeout, "drain-timeout", 25*time.Second, "on SIGTERM, how long in-flight requests may finish")
 		c.Flags().IntVar(&o.limits.WritesPerActor, "max-writes-per-actor", server.DefaultWritesPerActor, "in-flight writes one actor may have (more get 429)")
 		c.Flags().IntVar(&o.limits.WritesPerGraph, "max-writes-per-graph", server.DefaultWritesPerGraph, "in-flight writes the graph may have (more get 429)")
@@ -198,7 +203,11 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 			return err
 		}
 		closers = append(closers, closeFn)
-		served = append(served, server.Graph{ID: sg.id, G: g})
+		loc, err := icebergServeLocation(ctx, o, sg.url, g)
+		if err != nil {
+			return err
+		}
+		served = append(served, server.Graph{ID: sg.id, G: g, IcebergLocation: loc})
 	}
 
 	srv, err := server.New(server.Config{
