@@ -176,7 +176,7 @@ func (t *bulkTable) typeName() string {
 
 // bulkLoad is the state of one columnar load.
 type bulkLoad struct {
-	ctx context.Context
+	ctx  context.Context
 	snap *graph.Snapshot
 	cat  *pg.Catalog
 	// mu guards the tables' making (byType, nodeName, edgeName, tables):
