@@ -376,9 +376,5 @@ func (r *request) opChanges(id string, f merge.Filter) (api.ChangesOutput, error
 	if err != nil {
 		return api.ChangesOutput{}, err
 	}
-	out := api.ChangesOutput{Cause: *commitOutput(&c), Changes: make([]api.Change, len(cs))}
-	for i, ch := range cs {
-		out.Changes[i] = api.Change{EntityKind: ch.EntityKind, TypeName: ch.TypeName, ID: ch.ID, Op: string(ch.Op), Before: ch.Before, After: ch.After, From: ch.From, To: ch.To}
-	}
-	return out, nil
+	return api.ChangesOutput{Cause: *commitOutput(&c), Changes: apiChanges(cs)}, nil
 }
