@@ -247,7 +247,8 @@ func attempt(ctx context.Context, g *graph.Graph, cat *pg.Catalog, lines []loadL
 			res.Types[ln.edge.Name]++
 		}
 		if id == "" {
-			id, fresh = ids.mint(), true
+			var minted [26]byte
+			id, fresh = string(ids.at(int32(ln.line), minted[:])), true
 			p.Mint(id)
 		}
 		if opts.Mode == Overwrite {
