@@ -445,7 +445,7 @@ func buildAdjacencyIndex(ctx context.Context, ds *Dataset, root string, m *Manif
 		return Index{}, "", err
 	}
 	id := newUUID()
-	rel := strings.TrimPrefix(root, ds.path+"/") + "_indices/" + id + "/adj.idx"
+	rel := strings.TrimPrefix(root, ds.path+"/") + dirIndices + "/" + id + "/adj.idx"
 	key := ds.path + "/" + rel
 	if _, err := ds.store.Put(ctx, key, data); err != nil {
 		return Index{}, "", fmt.Errorf("write adjacency index: %w", err)

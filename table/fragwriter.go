@@ -408,7 +408,7 @@ func (ds *Dataset) putFragments(ctx context.Context, st *Staged, m *Manifest, fw
 			continue
 		}
 		id := newUUID()
-		rel := root + "data/" + id + ".parquet"
+		rel := root + dirData + "/" + id + ".parquet"
 		key := ds.path + "/" + rel
 		if _, err := ds.store.Put(ctx, key, fw.buf.Bytes()); err != nil {
 			return fmt.Errorf("write fragment: %w", err)

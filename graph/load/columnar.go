@@ -727,7 +727,10 @@ func (bl *bulkLoad) attempt(ctx context.Context, g *graph.Graph, opts Options) (
 	}
 	snap := w.Snapshot()
 	if snap.SchemaIdentity() != bl.cat.Identity {
-		return nil, fmt.Errorf("%w: the schema of branch %q changed while the file was read; load it again", graph.ErrInvalidInput, snap.Branch())
+		// A schema apply landed after the file was checked against the
+		// schema: a concurrent change like any other that moved the
+		// branch (409 over HTTP), not bad input; nothing was written.
+		return nil, &graph.ReadSetChanged{Branch: snap.Branch(), Member: "schema_identity", Expected: bl.cat.Identity, Actual: snap.SchemaIdentity()}
 	}
 	if opts.Progress != nil {
 		opts.Progress("validate", int64(bl.lines))
@@ -987,9 +990,6 @@ func runColumnar(ctx context.Context, g *graph.Graph, snap *graph.Snapshot, cat 
 	n := opts.Retries
 	if n <= 0 {
 		n = graph.DefaultWriteRetries
-	}
-	if opts.Mode == Overwrite {
-		n = 1
 	}
 	var out *Result
 	_, err := graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {
