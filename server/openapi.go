@@ -37,6 +37,16 @@ var schemaTypes = map[string]reflect.Type{
 	"ChangesOutput":       reflect.TypeFor[ChangesOutput](),
 	"ErrorOutput":         reflect.TypeFor[ErrorOutput](),
 	"Change":              reflect.TypeFor[merge.Change](),
+	// The console's routes (console.go).
+	"StatusOutput":        reflect.TypeFor[StatusOutput](),
+	"CatalogOutput":       reflect.TypeFor[CatalogOutput](),
+	"CheckRequest":        reflect.TypeFor[CheckRequest](),
+	"CheckOutput":         reflect.TypeFor[CheckOutput](),
+	"BranchHeadsOutput":   reflect.TypeFor[BranchHeadsOutput](),
+	"MergePreviewRequest": reflect.TypeFor[MergePreviewRequest](),
+	"MergePreviewOutput":  reflect.TypeFor[MergePreviewOutput](),
+	"DiffOutput":          reflect.TypeFor[DiffOutput](),
+	"Conflict":            reflect.TypeFor[merge.Conflict](),
 }
 
 var pathParamRE = regexp.MustCompile(`\{([a-z_]+)\}`)

@@ -62,7 +62,7 @@ var (
 // Routes is the route table.
 func Routes() []Route {
 	g := "/graphs/{graph_id}"
-	return []Route{
+	return append([]Route{
 		{Method: "GET", Path: "/healthz", OperationID: "health", Summary: "Liveness", Response: "Health", handle: handleHealth},
 		{Method: "GET", Path: "/openapi.json", OperationID: "openapi", Summary: "This OpenAPI document", Response: "OpenAPI", handle: handleOpenAPI},
 		{Method: "GET", Path: "/graphs", OperationID: "listGraphs", Summary: "List the served graphs", Auth: true, Response: "GraphList", Statuses: []int{401}, handle: handleGraphs},
@@ -82,7 +82,7 @@ func Routes() []Route {
 		{Method: "GET", Path: g + "/commits", OperationID: "listCommits", Summary: "The commits reachable from a branch head, newest first", Auth: true, Graph: true, Query: []string{"branch", "limit"}, Response: "CommitList", Statuses: readErrs, handle: handleCommits},
 		{Method: "GET", Path: g + "/commits/{commit_id}", OperationID: "getCommit", Summary: "One commit", Auth: true, Graph: true, Response: "CommitOutput", Statuses: readErrs, handle: handleCommit},
 		{Method: "GET", Path: g + "/commits/{commit_id}/changes", OperationID: "getCommitChanges", Summary: "The entity changes of a commit against its first parent", Auth: true, Graph: true, Query: []string{"type", "op", "limit"}, Response: "ChangesOutput", Statuses: append([]int{409, 413}, readErrs...), handle: handleChanges},
-	}
+	}, consoleRoutes(g)...)
 }
 
 // HeaderIfGraphCommit carries the expected head of a conditional mutate.

@@ -26,6 +26,9 @@ import (
 type Graph struct {
 	ID string
 	G  *graph.Graph
+	// StorageKind is the scheme of its storage URL ("file", "s3", ...),
+	// which the status route shows; never the location.
+	StorageKind string
 }
 
 // Config configures a Server.
@@ -58,6 +61,9 @@ type Config struct {
 	// AutoOptimizeThreshold is Auto's small-fragment threshold (<= 0: the
 	// default, optimize.DefaultAutoThreshold).
 	AutoOptimizeThreshold int
+	// UI serves the web console (server/ui) at /ui/: public static
+	// assets that call the authenticated routes with the user's token.
+	UI bool
 }
 
 // Server serves the API.
@@ -70,6 +76,9 @@ type Server struct {
 	mcp    http.Handler
 	policy *Policy
 	log    *slog.Logger
+
+	// storage is each graph's storage kind (Graph.StorageKind).
+	storage map[string]string
 	// compactors run each graph's automatic compaction (AutoOptimize).
 	compactors map[string]*compactor
 	// writesCtx is cancelled by Close: the only cancellation an admitted
@@ -98,7 +107,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Policy == nil {
 		cfg.Policy = DefaultPolicy()
 	}
-	s := &Server{cfg: cfg, graphs: map[string]*graph.Graph{}, adm: newAdmission(cfg.Limits), mux: http.NewServeMux(), policy: cfg.Policy, log: cfg.Logger}
+	s := &Server{cfg: cfg, graphs: map[string]*graph.Graph{}, storage: map[string]string{}, adm: newAdmission(cfg.Limits), mux: http.NewServeMux(), policy: cfg.Policy, log: cfg.Logger}
 	s.writesCtx, s.cancelWrites = context.WithCancel(context.Background())
 	for _, g := range cfg.Graphs {
 		if err := ValidGraphID(g.ID); err != nil {
@@ -108,6 +117,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("graph id %q appears twice", g.ID)
 		}
 		s.graphs[g.ID] = g.G
+		s.storage[g.ID] = g.StorageKind
 		s.ids = append(s.ids, g.ID)
 	}
 	if cfg.AutoOptimize && !cfg.ReadOnly {
@@ -129,6 +139,11 @@ func New(cfg Config) (*Server, error) {
 			w.Header().Set("Allow", "POST")
 			writeFailure(w, fail(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "the MCP endpoint is stateless: POST JSON-RPC messages to it"))
 		})
+	}
+	if cfg.UI {
+		if err := s.mountUI(); err != nil {
+			return nil, err
+		}
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, fail(http.StatusNotFound, CodeNotFound, "no such route: %s %s (see GET /openapi.json)", r.Method, r.URL.Path))

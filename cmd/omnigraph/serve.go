@@ -42,6 +42,7 @@ type serveOptions struct {
 	tokens       string
 	policy       string
 	readOnly     bool
+	noUI         bool
 	drainTimeout time.Duration
 	limits       server.Limits
 	autoOptimize autoOptimizeFlag
@@ -51,7 +52,7 @@ func init() {
 	register(func(a *app) *cobra.Command {
 		var o serveOptions
 		c := &cobra.Command{
-			Use:   "serve (--store URL [--id NAME] | --config FILE) [--listen ADDR] [--tokens FILE] [--policy FILE] [--read-only]",
+			Use:   "serve (--store URL [--id NAME] | --config FILE) [--listen ADDR] [--tokens FILE] [--policy FILE] [--read-only] [--no-ui]",
 			Short: "Serve graphs over HTTP (the API of docs/server.md)",
 			Long: "Serve the graph at --store over HTTP under /graphs/ID/ (ID is --id, default\n" +
 				"\"default\"), or the graphs of --config FILE (a JSON file: graph ids to storage\n" +
@@ -63,7 +64,9 @@ func init() {
 				"without it every authenticated request is allowed. A read-write server\n" +
 				"holds the graph's writer lock for its whole life (leased with heartbeats on\n" +
 				"s3:// and gs://); --read-only takes no lock and serves reads of the latest\n" +
-				"head. Prints OMNIGRAPH_LISTEN_ADDR=host:port on stdout once it serves.\n" +
+				"head. The web console is at /ui/ (its files are public; every data call\n" +
+				"it makes needs the same token and policy); --no-ui turns it off.\n" +
+				"Prints OMNIGRAPH_LISTEN_ADDR=host:port on stdout once it serves.\n" +
 				"SIGTERM drains in-flight requests (up to --drain-timeout), releases the lock\n" +
 				"and exits 0. A lost lease, a handler panic, a write answered\n" +
 				"recovery_required or failing opaquely, or an uncertain start exits 2.",
@@ -80,6 +83,7 @@ func init() {
 		c.Flags().StringVar(&o.tokens, "tokens", "", "tokens file of hashed bearer secrets (see 'omnigraph token add'); none means open mode on loopback only")
 		c.Flags().StringVar(&o.policy, "policy", "", "Cedar policy file deciding each actor's actions (docs/server.md); none allows every authenticated request")
 		c.Flags().BoolVar(&o.readOnly, "read-only", false, "a read replica: no lock, reads only, every write is refused with 403")
+		c.Flags().BoolVar(&o.noUI, "no-ui", false, "do not serve the web console at /ui/ (docs/console.md)")
 		c.Flags().DurationVar(&o.drainTimeout, "drain-timeout", 25*time.Second, "on SIGTERM, how long in-flight requests may finish")
 		c.Flags().IntVar(&o.limits.WritesPerActor, "max-writes-per-actor", server.DefaultWritesPerActor, "in-flight writes one actor may have (more get 429)")
 		c.Flags().IntVar(&o.limits.WritesPerGraph, "max-writes-per-graph", server.DefaultWritesPerGraph, "in-flight writes the graph may have (more get 429)")
@@ -198,7 +202,11 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 			return err
 		}
 		closers = append(closers, closeFn)
-		served = append(served, server.Graph{ID: sg.id, G: g})
+		kind := "unknown"
+		if u, err := backend.ParseURL(sg.url); err == nil {
+			kind = u.Scheme
+		}
+		served = append(served, server.Graph{ID: sg.id, G: g, StorageKind: kind})
 	}
 
 	srv, err := server.New(server.Config{
@@ -212,6 +220,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		OnFatal:  fatal,
 		// In the background after each write, as the CLI does after its own.
 		AutoOptimize: o.autoOptimize.enabled(),
+		UI:           !o.noUI,
 	})
 	if err != nil {
 		return err
@@ -235,7 +244,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	for i, sg := range graphs {
 		ids[i] = sg.id
 	}
-	log.Info("serving", "listen", ln.Addr().String(), "graphs", strings.Join(ids, ","), "mode", mode, "auth", tokens != nil)
+	log.Info("serving", "listen", ln.Addr().String(), "graphs", strings.Join(ids, ","), "mode", mode, "auth", tokens != nil, "ui", !o.noUI)
 	fmt.Fprintf(a.stdout, "OMNIGRAPH_LISTEN_ADDR=%s\n", ln.Addr())
 
 	select {
