@@ -59,14 +59,20 @@ type File struct {
 	Gzipped int
 }
 
+// Assets is the embedded app: the files served under Prefix, by path.
+func Assets() fs.FS {
+	root, err := fs.Sub(embedded, "assets")
+	if err != nil {
+		panic(err) // the directory is embedded at build time
+	}
+	return root
+}
+
 // New reads and compresses every embedded file.
 func New() (*Handler, error) {
 	h := &Handler{files: map[string]*file{}}
-	root, err := fs.Sub(embedded, "assets")
-	if err != nil {
-		return nil, err
-	}
-	err = fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
+	root := Assets()
+	err := fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
