@@ -19,6 +19,7 @@ package ui_test
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,6 +34,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
@@ -374,6 +376,22 @@ func (b *browser) accessible(t *testing.T, page string) {
 	    if (!name(el)) out.push(el.outerHTML.slice(0, 120));
 	  }
 	  if (document.querySelectorAll('h1').length !== 1) out.push('h1 count ' + document.querySelectorAll('h1').length);
+	  // Text contrast (WCAG AA: 4.5:1, 3:1 for large text) against the
+	  // first opaque background behind it; disabled controls are exempt.
+	  const rgb = (c) => { const m = c.match(/[\d.]+/g) || []; return m.map(Number); };
+	  const lum = ([r, g, b]) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); }; return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+	  const bg = (el) => { for (let e = el; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor); if (c.length >= 3 && (c.length < 4 || c[3] > 0.9)) return c; } return [255, 255, 255]; };
+	  let low = 0;
+	  for (const el of document.querySelectorAll('body *')) {
+	    if (el.offsetParent === null || el.closest('canvas, .CodeMirror-gutters, [disabled], [aria-hidden=true]')) continue;
+	    if (!Array.from(el.childNodes).some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+	    const st = getComputedStyle(el);
+	    const fg = rgb(st.color);
+	    const a = lum(fg), b = lum(bg(el));
+	    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+	    const large = parseFloat(st.fontSize) >= 24 || (parseFloat(st.fontSize) >= 18.66 && parseInt(st.fontWeight) >= 700);
+	    if (ratio < (large ? 3 : 4.5) && low++ < 5) out.push('contrast ' + ratio.toFixed(2) + ':1 of "' + el.textContent.trim().slice(0, 40) + '" (' + st.color + ' on ' + bg(el).join(',') + ')');
+	  }
 	  if (document.documentElement.scrollWidth > window.innerWidth + 1) out.push('page wider than the viewport: ' + document.documentElement.scrollWidth + ' > ' + window.innerWidth);
 	  return out;
 	})()`)
@@ -536,6 +554,16 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		b.accessible(t, "overview")
 		b.screenshot(t, "overview")
+		// A load from the console: one new topic on main.
+		batch := filepath.Join(t.TempDir(), "topics.jsonl")
+		if err := os.WriteFile(batch, []byte(`{"type":"Topic","data":{"slug":"consoles","title":"Consoles"}}`+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b.run(t, "load", chromedp.SetUploadFiles(chromedp.ID("load-file"), []string{batch}), submit("#load-form"),
+			until(`document.querySelector('#load-form [role=status]').textContent.includes('Loaded 1 nodes')`))
+		if m := f.mustAPI(t, "POST", g+"/query", `{"query":"query q() { match { $t: Topic { slug: \"consoles\" } } return { $t.title } }"}`); fmt.Sprint(m["rows"]) != "[map[t.title:Consoles]]" {
+			t.Fatalf("the console's load: %v", m["rows"])
+		}
 	})
 
 	t.Run("query", func(t *testing.T) {
@@ -576,8 +604,47 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatalf("plan %q", p)
 		}
 		b.accessible(t, "query")
+		// Keyboard: Tab leaves the editor (no trap); Ctrl+Enter runs.
+		b.run(t, "tab out of the editor", chromedp.Focus(chromedp.ID("gq-input")), chromedp.KeyEvent("\t"),
+			until(`document.activeElement && document.activeElement.id !== 'gq-input'`))
+		// Paging, and the CSV download against the API's rows.
+		all := "query knows() {\n  match { $a: Person  $a knows $b }\n  return { $a.handle as a, $b.handle as b }\n  order { a, b }\n}"
+		b.typeQuery(t, all)
+		b.run(t, "run with ctrl+enter", until(`document.querySelector('#check-status').textContent.includes('No type errors')`),
+			chromedp.Focus(chromedp.ID("gq-input")), chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+			until(`document.querySelector('#results caption') && document.querySelector('#results caption').textContent.includes('of knows')`))
+		body, _ = json.Marshal(map[string]any{"query": all})
+		allRows := f.rows(t, g+"/query", string(body))
+		if len(allRows) <= 50 {
+			t.Fatalf("want more than a page of rows, the API has %d", len(allRows))
+		}
+		if n := len(b.tableRows(t, "#results")); n != 50 {
+			t.Fatalf("page 1 shows %d rows", n)
+		}
+		b.run(t, "next page", chromedp.Click(chromedp.CSS("#results .toolbar button:nth-of-type(2)")),
+			until(`document.querySelector('#results .toolbar span').textContent.startsWith('Rows 51')`))
+		if rows := b.tableRows(t, "#results"); fmt.Sprint(rows) != fmt.Sprint(allRows[50:min(100, len(allRows))]) {
+			t.Fatalf("page 2 shows %v, the API's rows 51.. are %v", rows, allRows[50:])
+		}
+		dl := t.TempDir()
+		b.run(t, "download", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.CallBrowser(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dl})
+			return err
+		}), chromedp.Click(chromedp.CSS(`#results .toolbar button:nth-last-of-type(2)`)))
+		var file []byte
+		for i := 0; i < 100 && file == nil; i++ {
+			if b, err := os.ReadFile(filepath.Join(dl, "knows.csv")); err == nil && len(b) > 0 {
+				file = b
+			} else {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		recs, err := csv.NewReader(bytes.NewReader(file)).ReadAll()
+		if err != nil || len(recs) != len(allRows)+1 || fmt.Sprint(recs[0]) != "[a b]" || fmt.Sprint(recs[1:]) != fmt.Sprint(allRows) {
+			t.Fatalf("downloaded CSV (%v): %d records; the API has %d rows", err, len(recs), len(allRows))
+		}
 		// The run is remembered.
-		if r := text(t, b, "#recent"); !strings.Contains(r, "by_city") {
+		if r := text(t, b, "#recent"); !strings.Contains(r, "by_city") || !strings.Contains(r, "knows") {
 			t.Fatalf("recent queries %q", r)
 		}
 	})
@@ -624,6 +691,16 @@ func TestConsoleInBrowser(t *testing.T) {
 			until(`document.querySelector('#search-results caption') && document.querySelector('#search-results caption').textContent.includes('by nearest')`))
 		if rows := b.tableRows(t, "#search-results"); len(rows) == 0 {
 			t.Fatal("nearest found no post")
+		}
+		// The other functions: each generated query runs and finds rows.
+		for _, mode := range []string{"search", "fuzzy", "rrf"} {
+			b.run(t, mode, chromedp.SetValue(chromedp.ID("search-mode"), mode),
+				js(`document.querySelector('#search-mode').dispatchEvent(new Event('change'))`),
+				submit("#search-form"),
+				until(`document.querySelector('#search-results caption') && document.querySelector('#search-results caption').textContent.includes('by `+mode+`')`))
+			if rows := b.tableRows(t, "#search-results"); len(rows) == 0 {
+				t.Fatalf("%s found no post for %q", mode, "graph")
+			}
 		}
 	})
 
