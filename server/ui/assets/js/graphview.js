@@ -5,8 +5,10 @@
 
 import { need } from './ui.js';
 
-// Okabe–Ito colours (distinguishable with colour-vision deficiencies).
-const PALETTE = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#7a6a00', '#555555'];
+// Okabe–Ito hues (distinguishable with colour-vision deficiencies),
+// darkened where needed so white labels keep a contrast above 4.5:1; the
+// legend (console.css .lane-key) uses the same list.
+const PALETTE = ['#0072B2', '#B34700', '#007A5A', '#A0508A', '#8A6100', '#2E6E9E', '#6B5E00', '#555555'];
 
 export function colour(i) {
   return PALETTE[((i % PALETTE.length) + PALETTE.length) % PALETTE.length];
@@ -95,7 +97,13 @@ export async function resultGraph(container, onTap) {
         }
       }
       cy.add(edges);
-      cy.layout({ name: 'cose', animate: false, randomize: false, nodeRepulsion: 8000, idealEdgeLength: 90, padding: 20 }).run();
+      // Laid out within the drawing's own box, so labels keep a readable
+      // size instead of the whole graph being zoomed out to fit.
+      const w = container.clientWidth || 800;
+      const hgt = container.clientHeight || 460;
+      cy.layout({ name: 'cose', animate: false, randomize: false, nodeRepulsion: 12000, idealEdgeLength: 70, padding: 20,
+        nodeDimensionsIncludeLabels: true, boundingBox: { x1: 0, y1: 0, w, h: hgt } }).run();
+      cy.fit(undefined, 20);
       return fresh.length;
     },
     count() { return cy.nodes().length; },
@@ -117,7 +125,7 @@ export async function commitDag(container, commits, links, onTap) {
     { selector: 'node', style: { shape: 'ellipse', width: 16, height: 16, padding: 0, label: 'data(label)', 'text-halign': 'right', 'text-valign': 'center', 'text-margin-x': 8, color: '#1a1a1a', 'font-family': 'ui-monospace, monospace', 'font-size': 11 } },
     { selector: 'node[tip = "yes"]', style: { 'font-weight': 'bold' } },
     { selector: 'edge', style: { 'curve-style': 'straight', 'target-arrow-shape': 'none', 'line-color': '#8a8a8a', width: 2 } },
-    { selector: 'edge[merge = "yes"]', style: { 'line-style': 'dashed', 'line-color': '#CC79A7' } },
+    { selector: 'edge[merge = "yes"]', style: { 'line-style': 'dashed', 'line-color': '#A0508A' } },
   ], { name: 'preset', fit: false, padding: 10 });
   cy.userZoomingEnabled(false);
   cy.on('tap', 'node', (ev) => onTap(ev.target.id()));

@@ -257,7 +257,8 @@ export async function render(ctx, root) {
     const typeIndex = (t) => cat.nodes.findIndex((n) => n.name === t);
     const status = h('p', { class: 'muted', 'aria-live': 'polite' });
     const canvas = h('div', { class: 'graph-canvas', role: 'img', 'aria-label': 'Result nodes and the links between them; click a node to add its neighbours' });
-    fill(panel, status, canvas);
+    const legend = h('div', { class: 'lanes', 'aria-label': 'Node types by colour' }, cat.nodes.map((n, i) => h('span', { class: 'lane-key', 'data-lane': String(i % 8) }, n.name)));
+    fill(panel, status, legend, canvas);
     if (nodeCols.length === 0) {
       fill(panel, h('p', { class: 'muted' }, 'This query returns no whole nodes: return a node variable (return { $p }) to see its rows as a graph.'));
       return;
@@ -268,7 +269,7 @@ export async function render(ctx, root) {
     for (const row of out.rows) {
       for (const c of nodeCols) {
         const v = row[c.name];
-        if (v && v.id !== undefined) nodes.push({ key: key(c.node_type, v.id), id: v.id, type: c.node_type, label: `${c.node_type}\n${v.id}`, typeIndex: typeIndex(c.node_type) });
+        if (v && v.id !== undefined) nodes.push({ key: key(c.node_type, v.id), id: v.id, type: c.node_type, label: String(v.id), typeIndex: typeIndex(c.node_type) });
       }
       for (const l of q.links || []) {
         const a = row[l.from];
@@ -302,7 +303,7 @@ export async function render(ctx, root) {
           const bt = j.out ? j.e.to : j.e.from;
           for (const row of a.rows) {
             const b = row.b;
-            more.push({ key: key(bt, b.id), id: b.id, type: bt, label: `${bt}\n${b.id}`, typeIndex: typeIndex(bt) });
+            more.push({ key: key(bt, b.id), id: b.id, type: bt, label: String(b.id), typeIndex: typeIndex(bt) });
             moreLinks.push(j.out ? { from: n.id, to: key(bt, b.id), label: j.e.name } : { from: key(bt, b.id), to: n.id, label: j.e.name });
           }
         });
