@@ -66,28 +66,17 @@ type Policy struct {
 	groups map[string][]cedar.EntityUID // actor -> its groups
 }
 
-// ParsePolicy parses a Cedar policy document. name is used in positions
-// (a file name). A policy's @id("...") annotation names it in decisions
-// and logs (else policyN, by order in the file).
+// ParsePolicy parses a Cedar policy document and validates it against the
+// model (ValidatePolicy): a file with any problem is refused, every
+// problem named. name is used in positions (a file name). A policy's
+// @id("...") annotation names it in decisions and logs (else policyN, by
+// order in the file).
 func ParsePolicy(name string, src []byte) (*Policy, error) {
-	list, err := cedar.NewPolicyListFromBytes(name, src)
-	if err != nil {
-		return nil, fmt.Errorf("policy %s: %w", name, err)
+	p, problems := ValidatePolicy(name, src)
+	if len(problems) > 0 {
+		return nil, problemsError(name, problems)
 	}
-	if len(list) == 0 {
-		return nil, fmt.Errorf("policy %s: no policy in the file (nothing would be allowed)", name)
-	}
-	set := cedar.NewPolicySet()
-	for i, p := range list {
-		id := cedar.PolicyID(fmt.Sprintf("policy%d", i))
-		if a, ok := p.Annotations()["id"]; ok && a != "" {
-			id = cedar.PolicyID(a)
-		}
-		if !set.Add(id, p) {
-			return nil, fmt.Errorf("policy %s: two policies have @id(%q)", name, id)
-		}
-	}
-	return &Policy{name: name, set: set}, nil
+	return p, nil
 }
 
 // DefaultPolicy is the allow-everything policy of DefaultPolicySource.
@@ -204,4 +193,13 @@ func (r *request) authorize(act Action, branch, target string) error {
 // allowed is authorize without the 403 (filtering lists).
 func (s *Server) allowed(actor, graphID string, act Action) bool {
 	return s.policy.Authorize(AuthzRequest{Actor: actorOrAnon(actor), Graph: graphID, Action: act}).Allowed
+}
+
+// Len is the number of policies in the set.
+func (p *Policy) Len() int {
+	n := 0
+	for range p.set.All() {
+		n++
+	}
+	return n
 }

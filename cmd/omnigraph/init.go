@@ -83,6 +83,21 @@ func (t *graphTarget) openGraph(ctx context.Context, write bool) (*graph.Graph, 
 	return g, func() { g.Close(); store.Close() }, nil
 }
 
+// openSnapshot opens the graph at --store read-only and pins the head of
+// branch ("" is main). done closes the graph.
+func (t *graphTarget) openSnapshot(ctx context.Context, branch string) (*graph.Snapshot, func(), error) {
+	g, done, err := t.openGraph(ctx, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	snap, err := g.Snapshot(ctx, branch)
+	if err != nil {
+		done()
+		return nil, nil, err
+	}
+	return snap, done, nil
+}
+
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

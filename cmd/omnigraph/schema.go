@@ -39,15 +39,11 @@ func schemaShowCmd(a *app) *cobra.Command {
 		Short: "Print the accepted .pg schema of a branch",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			g, done, err := t.openGraph(c.Context(), false)
+			snap, done, err := t.openSnapshot(c.Context(), branch)
 			if err != nil {
 				return err
 			}
 			defer done()
-			snap, err := g.Snapshot(c.Context(), branch)
-			if err != nil {
-				return err
-			}
 			cat, err := snap.Catalog(c.Context())
 			if err != nil {
 				return err

@@ -18,15 +18,11 @@ func init() {
 			Short: "Show a branch head: per-table version and row count, and the storage version",
 			Args:  cobra.NoArgs,
 			RunE: func(c *cobra.Command, args []string) error {
-				g, done, err := t.openGraph(c.Context(), false)
+				snap, done, err := t.openSnapshot(c.Context(), branch)
 				if err != nil {
 					return err
 				}
 				defer done()
-				snap, err := g.Snapshot(c.Context(), branch)
-				if err != nil {
-					return err
-				}
 				stats, err := snap.TableStats(c.Context())
 				if err != nil {
 					return err
