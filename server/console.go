@@ -367,7 +367,9 @@ func (r *request) opStatus() (StatusOutput, error) {
 }
 
 // readSnapshot authorizes a read of a branch head (default main) or of a
-// commit (the whole graph) and returns the snapshot.
+// commit and returns the snapshot: the one rule of every route that reads
+// "a branch or a snapshot" (query, catalog, query/check). A snapshot may
+// be of any branch, so reading one needs read on the whole graph.
 func (r *request) readSnapshot(branch, snapID string) (*graph.Snapshot, ReadTarget, error) {
 	if branch != "" && snapID != "" {
 		return nil, ReadTarget{}, badRequest("read either a branch or a snapshot, not both")
@@ -552,9 +554,9 @@ func planColumns(rp *gq.ReadPlan) ([]CheckColumn, []CheckLink) {
 }
 
 // maxDivergence caps the ahead/behind walk of each branch by default: a
-// branch far from its base shows "at least" instead of costing reads in
-// proportion to its history.
-const maxDivergence = 1000
+// branch far from its base shows "at least" (counts_capped) instead of
+// costing reads in proportion to its history (?max= asks for more).
+const maxDivergence = 100
 
 func handleBranchHeads(r *request) (int, any, error) {
 	qv := r.URL.Query()

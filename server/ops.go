@@ -8,7 +8,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/load"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
@@ -32,24 +31,7 @@ func (r *request) opQuery(q QueryRequest) (ReadOutput, error) {
 	if strings.TrimSpace(q.Query) == "" {
 		return ReadOutput{}, badRequest("query is required: the .gq source of a read query")
 	}
-	if q.Branch != "" && q.Snapshot != "" {
-		return ReadOutput{}, badRequest("read either a branch or a snapshot, not both")
-	}
-	var snap *graph.Snapshot
-	var err error
-	if q.Snapshot != "" {
-		// A snapshot may be of any branch: reading one needs read on
-		// the whole graph.
-		if err := r.authorize(ActionRead, "", ""); err != nil {
-			return ReadOutput{}, err
-		}
-		snap, err = r.g.SnapshotAt(r.Context(), q.Snapshot)
-	} else {
-		if err := r.authorize(ActionRead, orMain(q.Branch), ""); err != nil {
-			return ReadOutput{}, err
-		}
-		snap, err = r.g.Snapshot(r.Context(), q.Branch)
-	}
+	snap, _, err := r.readSnapshot(q.Branch, q.Snapshot)
 	if err != nil {
 		return ReadOutput{}, err
 	}
