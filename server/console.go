@@ -66,8 +66,9 @@ type (
 		// whether the server checks bearer tokens.
 		Actor string `json:"actor"`
 		Auth  bool   `json:"auth"`
-		// AllowedActions are the actions the policy permits the caller on
-		// the whole graph (per-branch grants: GET branches/heads).
+		// AllowedActions are the actions this server lets the caller do on
+		// the whole graph: the policy's grants, reads only on a replica
+		// (per-branch grants: GET branches/heads).
 		AllowedActions []Action           `json:"allowed_actions"`
 		Lock           LockOutput         `json:"lock"`
 		Recovery       RecoveryOutput     `json:"recovery"`
@@ -244,8 +245,8 @@ type (
 		Behind int  `json:"behind"`
 		Capped bool `json:"counts_capped,omitempty"`
 		// AllowedActions: of change, load, branch_create (from it),
-		// branch_delete and branch_merge (into the base), those the policy
-		// permits the caller on this branch.
+		// branch_delete and branch_merge (into the base), those this server
+		// lets the caller do on this branch (none on a replica).
 		AllowedActions []Action `json:"allowed_actions"`
 	}
 
@@ -281,11 +282,15 @@ type (
 	}
 )
 
-// actionsAllowed lists which of acts the policy permits the caller on the
-// graph (branch "") or on a branch (as the resource).
+// actionsAllowed lists which of acts this server would let the caller do
+// on the graph (branch "") or on a branch (as the resource): what the
+// policy permits, less every write on a read-only replica.
 func (r *request) actionsAllowed(branch, target string, acts ...Action) []Action {
 	out := []Action{}
 	for _, a := range acts {
+		if r.s.cfg.ReadOnly && a != ActionRead && a != ActionExport {
+			continue
+		}
 		if r.s.policy.Authorize(AuthzRequest{Actor: actorOrAnon(r.actor), Graph: r.graphID, Action: a, Branch: branch, TargetBranch: target}).Allowed {
 			out = append(out, a)
 		}

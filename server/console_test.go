@@ -478,3 +478,61 @@ func TestConsoleFiles(t *testing.T) {
 		t.Fatalf("/ui/ with the console off: %v %v", resp2.StatusCode, err)
 	}
 }
+
+// TestConsoleStatusShowsPendingRecovery: a write stopped after its table
+// commits leaves an intent; a read-only replica's status route shows it
+// pending (kind, branch, actor, what recovery would find), without a key
+// or path of the store.
+func TestConsoleStatusShowsPendingRecovery(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "g")
+	store, err := local.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Init(ctx, store, consoleSchema, graph.InitOptions{Actor: "writer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear := graph.Failpoints.Set(g.ID(), graph.FailpointPostPhaseB, func() error { return fmt.Errorf("injected: stopped after the table commits") })
+	_, err = load.Run(ctx, g, strings.NewReader(consoleSeed), load.Options{Mode: load.Append})
+	clear()
+	if err == nil {
+		t.Fatal("the failpoint did not stop the load")
+	}
+	g.Close()
+	ro, err := graph.Open(ctx, store, graph.OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	base := consoleServer(t, ro, Config{ReadOnly: true})
+	req, _ := http.NewRequest("GET", base+"/graphs/default/status", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("status: %d %s", resp.StatusCode, raw)
+	}
+	rc := m["recovery"].(map[string]any)
+	in := rc["intents"].([]any)
+	if rc["state"] != "pending" || rc["pending"] != 1.0 || len(in) != 1 || m["mode"] != "read-only" {
+		t.Fatalf("recovery: %v", m)
+	}
+	if it := in[0].(map[string]any); it["kind"] != "load" || it["branch"] != "main" || it["actor"] != "writer" || it["classification"] == "" {
+		t.Fatalf("intent: %v", it)
+	}
+	for _, leak := range []string{"__recovery", "nodes/", "__manifest", dir} {
+		if bytes.Contains(raw, []byte(leak)) {
+			t.Fatalf("the status names %q: %s", leak, raw)
+		}
+	}
+	// A replica refuses every write, whatever the policy grants.
+	if fmt.Sprint(m["allowed_actions"]) != "[read export]" || m["auto_optimize"].(map[string]any)["enabled"] != false {
+		t.Fatalf("replica status: %v", m)
+	}
+}
