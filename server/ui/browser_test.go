@@ -600,8 +600,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		b.screenshot(t, "query-graph", "#results")
 		b.run(t, "plan", chromedp.Click(chromedp.ID("tab-plan")), chromedp.WaitVisible(chromedp.ID("plan")))
-		if p := text(t, b, "#plan"); !strings.Contains(p, "query by_city") || !strings.Contains(p, "read") {
-			t.Fatalf("plan %q", p)
+		plan := text(t, b, "#plan")
+		if !strings.Contains(plan, "query by_city") || !strings.Contains(plan, "read") {
+			t.Fatalf("plan %q", plan)
+		}
+		// Explain shows the same plan without running the query.
+		b.run(t, "explain", chromedp.Click(chromedp.ID("explain")), until(`document.querySelector('#plan-title')`))
+		if p := text(t, b, "#plan"); p != plan {
+			t.Fatalf("explain shows %q, the result's plan is %q", p, plan)
 		}
 		b.accessible(t, "query")
 		// Keyboard: Tab leaves the editor (no trap); Ctrl+Enter runs.

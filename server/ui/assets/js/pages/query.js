@@ -90,6 +90,7 @@ export async function render(ctx, root) {
   const querySel = h('select', { id: 'query-name' });
   const paramsBox = h('div', { class: 'params', id: 'params' });
   const runBtn = h('button', { type: 'button', class: 'primary', id: 'run' }, 'Run');
+  const explainBtn = h('button', { type: 'button', id: 'explain', title: 'Show the plan of the selected query without running it' }, 'Explain');
   const runNote = h('span', { class: 'muted', id: 'run-note' });
   const results = h('div', { id: 'results' });
   const recentBox = h('div', { id: 'recent' });
@@ -231,6 +232,24 @@ export async function render(ctx, root) {
   }
   runBtn.addEventListener('click', run);
 
+  // explain shows the selected query's plan (from the check) without
+  // running it.
+  async function explain() {
+    const text = cm.getValue();
+    if (text !== checkedText) {
+      try {
+        onCheck(await ctx.api.check(text, ctx.ref), null, text);
+      } catch (e) {
+        fill(results, errorBox(e));
+        return;
+      }
+    }
+    const q = current();
+    fill(results, h('section', { class: 'panel', 'aria-labelledby': 'plan-title' }, h('h2', { id: 'plan-title' }, q ? `Plan of ${q.name}` : 'Plan'),
+      h('pre', { class: 'plan', id: 'plan' }, q && q.plan ? q.plan : 'No plan: the query has errors (see the list under the editor).')));
+  }
+  explainBtn.addEventListener('click', explain);
+
   function showResults(q, out) {
     const tablePanel = h('div', null, resultTable(out.columns, out.rows, { name: q.name, raw: out, caption: `${out.row_count} rows of ${q.name}, read at commit ${shortID(out.graph_commit_id)}` }));
     const graphPanel = h('div', { class: 'graph-panel' });
@@ -334,7 +353,7 @@ export async function render(ctx, root) {
           h('h2', { id: 'editor-title' }, 'Editor'),
           editorBox,
           h('div', { class: 'toolbar' }, checkStatus, h('span', { class: 'spacer' }),
-            h('label', { for: 'query-name', class: 'inline' }, 'Query'), querySel, runBtn),
+            h('label', { for: 'query-name', class: 'inline' }, 'Query'), querySel, explainBtn, runBtn),
           runNote, errorList, paramsBox),
         results),
       h('aside', { class: 'panel', 'aria-labelledby': 'recent-title' }, h('h2', { id: 'recent-title' }, 'Recent queries'), recentBox,
