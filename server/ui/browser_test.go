@@ -31,6 +31,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,6 +76,9 @@ type fixture struct {
 	base    string
 	secrets map[string]string
 	g       *graph.Graph
+	// busy, while above zero, answers that many status requests 429 with
+	// Retry-After: 0 (admission full) before they reach the server.
+	busy, statusCalls atomic.Int32
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -141,12 +145,27 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(s.Handler())
+	f := &fixture{secrets: secrets, g: g}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/graphs/social/status" {
+			f.statusCalls.Add(1)
+			if f.busy.Add(-1) >= 0 {
+				w.Header().Set("Retry-After", "0")
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusTooManyRequests)
+				io.WriteString(w, `{"error":"too many requests in flight; retry after 0 s","code":"too_many_requests"}`)
+				return
+			}
+			f.busy.Store(0)
+		}
+		s.Handler().ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() {
 		hs.Close()
 		s.Close()
 	})
-	return &fixture{base: hs.URL, secrets: secrets, g: g}
+	f.base = hs.URL
+	return f
 }
 
 // api calls the HTTP API as actor and decodes the JSON answer.
@@ -880,6 +899,19 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		if bs := f.mustAPI(t, "GET", g+"/branches", ""); strings.Contains(fmt.Sprint(bs["branches"]), "sneaky") {
 			t.Fatalf("the refused write created a branch: %v", bs)
+		}
+	})
+
+	t.Run("retry after 429", func(t *testing.T) {
+		// The server's admission refuses twice; the console waits the
+		// Retry-After it names and sends again.
+		f.busy.Store(2)
+		f.statusCalls.Store(0)
+		done := b.expect("429")
+		id := eval[string](t, b, "status through the console's client", `import('/ui/js/api.js').then(m => new m.Graph('social').status()).then(s => s.graph_id)`)
+		done()
+		if id != "social" || f.statusCalls.Load() != 3 {
+			t.Fatalf("status after two 429s: %q in %d requests (want 3)", id, f.statusCalls.Load())
 		}
 	})
 

@@ -31,9 +31,31 @@ export function unauthorized(fn) {
   onUnauthorized = fn;
 }
 
+// MAX_RETRIES bounds the retries of a request the server asked to retry
+// later (429 or 503 with Retry-After: admission is full).
+const MAX_RETRIES = 3;
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 // call sends one request. body is sent as JSON unless raw is given (a
-// string or Blob with its content type).
+// string or Blob with its content type). A 429 or 503 with Retry-After is
+// retried after the wait it names (at most 5 s, three times): the server
+// refused it before any work, so sending it again is safe.
 export async function call(method, path, opts = {}) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await callOnce(method, path, opts);
+    } catch (err) {
+      const wait = err instanceof ApiError && err.retryAfter ? Number(err.retryAfter) : NaN;
+      if (attempt >= MAX_RETRIES || !(err.status === 429 || err.status === 503) || !(wait >= 0)) throw err;
+      await sleep(Math.min(wait, 5) * 1000);
+    }
+  }
+}
+
+async function callOnce(method, path, opts) {
   const url = new URL(path, location.origin);
   for (const [k, v] of Object.entries(opts.query || {})) {
     if (v === undefined || v === null || v === '') continue;
@@ -60,6 +82,7 @@ export async function call(method, path, opts = {}) {
   }
   if (!res.ok) {
     const err = new ApiError(res.status, data, text);
+    err.retryAfter = res.headers.get('Retry-After');
     if (res.status === 401) onUnauthorized(err);
     throw err;
   }
