@@ -81,7 +81,9 @@ type fixture struct {
 	busy, statusCalls atomic.Int32
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture serves the social graph with tokens and a policy, or in
+// open mode (no tokens: every request is anonymous and allowed).
+func newFixture(t *testing.T, open bool) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	schema, err := os.ReadFile(filepath.Join("..", "..", "examples", "social.pg"))
@@ -134,14 +136,18 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := server.New(server.Config{
+	cfg := server.Config{
 		Graphs:       []server.Graph{{ID: "social", G: g, StorageKind: "file"}},
 		Tokens:       server.NewTokens(pf),
 		Policy:       pol,
 		Version:      "console-test",
 		UI:           true,
 		AutoOptimize: true,
-	})
+	}
+	if open {
+		cfg.Tokens, cfg.Policy = nil, nil
+	}
+	s, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,6 +371,12 @@ func (b *browser) open(t *testing.T, path, ready string) {
 	b.run(t, "open "+path, chromedp.Navigate(b.base+path), chromedp.WaitVisible(chromedp.CSS(ready)))
 }
 
+// openAt is open on another server.
+func (b *browser) openAt(t *testing.T, base, path, ready string) {
+	t.Helper()
+	b.run(t, "open "+base+path, chromedp.Navigate(base+path), chromedp.WaitVisible(chromedp.CSS(ready)))
+}
+
 // screenshot saves the viewport as name.png, scrolled to show the
 // element sel at the top when given.
 func (b *browser) screenshot(t *testing.T, name string, sel ...string) {
@@ -515,7 +527,7 @@ func cell(v any) string {
 }
 
 func TestConsoleInBrowser(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, false)
 	b := newBrowser(t, f.base)
 	g := "/graphs/social"
 
@@ -928,6 +940,19 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.run(t, "schema drawn", until(`document.querySelector('#schema-graph').cy && document.querySelector('#schema-graph').cy.nodes().length > 0`))
 		b.screenshot(t, "overview-1920")
 		b.run(t, "resize back", chromedp.EmulateViewport(1280, 800))
+	})
+
+	t.Run("open mode", func(t *testing.T) {
+		// No tokens: no sign-in, the actor is anonymous, every page reads.
+		of := newFixture(t, true)
+		b.openAt(t, of.base, "/ui/", "#types-table")
+		if who := text(t, b, ".who .muted"); who != "anonymous" {
+			t.Fatalf("open mode actor %q", who)
+		}
+		if n := eval[int](t, b, "sign-out buttons", `document.querySelectorAll('.who button').length`); n != 0 {
+			t.Fatalf("open mode shows %d sign-out buttons", n)
+		}
+		b.openAt(t, of.base, "/ui/social/branches", "#branch-create") // every write is offered
 	})
 
 	t.Run("first render and payload", func(t *testing.T) {
