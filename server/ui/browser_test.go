@@ -861,6 +861,17 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		b.accessible(t, "commit")
 		b.screenshot(t, "commit")
+		// The ref picker: an older commit of main, and the overview reads it.
+		oldest := cs["commits"].([]any)[len(cs["commits"].([]any))-1].(map[string]any)["graph_commit_id"].(string)
+		b.open(t, "/ui/social/", "#types-table")
+		b.run(t, "pick a commit", chromedp.SetValue(chromedp.ID("ref-select"), oldest),
+			js(`document.querySelector('#ref-select').dispatchEvent(new Event('change'))`),
+			until(`document.querySelector('h1').textContent.includes('at commit') && document.querySelector('#types-table')`))
+		at := f.mustAPI(t, "GET", g+"/catalog?snapshot="+oldest, "")
+		person := eval[string](t, b, "rows at the commit", `document.querySelector('#types-table tr[data-type="Person"] td.rows').textContent`)
+		if want := cell(at["nodes"].([]any)[1].(map[string]any)["rows"]); person != want || !strings.Contains(eval[string](t, b, "url", `location.search`), oldest) {
+			t.Fatalf("Person rows at %s: %s, the API's catalog %s", oldest, person, want)
+		}
 		b.open(t, "/ui/social/diff?from=main&to=rival", "#diff-summary")
 		d := f.mustAPI(t, "GET", g+"/diff?from=main&to=rival", "")
 		if s := text(t, b, "#diff-summary"); !strings.Contains(s, fmt.Sprintf(": %d changes", len(d["changes"].([]any)))) {

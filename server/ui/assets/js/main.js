@@ -2,7 +2,7 @@
 // URL (every page has one: /ui/GRAPH/PAGE?ref=..., so links, reloads and
 // the back button work) and the page modules.
 
-import { h, fill } from './dom.js';
+import { h, fill, shortID, ago } from './dom.js';
 import { call, token, setToken, unauthorized, Graph, Ref } from './api.js';
 import * as overview from './pages/overview.js';
 import * as query from './pages/query.js';
@@ -27,7 +27,11 @@ const main = document.getElementById('main');
 const header = document.getElementById('top');
 
 // state is per graph: its status and branch heads, refreshed after writes.
-const state = { graphs: null, graph: null, api: null, status: null, heads: null, catalogs: new Map() };
+const state = { graphs: null, graph: null, api: null, status: null, heads: null, recent: [], catalogs: new Map() };
+
+// RECENT_COMMITS is how many of main's latest commits the ref picker
+// offers.
+const RECENT_COMMITS = 10;
 let renderSeq = 0;
 
 // route reads the location: /ui/, /ui/GRAPH/, /ui/GRAPH/PAGE[/REST].
@@ -140,11 +144,12 @@ function makeCtx(r, ref) {
 async function loadGraph(id, force) {
   if (!force && state.graph === id && state.status) return;
   const api = new Graph(id);
-  const [status, heads] = await Promise.all([api.status(), api.heads('main')]);
+  const [status, heads, recent] = await Promise.all([api.status(), api.heads('main'), api.commits('main', RECENT_COMMITS)]);
   state.graph = id;
   state.api = api;
   state.status = status;
   state.heads = heads;
+  state.recent = recent.commits;
   state.catalogs.clear();
 }
 
@@ -154,9 +159,12 @@ function renderHeader(r, ref) {
   const graphSel = h('select', { id: 'graph-select', 'aria-label': 'Graph' },
     state.graphs.map((x) => h('option', { value: x.graph_id, selected: x.graph_id === g }, x.graph_id)));
   graphSel.addEventListener('change', () => navigate(href(graphSel.value, current)));
+  const listed = !ref.isBranch && state.recent.some((c) => c.graph_commit_id === ref.name);
   const refSel = h('select', { id: 'ref-select', 'aria-label': 'Branch or commit to read' },
     h('optgroup', { label: 'Branches' }, state.heads.branches.map((b) => h('option', { value: b.name, selected: ref.isBranch && b.name === ref.name }, b.name))),
-    ref.isBranch ? null : h('optgroup', { label: 'Commit' }, h('option', { value: ref.name, selected: true }, 'commit ' + ref.name)));
+    h('optgroup', { label: 'Recent commits on main' }, state.recent.map((c) => h('option', { value: c.graph_commit_id, selected: !ref.isBranch && c.graph_commit_id === ref.name },
+      `${shortID(c.graph_commit_id)} · ${c.actor_id || '?'} · ${ago(c.created_at)}`))),
+    ref.isBranch || listed ? null : h('optgroup', { label: 'Commit' }, h('option', { value: ref.name, selected: true }, 'commit ' + shortID(ref.name))));
   refSel.addEventListener('change', () => {
     const params = Object.fromEntries(r.params);
     params.ref = refSel.value === 'main' ? undefined : refSel.value;
