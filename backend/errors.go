@@ -140,6 +140,22 @@ func KindOf(err error) Kind {
 	return KindUnknown
 }
 
+// StoreStatus is the HTTP status the store answered a failed request with
+// (404 for S3's NoSuchBucket, 403 for a refused credential), or 0 when the
+// request got no HTTP answer: a transport failure, a local store, a refusal
+// before anything was sent. The kind says what the failure means to the
+// engine; the status is what the store said, and logs carry both, so a
+// missing bucket is logged as configuration with the store's 404. An error
+// carries it by implementing StoreStatus() int anywhere in its chain (the
+// cloud adapters' causes do).
+func StoreStatus(err error) int {
+	var sc interface{ StoreStatus() int }
+	if errors.As(err, &sc) {
+		return sc.StoreStatus()
+	}
+	return 0
+}
+
 // IsNotFound is shorthand for errors.Is(err, ErrNotFound).
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 

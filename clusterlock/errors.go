@@ -57,8 +57,10 @@ type HeldError struct {
 	// HeartbeatsContinue: a watching starter saw the holder's heartbeats
 	// advance.
 	HeartbeatsContinue bool
-	// HolderGone: the store is a local root, the holder ran on this host,
-	// and its pid is no longer alive.
+	// HolderGone: the holder ran on this host (same host name and, where
+	// the record says, the same kernel and pid namespace) and its pid is no
+	// longer a live process. Any store: a CLI writer on this host killed
+	// while holding an S3 lock is gone too.
 	HolderGone bool
 	// UnknownFormat: the record was written by a binary with a newer format.
 	UnknownFormat bool
@@ -75,13 +77,44 @@ func (e *HeldError) Code() string { return CodeLockHeld }
 // Is matches ErrLockHeld.
 func (e *HeldError) Is(target error) bool { return target == ErrLockHeld }
 
-// UnlockCommand is the exact command that releases this lock.
-func (e *HeldError) UnlockCommand() string {
-	url := e.StoreURL
+// UnlockCommand is the exact command that releases this lock
+// (UnlockCommand of its id and StoreURL).
+func (e *HeldError) UnlockCommand() string { return UnlockCommand(e.LockID, e.StoreURL) }
+
+// UnlockCommand is the exact shell command that releases the lock id on the
+// store at url (PlaceholderURL when url is empty). Every argument is quoted
+// for a POSIX shell (sh, bash, zsh) where it needs it, so a URL with '?',
+// '&', spaces or quotes is pasted as one argument and never globbed.
+func UnlockCommand(id, url string) string {
 	if url == "" {
-		url = PlaceholderURL
+		return "omnigraph lock unlock --id " + ShellQuote(id) + " --store " + PlaceholderURL
 	}
-	return fmt.Sprintf("omnigraph lock unlock --id %s --store %s", e.LockID, url)
+	return "omnigraph lock unlock --id " + ShellQuote(id) + " --store " + ShellQuote(url)
+}
+
+// ShellQuote returns s as one POSIX shell word: unchanged when it holds only
+// characters no shell treats specially, else in single quotes, with each
+// single quote inside written as quote, backslash, quote, quote.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, shellSafe) == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// shellSafe are the characters a word may hold unquoted in sh, bash and
+// zsh: no globs (* ? [), no expansions ($ ~ ! {), no separators.
+const shellSafe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+,./:=_-"
+
+// Advice is how every message about a held lock ends (the refusal of a
+// CLI writer, of a starting server, and lock status): whether the holder
+// process is gone, and the exact command that releases the lock. One
+// function, so the three never say different things.
+func Advice(holderGone bool, unlockCommand string) string {
+	if holderGone {
+		return "the holder process is gone (no live process with that pid on this host), so release the lock with: " + unlockCommand
+	}
+	return "if no process holds it any more, release it with: " + unlockCommand
 }
 
 func (e *HeldError) Error() string {
@@ -105,10 +138,7 @@ func (e *HeldError) Error() string {
 	case e.Leased:
 		fmt.Fprintf(&b, "; it is a server's leased lock (lease %d s): a restarted server takes it over after %s of heartbeat silence", h.LeaseSeconds, takeoverSilence(h.Lease()))
 	}
-	if e.HolderGone {
-		b.WriteString("; the holder process is gone (no process with that pid on this host)")
-	}
-	fmt.Fprintf(&b, ". If no process holds it any more, release it with: %s", e.UnlockCommand())
+	fmt.Fprintf(&b, "; %s", Advice(e.HolderGone, e.UnlockCommand()))
 	return b.String()
 }
 

@@ -2,6 +2,7 @@ package clusterlock
 
 import (
 	"context"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 )
@@ -86,4 +87,17 @@ func (g *guarded) DeletePrefix(ctx context.Context, prefix string) error {
 	}
 	defer done()
 	return g.StorageAdapter.DeletePrefix(ctx, prefix)
+}
+
+var _ backend.TempSweeper = (*guarded)(nil)
+
+// SweepTemp implements backend.TempSweeper: a sweep deletes, so it is
+// refused once the lease does not hold and ends when the lease is lost.
+func (g *guarded) SweepTemp(ctx context.Context, prefix string, olderThan time.Time, dryRun bool) (backend.TempSwept, bool, error) {
+	ctx, done, err := g.admit(ctx, "sweep-temp", prefix)
+	if err != nil {
+		return backend.TempSwept{}, true, err
+	}
+	defer done()
+	return backend.SweepTempBelow(ctx, g.StorageAdapter, prefix, olderThan, dryRun)
 }

@@ -24,9 +24,6 @@ type Options struct {
 	// StoreURL is the redacted store URL quoted in the unlock command of a
 	// refusal; empty leaves PlaceholderURL.
 	StoreURL string
-	// LocalRoot: the store is a local filesystem root, so a holder recorded
-	// with this host's name is checked for liveness by pid.
-	LocalRoot bool
 	// Owner describes this process; zero means ThisOwner(BinaryVersion).
 	Owner Owner
 	// BinaryVersion goes into the default Owner.
@@ -303,11 +300,21 @@ func heldError(f found, o Options) *HeldError {
 	return e
 }
 
+// holderGone reports whether the record's holder is a process of this
+// machine that no longer runs, on any store: the record names this host
+// (and, when both sides know it, this kernel instance and pid namespace, so
+// containers or machines sharing a host name never judge each other's pids)
+// and its pid is not a live process. Nothing is removed on that ground: pids
+// are reused, so it only tells the operator which unlock is safe.
 func holderGone(r Record, o Options) bool {
-	if !o.LocalRoot || r.Owner.PID <= 0 || r.Owner.Host == "" {
+	me := o.owner()
+	if r.Owner.PID <= 0 || r.Owner.Host == "" || r.Owner.Host != me.Host {
 		return false
 	}
-	return r.Owner.Host == o.owner().Host && !o.alive(r.Owner.PID)
+	if r.Owner.Instance != "" && me.Instance != "" && r.Owner.Instance != me.Instance {
+		return false
+	}
+	return !o.alive(r.Owner.PID)
 }
 
 // LockStatus is what Status found.

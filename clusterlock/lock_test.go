@@ -3,6 +3,8 @@ package clusterlock
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -271,30 +273,35 @@ func TestWaitRefusesServerAtOnce(t *testing.T) {
 	}
 }
 
-// TestHolderGoneMessage: on a local root, a holder on this host whose pid
-// is dead is named gone; on another host, or alive, it is not.
+// TestHolderGoneMessage: on every store, a holder recorded on this host
+// (and, when both know it, this kernel and pid namespace) whose pid is dead
+// is named gone; on another host, another instance, or alive, it is not.
+// The refusal and Status agree, and the refusal ends with the one Advice.
 func TestHolderGoneMessage(t *testing.T) {
 	cases := []struct {
-		name      string
-		localRoot bool
-		host      string
-		alive     bool
-		gone      bool
+		name     string
+		host     string
+		instance string // the holder's; this process is "boot-1/pid:[1]"
+		alive    bool
+		gone     bool
 	}{
-		{"dead pid on this host", true, "host-a", false, true},
-		{"live pid on this host", true, "host-a", true, false},
-		{"dead pid on another host", true, "host-b", false, false},
-		{"not a local root", false, "host-a", false, false},
+		{"dead pid on this host", "host-a", "boot-1/pid:[1]", false, true},
+		{"dead pid on this host, record without instance", "host-a", "", false, true},
+		{"live pid on this host", "host-a", "boot-1/pid:[1]", true, false},
+		{"dead pid on another host", "host-b", "boot-1/pid:[1]", false, false},
+		{"dead pid in another container with this host name", "host-a", "boot-1/pid:[2]", false, false},
+		{"dead pid on another machine with this host name", "host-a", "boot-2/pid:[1]", false, false},
 	}
+	me := Owner{Host: "host-a", PID: 1, Instance: "boot-1/pid:[1]"}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			s := mem.New()
-			if _, err := Acquire(ctx, s, Options{Owner: Owner{Host: c.host, PID: 777}}); err != nil {
+			s := mem.New() // not a local directory: the check is the same on every store
+			if _, err := Acquire(ctx, s, Options{Owner: Owner{Host: c.host, PID: 777, Instance: c.instance}}); err != nil {
 				t.Fatal(err)
 			}
 			var asked int
-			_, err := Acquire(ctx, s, Options{LocalRoot: c.localRoot, Owner: Owner{Host: "host-a", PID: 1},
+			_, err := Acquire(ctx, s, Options{Owner: me, StoreURL: "s3://b/g",
 				Alive: func(pid int) bool { asked = pid; return c.alive }})
 			var held *HeldError
 			if !errors.As(err, &held) {
@@ -303,14 +310,84 @@ func TestHolderGoneMessage(t *testing.T) {
 			if held.HolderGone != c.gone || strings.Contains(err.Error(), "holder process is gone") != c.gone {
 				t.Errorf("gone = %v (%q), want %v", held.HolderGone, err, c.gone)
 			}
+			if want := Advice(c.gone, UnlockCommand(held.LockID, "s3://b/g")); !strings.HasSuffix(err.Error(), want) {
+				t.Errorf("refusal %q does not end with the advice %q", err, want)
+			}
 			if c.gone && asked != 777 {
 				t.Errorf("liveness asked about pid %d, want 777", asked)
 			}
-			st, err := Status(ctx, s, Options{LocalRoot: c.localRoot, Owner: Owner{Host: "host-a", PID: 1}, Alive: func(int) bool { return c.alive }})
+			st, err := Status(ctx, s, Options{Owner: me, Alive: func(int) bool { return c.alive }})
 			if err != nil || st.HolderGone != c.gone {
 				t.Errorf("status = %+v, %v", st, err)
 			}
 		})
+	}
+}
+
+// TestUnlockCommandIsOneShellWord: the printed unlock command, pasted into
+// sh, bash (and zsh where installed), gives omnigraph exactly the lock id
+// and the URL as they are, for hostile URLs too: '?' and '*' (globs in
+// zsh), '&', ';', spaces, both quotes, '$(...)', backticks, '!', '~', a
+// newline, non-ASCII. A plain URL stays unquoted.
+func TestUnlockCommandIsOneShellWord(t *testing.T) {
+	urls := []string{
+		"s3://bucket/graph",
+		"/data/graph",
+		"s3://b/p?key_child_coexist=false",
+		"s3://b/p?a=1&b=2",
+		"s3://b/p*",
+		"/tmp/my graph",
+		"/tmp/it's",
+		`/tmp/"quoted"`,
+		"/tmp/$(touch pwned)",
+		"/tmp/`touch pwned`",
+		"/tmp/a;touch pwned",
+		"/tmp/!!",
+		"~/g",
+		`/tmp/back\slash`,
+		"/tmp/line\nbreak",
+		"/tmp/fé/ü",
+		"/tmp/[ab]",
+		"/tmp/{a,b}",
+		"/tmp/a|b>c<d",
+		"/tmp/#hash",
+		"'",
+		"",
+	}
+	if got := UnlockCommand("01ABC", "s3://bucket/graph"); got != "omnigraph lock unlock --id 01ABC --store s3://bucket/graph" {
+		t.Fatalf("a plain URL was quoted: %s", got)
+	}
+	shells := []string{"sh", "bash"}
+	if _, err := exec.LookPath("zsh"); err == nil {
+		shells = append(shells, "zsh")
+	}
+	dir := t.TempDir()
+	for _, sh := range shells {
+		for _, url := range urls {
+			if url == "" {
+				continue // the placeholder, below
+			}
+			cmd := UnlockCommand("01ABC", url)
+			// omnigraph is a function that prints each argument NUL-terminated.
+			script := `omnigraph() { for a in "$@"; do printf '%s\0' "$a"; done; }; ` + cmd
+			c := exec.Command(sh, "-c", script)
+			c.Dir = dir
+			out, err := c.Output()
+			if err != nil {
+				t.Fatalf("%s -c %q: %v", sh, script, err)
+			}
+			got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+			want := []string{"lock", "unlock", "--id", "01ABC", "--store", url}
+			if strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Errorf("%s: %s\n gave %q\n want %q", sh, cmd, got, want)
+			}
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Fatalf("%s ran part of a URL as a command (it created %s)", sh, ents[0].Name())
+		}
+	}
+	if got := UnlockCommand("01ABC", ""); !strings.HasSuffix(got, "--store "+PlaceholderURL) {
+		t.Errorf("no URL: %s, want the placeholder", got)
 	}
 }
 

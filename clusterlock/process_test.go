@@ -56,7 +56,7 @@ func driver(mode, url string) int {
 	}
 	switch mode {
 	case "hold":
-		l, err := clusterlock.Acquire(ctx, s, clusterlock.Options{Operation: "load", LocalRoot: true})
+		l, err := clusterlock.Acquire(ctx, s, clusterlock.Options{Operation: "load"})
 		if err != nil {
 			fmt.Printf("ERROR %v\n", err)
 			return exitFail
@@ -202,7 +202,7 @@ func TestCrossProcessKilledHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, err = clusterlock.Acquire(ctx, s, clusterlock.Options{Operation: "mutate", LocalRoot: true, StoreURL: dir})
+	_, err = clusterlock.Acquire(ctx, s, clusterlock.Options{Operation: "mutate", StoreURL: dir})
 	var held *clusterlock.HeldError
 	if !errors.As(err, &held) || held.LockID != id || !held.HolderGone {
 		t.Fatalf("after kill -9 of the holder: %v", err)
@@ -218,7 +218,7 @@ func TestCrossProcessKilledHolder(t *testing.T) {
 	if err := clusterlock.Unlock(ctx, s, id, clusterlock.Options{}); err != nil {
 		t.Fatalf("exact-id unlock: %v", err)
 	}
-	l, err := clusterlock.Acquire(ctx, s, clusterlock.Options{Operation: "mutate", LocalRoot: true})
+	l, err := clusterlock.Acquire(ctx, s, clusterlock.Options{Operation: "mutate"})
 	if err != nil {
 		t.Fatalf("acquire after unlock: %v", err)
 	}

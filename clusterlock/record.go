@@ -34,6 +34,11 @@ type Owner struct {
 	Host    string `json:"host"`
 	PID     int    `json:"pid"`
 	Version string `json:"binary_version"`
+	// Instance names the kernel instance and pid namespace the pid belongs
+	// to (on Linux, the boot id and the pid namespace), empty where the
+	// platform does not tell. A pid is only judged where Host and Instance
+	// both match (holderGone).
+	Instance string `json:"instance,omitempty"`
 }
 
 // Record is the lock record stored at LockKey.
@@ -111,7 +116,7 @@ func ThisOwner(v string) Owner {
 	if err != nil {
 		host = ""
 	}
-	return Owner{Host: host, PID: os.Getpid(), Version: v}
+	return Owner{Host: host, PID: os.Getpid(), Version: v, Instance: processInstance()}
 }
 
 func (o Owner) String() string {

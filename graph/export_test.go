@@ -14,9 +14,6 @@ import (
 // TableBranch is tableBranch.
 var TableBranch = tableBranch
 
-// ProbeDir is probeDir.
-const ProbeDir = probeDir
-
 // CreateBranchInternal is createBranch: CreateBranch without the check
 // that refuses the engine's internal branch names.
 func (g *Graph) CreateBranchInternal(ctx context.Context, name, from string) (*Snapshot, error) {

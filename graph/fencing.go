@@ -27,9 +27,10 @@ const storageCheckHint = "run 'omnigraph storage check URL' to see which capabil
 // (each probed the same store).
 const RootKey = "_graph.json"
 
-// probeDir holds the scratch keys of Init's fencing probe, one directory
-// per attempt, deleted when the probe ends.
-const probeDir = "_omnigraph_probe/"
+// ProbeDir holds the scratch keys of Init's fencing probe and of the CLI
+// init's store survey, one directory per attempt, deleted when the probe
+// ends. Init treats what a killed probe left there as its own.
+const ProbeDir = "_omnigraph_probe/"
 
 // Root is the content of the graph root object.
 type Root struct {
@@ -73,13 +74,13 @@ func ProbeFencing(ctx context.Context, store backend.StorageAdapter) (FencingPro
 // probeFencing checks cheaply that the live store honours the conditions its
 // adapter declares: a second put-if-absent of a scratch key must lose, and a
 // compare-and-swap with a stale version must lose (where declared). The
-// scratch keys live under probeDir/<attempt>/ and are deleted before it
+// scratch keys live under ProbeDir/<attempt>/ and are deleted before it
 // returns, whatever the outcome. A storage failure is returned as it is
 // (it says nothing about fencing); a condition that was ignored is
 // ErrUnfencedStore.
 func probeFencing(ctx context.Context, store backend.StorageAdapter) (FencingProbe, error) {
 	res := FencingProbe{ProbedUS: nowMicros()}
-	dir := probeDir + newID() + "/"
+	dir := ProbeDir + newID() + "/"
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()

@@ -302,31 +302,40 @@ func Open(ctx context.Context, store backend.StorageAdapter, opts OpenOptions) (
 // head returns the current head of branch: a freshness probe (one List),
 // plus one GET only when the branch moved since this handle last read it.
 func (g *Graph) head(ctx context.Context, branch string) (*manifest.Entry, error) {
+	e, _, err := g.headOwn(ctx, branch)
+	return e, err
+}
+
+// headOwn is head, and reports whether the head is the one this exclusive
+// writer handle last published, taken without a probe (OpenOptions.
+// ExclusiveWriter).
+func (g *Graph) headOwn(ctx context.Context, branch string) (*manifest.Entry, bool, error) {
 	g.mu.Lock()
 	c := g.heads[branch]
 	if c != nil && (c.unconsumed || g.exclusive && c.own) {
+		own := g.exclusive && c.own && !c.unconsumed
 		c.unconsumed = false
 		g.mu.Unlock()
-		return c.entry, nil
+		return c.entry, own, nil
 	}
 	g.mu.Unlock()
 	r, err := g.man.Probe(ctx, branch)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !r.Live() {
 		g.forget(branch)
-		return nil, fmt.Errorf("%w: %q", manifest.ErrBranchNotFound, branch)
+		return nil, false, fmt.Errorf("%w: %q", manifest.ErrBranchNotFound, branch)
 	}
 	if c != nil && c.entry.Key() == r.Key { // version keys are write-once
-		return c.entry, nil
+		return c.entry, false, nil
 	}
 	e, err := g.man.Read(ctx, r)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	g.remember(e, r.ETag)
-	return e, nil
+	return e, false, nil
 }
 
 func (g *Graph) remember(e *manifest.Entry, etag string) { g.rememberHead(e, etag, false) }
@@ -547,6 +556,21 @@ func createOrAdoptTable(ctx context.Context, store backend.StorageAdapter, path 
 // __manifest/ (and the recovery layer's __recovery/).
 var graphPrefixes = []string{"nodes/", "edges/", manifest.SchemaDir}
 
+// CheckInitLocation is Init's check of the location, for a caller that
+// probes the store before Init (the CLI surveys it): ErrGraphExists, an
+// error satisfying ErrNotEmpty that names a foreign object, or nil for an
+// empty location or an interrupted init's leftovers. It writes nothing.
+func CheckInitLocation(ctx context.Context, store backend.StorageAdapter) error {
+	exists, err := newManifest(store).Exists(ctx)
+	if err != nil {
+		return fmt.Errorf("check for an existing graph: %w", err)
+	}
+	if exists {
+		return ErrGraphExists
+	}
+	return checkInitLocation(ctx, store)
+}
+
 // checkInitLocation refuses a location holding objects that are not an
 // interrupted or running init's (tables, schema sources, fencing probes):
 // init never writes into someone else's data.
@@ -561,7 +585,7 @@ func checkInitLocation(ctx context.Context, store backend.StorageAdapter) error 
 			if strings.HasPrefix(o.Key, manifest.Dir) {
 				return ErrGraphExists // a racing init published meanwhile
 			}
-			ours := strings.HasPrefix(o.Key, "__recovery/") || strings.HasPrefix(o.Key, probeDir) || o.Key == RootKey
+			ours := strings.HasPrefix(o.Key, "__recovery/") || strings.HasPrefix(o.Key, ProbeDir) || o.Key == RootKey
 			for _, p := range graphPrefixes {
 				ours = ours || strings.HasPrefix(o.Key, p)
 			}

@@ -2,22 +2,32 @@
 # Object-store emulators for the cloud-backend tests.
 #
 #   scripts/emulators.sh install   install the pinned emulators into the cache (skipped when present)
-#   scripts/emulators.sh start     install if needed, start all three on 127.0.0.1, wait until each answers
+#   scripts/emulators.sh start     install if needed, start all four on 127.0.0.1, wait until each answers
 #   scripts/emulators.sh env       print `export` lines for the running emulators (eval them)
 #   scripts/emulators.sh status    show which emulators are running
 #   scripts/emulators.sh stop      stop them by PID (whole process group) and remove their data dirs
 #
-# Pinned: versitygw v1.8.0 (S3), fake-gcs-server v1.56.1 (GCS), Azurite 3.37.0 (Azure Blob).
+# Pinned: versitygw v1.8.0 (S3), fake-gcs-server v1.56.1 (GCS), Azurite 3.37.0 (Azure Blob),
+# and MinIO (a second S3 server, single drive; the most deployed S3-compatible
+# server, whose listings differ from versitygw's). MinIO is a test server
+# only (AGPL-3.0): it is built and run, never linked into OmniGraph.
 # Cache (outside the repo): $OMNIGRAPH_EMULATOR_CACHE, default ~/.cache/omnigraph-emulators.
 # Run state (PIDs, ports, logs): $OMNIGRAPH_EMULATOR_RUN, default $CACHE/run.
 # Preferred ports: $OMNIGRAPH_S3_PORT (7070), $OMNIGRAPH_GCS_PORT (4443),
-# $OMNIGRAPH_AZURE_PORT (10000); a busy port moves to the next free one and
-# `env` prints the port actually used.
+# $OMNIGRAPH_AZURE_PORT (10000), $OMNIGRAPH_MINIO_PORT (9100); a busy port
+# moves to the next free one and `env` prints the port actually used.
+#
+# Install time on an empty cache (2 cores): MinIO's go install is the long
+# one, about 9 minutes (1.2 GB of modules to download, 5 min of CPU), against
+# about a minute for each of the others; all four install side by side, and
+# scripts/test.sh starts the install before `go vet` so it overlaps the
+# project's own build.
 set -euo pipefail
 
 VERSITYGW_VERSION=v1.8.0
 FAKEGCS_VERSION=v1.56.1
 AZURITE_VERSION=3.37.0
+MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 
 CACHE=${OMNIGRAPH_EMULATOR_CACHE:-$HOME/.cache/omnigraph-emulators}
 RUN=${OMNIGRAPH_EMULATOR_RUN:-$CACHE/run}
@@ -43,7 +53,7 @@ install_go_tool() { # name module version
   if stamp_ok "$name" "$version" && [ -x "$BIN/$name" ]; then
     return 0
   fi
-  log "installing $name $version (go install, about a minute)"
+  log "installing $name $version (go install: a minute or two, MinIO about nine, on an empty cache)"
   mkdir -p "$BIN"
   # Build outside any module so the repo's go.mod and GOFLAGS play no part.
   (cd "$CACHE" && GOFLAGS=-buildvcs=false GOBIN="$BIN" go install "$module@$version") >"$CACHE/$name.install.log" 2>&1 ||
@@ -68,17 +78,20 @@ install_azurite() {
 
 cmd_install() {
   mkdir -p "$CACHE"
-  # The three installs are independent and slow: run them side by side.
+  # The four installs are independent and slow: run them side by side.
   install_go_tool versitygw github.com/versity/versitygw/cmd/versitygw "$VERSITYGW_VERSION" &
   local p1=$!
   install_go_tool fake-gcs-server github.com/fsouza/fake-gcs-server "$FAKEGCS_VERSION" &
   local p2=$!
   install_azurite &
   local p3=$!
+  install_go_tool minio github.com/minio/minio "$MINIO_VERSION" &
+  local p4=$!
   local rc=0
   wait $p1 || { log "versitygw install failed (log: $CACHE/versitygw.install.log)"; rc=1; }
   wait $p2 || { log "fake-gcs-server install failed (log: $CACHE/fake-gcs-server.install.log)"; rc=1; }
   wait $p3 || { log "azurite install failed (log: $CACHE/azurite.install.log)"; rc=1; }
+  wait $p4 || { log "minio install failed (log: $CACHE/minio.install.log)"; rc=1; }
   return $rc
 }
 
@@ -177,12 +190,30 @@ cmd_start() {
     started=1
   fi
 
+  if running minio; then
+    log "minio already running (pid $(cat "$RUN/minio.pid"))"
+  else
+    local mport cport mdata
+    [ -f "$RUN/minio.data" ] && rm -rf "$(cat "$RUN/minio.data")"
+    mport=$(free_port "${OMNIGRAPH_MINIO_PORT:-9100}")
+    cport=$(free_port $((mport + 1)))
+    # One drive in a private temp dir (single-node single-drive), the
+    # console off, no update checks.
+    mdata=$(mktemp -d "${TMPDIR:-/tmp}/omnigraph-minio.XXXXXX")
+    echo "$mdata" >"$RUN/minio.data"
+    launch minio "$mport" env MINIO_ROOT_USER="$S3_ACCESS_KEY" MINIO_ROOT_PASSWORD="$S3_SECRET_KEY" \
+      MINIO_BROWSER=off MINIO_UPDATE=off \
+      "$BIN/minio" server --quiet --address "127.0.0.1:$mport" --console-address "127.0.0.1:$cport" "$mdata"
+    started=1
+  fi
+
   # Readiness: S3 and Azure answer any HTTP request once listening; fake-gcs
-  # has a health endpoint.
+  # and MinIO have health endpoints.
   wait_ready versitygw curl -s -o /dev/null "http://127.0.0.1:$(cat "$RUN/versitygw.port")/"
   wait_ready fake-gcs-server curl -sf -o /dev/null "http://127.0.0.1:$(cat "$RUN/fake-gcs-server.port")/_internal/healthcheck"
   wait_ready azurite curl -s -o /dev/null "http://127.0.0.1:$(cat "$RUN/azurite.port")/"
-  [ $started = 1 ] && log "ready: s3 :$(cat "$RUN/versitygw.port"), gcs :$(cat "$RUN/fake-gcs-server.port"), azure :$(cat "$RUN/azurite.port")"
+  wait_ready minio curl -sf -o /dev/null "http://127.0.0.1:$(cat "$RUN/minio.port")/minio/health/live"
+  [ $started = 1 ] && log "ready: s3 :$(cat "$RUN/versitygw.port"), gcs :$(cat "$RUN/fake-gcs-server.port"), azure :$(cat "$RUN/azurite.port"), minio :$(cat "$RUN/minio.port")"
   return 0
 }
 
@@ -209,11 +240,12 @@ cmd_stop() {
   stop_one versitygw
   stop_one fake-gcs-server
   stop_one azurite
+  stop_one minio
 }
 
 cmd_status() {
   local name rc=0
-  for name in versitygw fake-gcs-server azurite; do
+  for name in versitygw fake-gcs-server azurite minio; do
     if running "$name"; then
       echo "$name: running, pid $(cat "$RUN/$name.pid"), port $(cat "$RUN/$name.port")"
     else
@@ -226,11 +258,12 @@ cmd_status() {
 
 cmd_env() {
   local name
-  for name in versitygw fake-gcs-server azurite; do
+  for name in versitygw fake-gcs-server azurite minio; do
     running "$name" || die "$name is not running; run: scripts/emulators.sh start"
   done
-  local s3 gcs az
+  local s3 gcs az minio
   s3=$(cat "$RUN/versitygw.port")
+  minio=$(cat "$RUN/minio.port")
   gcs=$(cat "$RUN/fake-gcs-server.port")
   az=$(cat "$RUN/azurite.port")
   cat <<EOF
@@ -243,6 +276,9 @@ export AZURE_STORAGE_ACCOUNT=$AZURE_ACCOUNT
 export AZURE_STORAGE_KEY='$AZURE_KEY'
 export OMNIGRAPH_AZURE_ENDPOINT=http://127.0.0.1:$az/$AZURE_ACCOUNT
 export OMNIGRAPH_AZURE_EMULATOR=true
+export OMNIGRAPH_MINIO_ENDPOINT=http://127.0.0.1:$minio
+export OMNIGRAPH_MINIO_ACCESS_KEY_ID=$S3_ACCESS_KEY
+export OMNIGRAPH_MINIO_SECRET_ACCESS_KEY=$S3_SECRET_KEY
 EOF
 }
 

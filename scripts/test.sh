@@ -4,15 +4,28 @@
 # set, a test on scripts/must-not-skip.txt that skips or does not run fails
 # the run. The example out-of-tree backend (examples/backend-bolt, its own Go
 # module) is vetted and tested from its own directory; any failure or skip
-# there fails the run.
+# there fails the run. scripts/sdk.sh ci lints the OpenAPI document
+# (redocly, pinned), checks the TypeScript SDK for drift and runs its tests
+# against a real server; any failure there fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+emulators=
+if [ -x scripts/emulators.sh ] && [ "${OMNIGRAPH_NO_EMULATORS:-}" = "" ]; then
+  emulators=1
+  # On an empty cache the install takes minutes (MinIO's go install alone
+  # about 9 on 2 cores, mostly downloads): start it now, beside go vet.
+  mkdir -p test-results
+  scripts/emulators.sh install >test-results/emulators-install.log 2>&1 &
+  install_pid=$!
+fi
 
 echo "== go vet"
 go vet ./...
 
-if [ -x scripts/emulators.sh ] && [ "${OMNIGRAPH_NO_EMULATORS:-}" = "" ]; then
+if [ -n "$emulators" ]; then
   echo "== emulators"
+  wait "$install_pid" || { cat test-results/emulators-install.log; exit 1; }
   scripts/emulators.sh start
   trap 'scripts/emulators.sh stop' EXIT
   eval "$(scripts/emulators.sh env)"
@@ -32,6 +45,10 @@ if [ "${OMNIGRAPH_NO_BROWSER:-}" = "" ] && ! command -v chromium >/dev/null 2>&1
 fi
 
 mkdir -p test-results
+echo "== go build (the binary the client and SDK tests serve with)"
+go build -o test-results/omnigraph ./cmd/omnigraph
+export OMNIGRAPH_TEST_BIN=$(pwd)/test-results/omnigraph
+
 echo "== go test"
 set +e
 go test -count=1 -json -timeout 30m ${GOTESTFLAGS:-} ./... > test-results/go-test.json
@@ -44,7 +61,17 @@ set +e
 example_rc=$?
 set -e
 
+echo "== OpenAPI lint, the TypeScript SDK's drift check and tests (scripts/sdk.sh ci)"
+set +e
+OMNIGRAPH_BIN=$OMNIGRAPH_TEST_BIN bash scripts/sdk.sh ci
+sdk_rc=$?
+set -e
+
 cat test-results/go-test.json "$example" | go run ./internal/tools/testreport -must-not-skip scripts/must-not-skip.txt
+if [ "$sdk_rc" -ne 0 ]; then
+  echo "scripts/sdk.sh ci failed (exit $sdk_rc): the OpenAPI lint, the SDK drift check or the SDK tests"
+  exit 1
+fi
 if [ "$example_rc" -ne 0 ]; then
   echo "examples/backend-bolt: vet or tests failed (exit $example_rc)"
   exit 1

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/backend/counter"
 	"github.com/omnigraph-go/omnigraph/backend/local"
 	"github.com/omnigraph-go/omnigraph/graph"
@@ -201,7 +202,7 @@ func TestConsoleRoutes(t *testing.T) {
 	mustStatus(t, "preview of an unknown branch", st, 404, m)
 
 	// diff: branch to branch, commit to branch.
-	st, m = c.json("GET", g0+"/diff?from=main&to=feature&type=Person", "")
+	st, m = c.json("POST", g0+"/diff", `{"from":"main","to":"feature","type":"Person"}`)
 	mustStatus(t, "diff", st, 200, m)
 	var ops []string
 	for _, x := range m["changes"].([]any) {
@@ -211,14 +212,14 @@ func TestConsoleRoutes(t *testing.T) {
 	if fmt.Sprint(ops) != "[update ada update bob insert cy]" {
 		t.Fatalf("diff main..feature: %v", ops)
 	}
-	st, m = c.json("GET", g0+"/diff?from="+seedCommit+"&to=main&op=update&limit=1", "")
+	st, m = c.json("POST", g0+"/diff", `{"from":"`+seedCommit+`","to":"main","op":"update","limit":1}`)
 	mustStatus(t, "diff from a commit", st, 200, m)
 	if len(m["changes"].([]any)) != 1 || m["from_commit"] != seedCommit {
 		t.Fatalf("diff seed..main: %v", m)
 	}
-	for q, want := range map[string]int{"from=main": 400, "from=main&to=feature&op=upsert": 400, "from=main&to=nope": 404, "from=main&to=feature&limit=-2": 400} {
-		st, m = c.json("GET", g0+"/diff?"+q, "")
-		mustStatus(t, "diff "+q, st, want, m)
+	for body, want := range map[string]int{`{"from":"main"}`: 400, `{"from":"main","to":"feature","op":"upsert"}`: 400, `{"from":"main","to":"nope"}`: 404, `{"from":"main","to":"feature","limit":-2}`: 400} {
+		st, m = c.json("POST", g0+"/diff", body)
+		mustStatus(t, "diff "+body, st, want, m)
 	}
 }
 
@@ -319,12 +320,12 @@ func TestConsoleRoutesRefusedBeforeWork(t *testing.T) {
 		{"POST", g0 + "/query/check", `{"query":"query q() { match { $p: Person } return { $p.name } }"}`},
 		{"GET", g0 + "/branches/heads", ""},
 		{"POST", g0 + "/branches/merge/preview", `{"source":"secret"}`},
-		{"GET", g0 + "/diff?from=main&to=secret", ""},
-		{"GET", g0 + "/diff?from=main&to=" + cms[0].ID, ""},
+		{"POST", g0 + "/diff", `{"from":"main","to":"secret"}`},
+		{"POST", g0 + "/diff", `{"from":"main","to":"` + cms[0].ID + `"}`},
 	}
 	// Every console route is in the list (a new one must join it).
 	n := 0
-	for _, rt := range consoleRoutes("/graphs/{graph_id}") {
+	for _, rt := range api.ConsoleRoutes("/graphs/{graph_id}") {
 		for _, cl := range calls {
 			if cl.method == rt.Method && strings.HasPrefix(cl.path, strings.Replace(rt.Path, "/graphs/{graph_id}", g0, 1)) &&
 				(len(cl.path) == len(strings.Replace(rt.Path, "/graphs/{graph_id}", g0, 1)) || cl.path[len(strings.Replace(rt.Path, "/graphs/{graph_id}", g0, 1))] == '?') {
@@ -333,8 +334,8 @@ func TestConsoleRoutesRefusedBeforeWork(t *testing.T) {
 			}
 		}
 	}
-	if n != len(consoleRoutes("/graphs/{graph_id}")) {
-		t.Fatalf("the calls cover %d of %d console routes", n, len(consoleRoutes("/graphs/{graph_id}")))
+	if n != len(api.ConsoleRoutes("/graphs/{graph_id}")) {
+		t.Fatalf("the calls cover %d of %d console routes", n, len(api.ConsoleRoutes("/graphs/{graph_id}")))
 	}
 	nobody := &client{t: t, base: base, token: secrets["nobody"]}
 	for _, cl := range calls {
@@ -351,7 +352,7 @@ func TestConsoleRoutesRefusedBeforeWork(t *testing.T) {
 		st, m := mo.json(cl.method, cl.path, cl.body)
 		mustStatus(t, "main-only "+cl.method+" "+cl.path, st, want, m)
 	}
-	st, m := mo.json("GET", g0+"/diff?from=main&to=main", "")
+	st, m := mo.json("POST", g0+"/diff", `{"from":"main","to":"main"}`)
 	mustStatus(t, "main-only diff of main", st, 200, m)
 }
 

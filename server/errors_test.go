@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/poison"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
@@ -31,37 +32,37 @@ func TestMapErrorEveryEngineError(t *testing.T) {
 		name   string
 		err    error
 		status int
-		code   ErrorCode
+		code   api.ErrorCode
 		detail string // the envelope field that must be set
 	}{
-		{"query error", &gq.Error{Code: "GQ001", Msg: "bad"}, 400, CodeBadRequest, ""},
-		{"invalid query", gq.ErrInvalidQuery, 400, CodeBadRequest, ""},
-		{"input error", graph.InputErrorf("line 2", "bad value"), 400, CodeBadRequest, ""},
-		{"invalid value", pg.ErrInvalidValue, 400, CodeBadRequest, ""},
-		{"invalid schema (pg)", pg.ErrInvalidSchema, 400, CodeBadRequest, ""},
-		{"invalid schema", graph.ErrInvalidSchema, 400, CodeBadRequest, ""},
-		{"not a read", graph.ErrNotARead, 400, CodeBadRequest, ""},
-		{"invalid branch", graph.ErrInvalidBranch, 400, CodeBadRequest, ""},
-		{"read-only", graph.ErrReadOnly, 403, CodeForbidden, ""},
-		{"no graph", graph.ErrNoGraph, 404, CodeNotFound, ""},
-		{"branch not found", manifest.ErrBranchNotFound, 404, CodeNotFound, ""},
-		{"commit not found", manifest.ErrCommitNotFound, 404, CodeNotFound, ""},
-		{"read set changed", &graph.ReadSetChanged{Branch: "main", Member: "graph_head", Expected: "A", Actual: "B"}, 409, CodeConflict, "read_set_conflict"},
-		{"key conflict", &graph.KeyConflict{EntityKind: "node", TypeName: "Person", EntityID: "ada", Branch: "main"}, 409, CodeConflict, "key_conflict"},
-		{"merge conflicts", &merge.MergeConflicts{Source: "f", Target: "main", Conflicts: []merge.Conflict{{EntityKind: "node", TypeName: "Person", EntityID: "ada", Kind: merge.DivergentUpdate}}}, 409, CodeConflict, "merge_conflicts"},
-		{"branch exists", manifest.ErrBranchExists, 409, CodeConflict, ""},
-		{"branch overlap", manifest.ErrBranchOverlap, 409, CodeConflict, ""},
-		{"has descendants", graph.ErrHasDescendants, 409, CodeConflict, ""},
-		{"head moved", manifest.ErrHeadMoved, 409, CodeConflict, ""},
-		{"table drift", &graph.TableDrift{Branch: "main", Table: secretKey, Pin: 1, Head: 2}, 409, CodeConflict, ""},
-		{"parentless commit", merge.ErrParentlessCommit, 409, CodeConflict, "change_diff_refusal"},
-		{"schema boundary", merge.ErrSchemaBoundary, 409, CodeConflict, "change_diff_refusal"},
+		{"query error", &gq.Error{Code: "GQ001", Msg: "bad"}, 400, api.CodeBadRequest, ""},
+		{"invalid query", gq.ErrInvalidQuery, 400, api.CodeBadRequest, ""},
+		{"input error", graph.InputErrorf("line 2", "bad value"), 400, api.CodeBadRequest, ""},
+		{"invalid value", pg.ErrInvalidValue, 400, api.CodeBadRequest, ""},
+		{"invalid schema (pg)", pg.ErrInvalidSchema, 400, api.CodeBadRequest, ""},
+		{"invalid schema", graph.ErrInvalidSchema, 400, api.CodeBadRequest, ""},
+		{"not a read", graph.ErrNotARead, 400, api.CodeBadRequest, ""},
+		{"invalid branch", graph.ErrInvalidBranch, 400, api.CodeBadRequest, ""},
+		{"read-only", graph.ErrReadOnly, 403, api.CodeForbidden, ""},
+		{"no graph", graph.ErrNoGraph, 404, api.CodeNotFound, ""},
+		{"branch not found", manifest.ErrBranchNotFound, 404, api.CodeNotFound, ""},
+		{"commit not found", manifest.ErrCommitNotFound, 404, api.CodeNotFound, ""},
+		{"read set changed", &graph.ReadSetChanged{Branch: "main", Member: "graph_head", Expected: "A", Actual: "B"}, 409, api.CodeConflict, "read_set_conflict"},
+		{"key conflict", &graph.KeyConflict{EntityKind: "node", TypeName: "Person", EntityID: "ada", Branch: "main"}, 409, api.CodeConflict, "key_conflict"},
+		{"merge conflicts", &merge.MergeConflicts{Source: "f", Target: "main", Conflicts: []merge.Conflict{{EntityKind: "node", TypeName: "Person", EntityID: "ada", Kind: merge.DivergentUpdate}}}, 409, api.CodeConflict, "merge_conflicts"},
+		{"branch exists", manifest.ErrBranchExists, 409, api.CodeConflict, ""},
+		{"branch overlap", manifest.ErrBranchOverlap, 409, api.CodeConflict, ""},
+		{"has descendants", graph.ErrHasDescendants, 409, api.CodeConflict, ""},
+		{"head moved", manifest.ErrHeadMoved, 409, api.CodeConflict, ""},
+		{"table drift", &graph.TableDrift{Branch: "main", Table: secretKey, Pin: 1, Head: 2}, 409, api.CodeConflict, ""},
+		{"parentless commit", merge.ErrParentlessCommit, 409, api.CodeConflict, "change_diff_refusal"},
+		{"schema boundary", merge.ErrSchemaBoundary, 409, api.CodeConflict, "change_diff_refusal"},
 		{"precondition failed", &graph.PreconditionFailed{Branch: "main", Expected: "A", Actual: "B"}, 412, "", "precondition_failure"},
-		{"merge too large", merge.ErrMergeTooLarge, 413, CodeBadRequest, "resource_limit"},
-		{"body too large", &maxBytesError{limit: 10, resource: "request_body_bytes"}, 413, CodeBadRequest, "resource_limit"},
-		{"outcome unknown", &graph.OutcomeUnknown{Branch: "main", CommitID: "C9", Err: storage(backend.KindUnknown)}, 500, CodeInternal, "outcome_unknown"},
-		{"manifest outcome unknown", manifest.ErrOutcomeUnknown, 500, CodeInternal, "outcome_unknown"},
-		{"storage unknown", storage(backend.KindUnknown), 500, CodeInternal, "outcome_unknown"},
+		{"merge too large", merge.ErrMergeTooLarge, 413, api.CodeBadRequest, "resource_limit"},
+		{"body too large", &maxBytesError{limit: 10, resource: "request_body_bytes"}, 413, api.CodeBadRequest, "resource_limit"},
+		{"outcome unknown", &graph.OutcomeUnknown{Branch: "main", CommitID: "C9", Err: storage(backend.KindUnknown)}, 500, api.CodeInternal, "outcome_unknown"},
+		{"manifest outcome unknown", manifest.ErrOutcomeUnknown, 500, api.CodeInternal, "outcome_unknown"},
+		{"storage unknown", storage(backend.KindUnknown), 500, api.CodeInternal, "outcome_unknown"},
 		{"recovery required", &graph.RecoveryRequired{OperationID: "OP1", Reason: "r", Err: storage(backend.KindTransient)}, 503, "", "recovery_required"},
 		{"recovery pending", recovery.ErrPending, 503, "", "recovery_required"},
 		{"recovery deferred", recovery.ErrDeferred, 503, "", "recovery_required"},
@@ -69,14 +70,14 @@ func TestMapErrorEveryEngineError(t *testing.T) {
 		{"lock not held", clusterlock.ErrNotHeld, 503, "", ""},
 		{"poisoned key", &poison.Error{Op: "put " + secretKey}, 503, "", ""},
 		{"cancelled", context.Canceled, 503, "", ""},
-		{"unfenced store", graph.ErrUnfencedStore, 500, CodeInternal, ""},
-		{"storage stamp", manifest.ErrStamp, 500, CodeInternal, ""},
-		{"corrupt manifest", manifest.ErrCorrupt, 500, CodeInternal, ""},
-		{"corrupt sidecar", recovery.ErrCorruptSidecar, 500, CodeInternal, ""},
-		{"storage transient", storage(backend.KindTransient), 500, CodeInternal, ""},
-		{"storage permanent", storage(backend.KindPermanent), 500, CodeInternal, ""},
-		{"storage configuration", storage(backend.KindConfiguration), 500, CodeInternal, ""},
-		{"opaque", errors.New("boom " + secretKey), 500, CodeInternal, ""},
+		{"unfenced store", graph.ErrUnfencedStore, 500, api.CodeInternal, ""},
+		{"storage stamp", manifest.ErrStamp, 500, api.CodeInternal, ""},
+		{"corrupt manifest", manifest.ErrCorrupt, 500, api.CodeInternal, ""},
+		{"corrupt sidecar", recovery.ErrCorruptSidecar, 500, api.CodeInternal, ""},
+		{"storage transient", storage(backend.KindTransient), 500, api.CodeInternal, ""},
+		{"storage permanent", storage(backend.KindPermanent), 500, api.CodeInternal, ""},
+		{"storage configuration", storage(backend.KindConfiguration), 500, api.CodeInternal, ""},
+		{"opaque", errors.New("boom " + secretKey), 500, api.CodeInternal, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

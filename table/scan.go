@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/omnigraph-go/omnigraph/backend"
 )
 
 // deletions returns the fragment's deletion vector (nil when it has none).
@@ -31,11 +33,34 @@ func (ds *Dataset) deletions(ctx context.Context, f Fragment) (*roaring.Bitmap, 
 		}
 		ds.cache.put(key, b, int64(len(b))+64)
 	}
+	return decodeDeletions(f, b)
+}
+
+// decodeDeletions is the one decoder of a stored deletion vector.
+func decodeDeletions(f Fragment, b []byte) (*roaring.Bitmap, error) {
 	bm := roaring.New()
 	if err := bm.UnmarshalBinary(b); err != nil {
 		return nil, errorf(ErrCorrupt, "deletion vector of fragment %s: %v", f.ID, err)
 	}
 	return bm, nil
+}
+
+// DeletedRows reads fragment f's deletion vector from the dataset at path
+// (one GET) and returns the deleted row offsets, ascending; nil when f has
+// none. Exporters that map deletion vectors to another format use it.
+func DeletedRows(ctx context.Context, store backend.StorageAdapter, path string, f Fragment) ([]uint32, error) {
+	if f.Deletion == nil {
+		return nil, nil
+	}
+	b, _, err := store.Get(ctx, path+"/"+f.Deletion.Path)
+	if err != nil {
+		return nil, fmt.Errorf("read deletion vector of fragment %s: %w", f.ID, err)
+	}
+	bm, err := decodeDeletions(f, b)
+	if err != nil {
+		return nil, err
+	}
+	return bm.ToArray(), nil
 }
 
 // fragmentData returns fragment f decoded whole (every column, every row

@@ -209,7 +209,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		// The SDK's message may echo the connection string: keep only a summary.
 		return nil, configErr("azure: cannot build the client from the configured credentials")
 	}
-	return &Store{client: client, cfg: cfg, req: cloud.Requester{Policy: cloud.DefaultPolicy(cfg.RequestTimeout), Timeout: cfg.RequestTimeout, Classify: classify, Describe: describe}, markers: map[string]string{}}, nil
+	return &Store{client: client, cfg: cfg, req: cloud.Requester{Policy: cloud.DefaultPolicy(cfg.RequestTimeout), Timeout: cfg.RequestTimeout, Classify: classify, Describe: describe, Status: storeStatus}, markers: map[string]string{}}, nil
 }
 
 // connStringHTTP reports whether a connection string sends requests over
@@ -257,6 +257,12 @@ func respParts(err error) (status int, code string) {
 		return re.StatusCode, re.ErrorCode
 	}
 	return 0, ""
+}
+
+// storeStatus is the HTTP status Azure answered with, or 0.
+func storeStatus(err error) int {
+	status, _ := respParts(err)
+	return status
 }
 
 var configCodes = map[string]bool{

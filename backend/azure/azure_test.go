@@ -130,3 +130,9 @@ func TestReissueWireAzure(t *testing.T) {
 		Throttle: testenv.Rule{Status: http.StatusServiceUnavailable, Header: http.Header{"X-Ms-Error-Code": {"ServerBusy"}}},
 	})
 }
+
+// TestMissingBucketLogsStoreStatusAzure: a missing bucket is a configuration
+// failure logged with the store's own status (404), not 500.
+func TestMissingBucketLogsStoreStatusAzure(t *testing.T) {
+	testenv.MissingBucketLogsStoreStatus(t, testenv.MissingAzure(t))
+}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 )
@@ -213,6 +214,15 @@ func (c *Counter) DeletePrefix(ctx context.Context, prefix string) error {
 	c.start(List)()
 	defer c.start(Delete)()
 	return c.inner.DeletePrefix(ctx, prefix)
+}
+
+var _ backend.TempSweeper = (*Counter)(nil)
+
+// SweepTemp implements backend.TempSweeper; a sweep deletes, so it counts as
+// one Delete (like DeletePrefix, a walk of the store's own residue).
+func (c *Counter) SweepTemp(ctx context.Context, prefix string, olderThan time.Time, dryRun bool) (backend.TempSwept, bool, error) {
+	defer c.start(Delete)()
+	return backend.SweepTempBelow(ctx, c.inner, prefix, olderThan, dryRun)
 }
 
 // Capabilities implements backend.StorageAdapter.

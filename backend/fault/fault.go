@@ -370,7 +370,6 @@ func (f *Injector) Delete(ctx context.Context, key string) error {
 	return err
 }
 
-// DeletePrefix implements backend.StorageAdapter; it is one Delete-class write.
 // DeletePrefix implements backend.StorageAdapter; it is one Delete-class
 // write. CrashDeletePrefixAfter makes it stop part way.
 func (f *Injector) DeletePrefix(ctx context.Context, prefix string) error {
@@ -407,3 +406,19 @@ func (f *Injector) Capabilities() backend.Capabilities { return f.inner.Capabili
 
 // Close implements backend.StorageAdapter.
 func (f *Injector) Close() error { return f.inner.Close() }
+
+var _ backend.TempSweeper = (*Injector)(nil)
+
+// SweepTemp implements backend.TempSweeper; a sweep deletes, so it is one
+// Delete-class write: counted for crash points, failed by a rule, refused
+// by a crashed store.
+func (f *Injector) SweepTemp(ctx context.Context, prefix string, olderThan time.Time, dryRun bool) (backend.TempSwept, bool, error) {
+	var res backend.TempSwept
+	ok := true
+	_, err := f.write(ctx, "sweep-temp", prefix, Delete, func() (backend.Attrs, error) {
+		var err error
+		res, ok, err = backend.SweepTempBelow(ctx, f.inner, prefix, olderThan, dryRun)
+		return backend.Attrs{}, err
+	})
+	return res, ok, err
+}

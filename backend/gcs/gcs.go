@@ -93,7 +93,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	// The adapter is the only retry layer.
 	client.SetRetry(storage.WithPolicy(storage.RetryNever))
-	return &Store{client: client, bucket: client.Bucket(cfg.Bucket), cfg: cfg, req: cloud.Requester{Policy: cloud.DefaultPolicy(cfg.RequestTimeout), Timeout: cfg.RequestTimeout, Classify: classify, Describe: describe}}, nil
+	return &Store{client: client, bucket: client.Bucket(cfg.Bucket), cfg: cfg, req: cloud.Requester{Policy: cloud.DefaultPolicy(cfg.RequestTimeout), Timeout: cfg.RequestTimeout, Classify: classify, Describe: describe, Status: storeStatus}}, nil
 }
 
 // Client exposes the SDK client (tests use it to create buckets).
@@ -118,6 +118,16 @@ func status(err error) int {
 		return ge.Code
 	}
 	return 0
+}
+
+// storeStatus is the HTTP status GCS answered with, or 0. The client turns
+// some 404 answers into sentinels (a missing bucket or object) that carry
+// no code; they were 404s.
+func storeStatus(err error) int {
+	if errors.Is(err, storage.ErrBucketNotExist) || errors.Is(err, storage.ErrObjectNotExist) {
+		return http.StatusNotFound
+	}
+	return status(err)
 }
 
 // classify maps a GCS failure to a kind and a retry verdict from the typed
@@ -275,10 +285,6 @@ func (s *Store) write(ctx context.Context, op, key string, data []byte, m mode, 
 	if backend.IsNotFound(err) {
 		// A write has no object to miss: the bucket is missing.
 		return backend.Attrs{}, backend.NewError(op, key, backend.KindConfiguration, fmt.Errorf("the gcs bucket does not exist: %w", errors.Unwrap(err)))
-	}
-	if backend.IsNotFound(err) {
-		// A write has no object to miss: the bucket is missing.
-		return backend.Attrs{}, backend.NewError(op, key, backend.KindConfiguration, fmt.Errorf("gcs bucket %q does not exist: %w", s.cfg.Bucket, errors.Unwrap(err)))
 	}
 	return a, err
 }

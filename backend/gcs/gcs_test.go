@@ -108,3 +108,9 @@ func TestReissueWireGCS(t *testing.T) {
 		Throttle: testenv.Rule{Status: http.StatusTooManyRequests, Header: http.Header{"Content-Type": {"application/json"}}, Body: `{"error":{"code":429,"message":"rate limit exceeded"}}`},
 	})
 }
+
+// TestMissingBucketLogsStoreStatusGCS: a missing bucket is a configuration
+// failure logged with the store's own status (404), not 500.
+func TestMissingBucketLogsStoreStatusGCS(t *testing.T) {
+	testenv.MissingBucketLogsStoreStatus(t, testenv.MissingGCS(t))
+}

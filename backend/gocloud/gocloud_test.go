@@ -99,3 +99,9 @@ func TestListStartAfterOneRequestS3(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+// TestMissingBucketLogsStoreStatusGocloudS3: a missing bucket is a configuration
+// failure logged with the store's own status (404), not 500.
+func TestMissingBucketLogsStoreStatusGocloudS3(t *testing.T) {
+	testenv.MissingBucketLogsStoreStatus(t, testenv.MissingGocloudS3(t))
+}

@@ -894,7 +894,12 @@ var _ backend.TempSweeper = (*Store)(nil)
 // staged them) is before olderThan: residue of writes a crash interrupted
 // between staging and publishing. The root's lock files keep their temp
 // shape but are left alone: Close removes those no one holds.
-func (s *Store) SweepTemp(ctx context.Context, prefix string, olderThan time.Time, dryRun bool) (backend.TempSwept, error) {
+func (s *Store) SweepTemp(ctx context.Context, prefix string, olderThan time.Time, dryRun bool) (backend.TempSwept, bool, error) {
+	res, err := s.sweepTemp(ctx, prefix, olderThan, dryRun)
+	return res, true, err
+}
+
+func (s *Store) sweepTemp(ctx context.Context, prefix string, olderThan time.Time, dryRun bool) (backend.TempSwept, error) {
 	var res backend.TempSwept
 	if err := backend.ValidatePrefix(prefix); err != nil {
 		return res, err

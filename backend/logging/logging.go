@@ -3,10 +3,10 @@
 // StorageAdapter wrapper that logs every failed storage request.
 //
 // A storage-failure log line carries the request's operation, the failure
-// class (backend.Kind), the HTTP status a response to it would send, and
-// whether its uncertainty is scoped to the request's own keys. It never
-// carries an error's message, a storage key or path, or credentials: error
-// texts can name all three.
+// class (backend.Kind), the HTTP status the store answered (when it
+// answered one), and whether its uncertainty is scoped to the request's own
+// keys. It never carries an error's message, a storage key or path, or
+// credentials: error texts can name all three.
 package logging
 
 import (
@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 )
@@ -63,31 +64,20 @@ func FromEnv(w io.Writer) (*slog.Logger, error) {
 	return New(w, os.Getenv(EnvFormat), os.Getenv(EnvLevel))
 }
 
-// Status is the HTTP status a response to a failure of kind k sends: 503
-// for a transient failure (try later), 404 not found, 409 for a lost
-// condition, 500 for configuration, permanent and unknown outcomes
-// (outcome_unknown).
-func Status(k backend.Kind) int {
-	switch k {
-	case backend.KindNone:
-		return 200
-	case backend.KindTransient:
-		return 503
-	case backend.KindNotFound:
-		return 404
-	case backend.KindPrecondition:
-		return 409
-	}
-	return 500
-}
-
 // Attrs are the attributes of a storage-failure log line for err: the
-// failure class, the status, whether the outcome is definite and whether its
-// uncertainty is scoped to the request's own keys. Nothing else of err is
-// used.
+// failure class, the HTTP status the store answered (backend.StoreStatus;
+// absent when the request got no HTTP answer: a transport failure, a local
+// store, a refusal before sending), whether the outcome is definite and
+// whether its uncertainty is scoped to the request's own keys. Nothing else
+// of err is used. The status is the store's own (a missing S3 bucket is
+// configuration with status 404), never one derived from the class.
 func Attrs(err error, scoped bool) []any {
 	k := backend.KindOf(err)
-	return []any{"failure_class", k.String(), "status", Status(k), "definite", k != backend.KindUnknown, "scoped", scoped}
+	out := []any{"failure_class", k.String()}
+	if st := backend.StoreStatus(err); st != 0 {
+		out = append(out, "status", st)
+	}
+	return append(out, "definite", k != backend.KindUnknown, "scoped", scoped)
 }
 
 // level is how loud a failure of kind k is: a missing key and a lost
@@ -105,8 +95,9 @@ func level(k backend.Kind) slog.Level {
 
 // Wrap returns s with every failed request logged to log (nil:
 // slog.Default() at each failure) as "storage request failed", with op,
-// failure_class, status, definite and scoped (always true: a request's
-// effect is confined to the keys it names).
+// failure_class, status (the store's, when it answered one), definite and
+// scoped (always true: a request's effect is confined to the keys it
+// names).
 func Wrap(s backend.StorageAdapter, log *slog.Logger) backend.StorageAdapter {
 	return &Store{inner: s, log: log}
 }
@@ -202,6 +193,15 @@ func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
 	err := s.inner.DeletePrefix(ctx, prefix)
 	s.note(ctx, "delete_prefix", err)
 	return err
+}
+
+var _ backend.TempSweeper = (*Store)(nil)
+
+// SweepTemp implements backend.TempSweeper.
+func (s *Store) SweepTemp(ctx context.Context, prefix string, olderThan time.Time, dryRun bool) (backend.TempSwept, bool, error) {
+	res, ok, err := backend.SweepTempBelow(ctx, s.inner, prefix, olderThan, dryRun)
+	s.note(ctx, "sweep_temp", err)
+	return res, ok, err
 }
 
 // Capabilities implements backend.StorageAdapter.

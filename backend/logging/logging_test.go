@@ -21,15 +21,18 @@ func TestConformanceLogging(t *testing.T) {
 }
 
 // TestStorageFailureLogs pins the log rule: every failed storage request is
-// one line with its operation, failure class, the status a response would
-// send and whether the uncertainty is scoped to its keys, and never the
-// error's message, the key or a credential (logtest scans every line).
+// one line with its operation, failure class, the status the store answered
+// (only when it answered one: the injected failures below never reached a
+// store, the last one did and said 404), whether the uncertainty is scoped
+// to its keys, and never the error's message, the key or a credential
+// (logtest scans every line).
 func TestStorageFailureLogs(t *testing.T) {
 	ctx := context.Background()
 	const key = "__manifest/branches/main/.v/secret-key"
 	log, logs := logtest.New(t, key, "branches/main")
 	f := fault.New(mem.New())
 	s := logging.Wrap(f, log)
+	noBucket := logging.Wrap(missingBucket{f}, log)
 	if _, err := s.Put(ctx, key, []byte("x")); err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +54,7 @@ func TestStorageFailureLogs(t *testing.T) {
 		{"delete", func() { f.LoseAnswer(fault.Delete, 1) }, func() error { return s.Delete(ctx, key) }, backend.KindUnknown},
 		{"delete_prefix", func() { f.FailNth(fault.Delete, 1, backend.KindPermanent) }, func() error { return s.DeletePrefix(ctx, "__manifest/") }, backend.KindPermanent},
 		{"get", func() {}, func() error { _, _, err := s.Get(ctx, "missing/"+key); return err }, backend.KindNotFound},
+		{"list", func() {}, func() error { _, err := noBucket.List(ctx, "", backend.ListOptions{}); return err }, backend.KindConfiguration},
 	}
 	for _, c := range calls {
 		c.arm()
@@ -65,8 +69,12 @@ func TestStorageFailureLogs(t *testing.T) {
 	for i, l := range lines {
 		c := calls[i]
 		if l["msg"] != "storage request failed" || l["op"] != c.op || l["failure_class"] != c.kind.String() ||
-			l["status"] != float64(logging.Status(c.kind)) || l["scoped"] != true || l["definite"] != (c.kind != backend.KindUnknown) {
+			l["scoped"] != true || l["definite"] != (c.kind != backend.KindUnknown) {
 			t.Fatalf("line %d = %v; want op %s class %s", i, l, c.op, c.kind)
+		}
+		// Only the store's own answer is a status; the class never makes one up.
+		if want, has := any(float64(404)), l["status"] != nil; (i == len(lines)-1) != has || (has && l["status"] != want) {
+			t.Fatalf("line %d = %v; want a status only on the missing bucket's line, and 404 there", i, l)
 		}
 		if want := map[backend.Kind]string{backend.KindUnknown: "ERROR", backend.KindNotFound: "DEBUG", backend.KindPrecondition: "DEBUG"}[c.kind]; want != "" && l["level"] != want {
 			t.Fatalf("line %d level %v, want %s", i, l["level"], want)
@@ -118,4 +126,17 @@ func TestFromEnv(t *testing.T) {
 			t.Fatalf("%q: JSON = %v:\n%s", tt.format, isJSON, out)
 		}
 	}
+}
+
+// missingBucket answers List as an S3 store with no such bucket does: a
+// configuration failure carrying the store's 404.
+type missingBucket struct{ backend.StorageAdapter }
+
+type answered struct{ status int }
+
+func (a answered) Error() string    { return "store answered NoSuchBucket" }
+func (a answered) StoreStatus() int { return a.status }
+
+func (missingBucket) List(context.Context, string, backend.ListOptions) (backend.ListPage, error) {
+	return backend.ListPage{}, backend.NewError("list", "", backend.KindConfiguration, answered{404})
 }

@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 )
@@ -148,16 +149,7 @@ func (p *Store) Delete(ctx context.Context, key string) error {
 // unknown outcome poisons nothing, because no single key is known to be
 // affected.
 func (p *Store) DeletePrefix(ctx context.Context, prefix string) error {
-	p.mu.Lock()
-	var hit string
-	for k := range p.keys {
-		if strings.HasPrefix(k, prefix) {
-			hit = k
-			break
-		}
-	}
-	p.mu.Unlock()
-	if hit != "" {
+	if hit := p.poisonedUnder(prefix); hit != "" {
 		return &Error{Op: "delete-prefix", Key: hit}
 	}
 	return p.inner.DeletePrefix(ctx, prefix)
@@ -186,6 +178,30 @@ func (p *Store) List(ctx context.Context, prefix string, opts backend.ListOption
 // Exists implements backend.StorageAdapter.
 func (p *Store) Exists(ctx context.Context, key string) (bool, error) {
 	return p.inner.Exists(ctx, key)
+}
+
+var _ backend.TempSweeper = (*Store)(nil)
+
+// SweepTemp implements backend.TempSweeper. A sweep deletes under prefix,
+// so it is refused like DeletePrefix while a poisoned key lies under it (its
+// uncertain write may be the very temp object the sweep would remove).
+func (p *Store) SweepTemp(ctx context.Context, prefix string, olderThan time.Time, dryRun bool) (backend.TempSwept, bool, error) {
+	if hit := p.poisonedUnder(prefix); hit != "" {
+		return backend.TempSwept{}, true, &Error{Op: "sweep-temp", Key: hit}
+	}
+	return backend.SweepTempBelow(ctx, p.inner, prefix, olderThan, dryRun)
+}
+
+// poisonedUnder returns a poisoned key under prefix, or "".
+func (p *Store) poisonedUnder(prefix string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range p.keys {
+		if strings.HasPrefix(k, prefix) {
+			return k
+		}
+	}
+	return ""
 }
 
 // Capabilities implements backend.StorageAdapter.

@@ -11,9 +11,10 @@
 //     true; AWS_ALLOW_HTTP=false with an http:// endpoint is refused;
 //   - OBJECT_STORE_CLIENT_MAX_RETRIES, if set, must be 0.
 //
-// Conditional writes: PutIfAbsent sends If-None-Match: * (on
-// CompleteMultipartUpload for objects above the multipart threshold),
-// PutIfMatch sends If-Match with the ETag. 412 is Precondition. Every ETag
+// Conditional writes: PutIfAbsent sends If-None-Match: *, PutIfMatch sends
+// If-Match with the ETag, always on a single PutObject (up to 5 GiB), never
+// on a multipart upload, whose completion some servers check no condition
+// on; only unconditional writes above the threshold go multipart. 412 is Precondition. Every ETag
 // the store hands out (on a write, HEAD, GET or in a listing) is normalised
 // to one form, the strong quoted "<tag>" (servers differ: some list ETags
 // bare, some answer weak W/"<tag>"), so a token from any call is accepted
@@ -27,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -45,12 +47,17 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/internal/cloud"
 )
 
-// DefaultMultipartThreshold is the object size above which writes use a
-// multipart upload (the condition then rides on CompleteMultipartUpload).
+// DefaultMultipartThreshold is the object size above which unconditional
+// writes use a multipart upload. Conditional writes are always one request.
 const DefaultMultipartThreshold = 16 << 20
 
 // partSize is the size of each uploaded part (S3's minimum is 5 MiB).
 const partSize = 8 << 20
+
+// maxSinglePut is S3's largest single-request PutObject (5 GiB): the
+// largest conditional write (conditions are never sent on multipart
+// uploads).
+const maxSinglePut = 5 << 30
 
 // Config is everything New needs; ConfigFromEnv fills it from the
 // environment contract.
@@ -64,8 +71,8 @@ type Config struct {
 	HTTPClient *http.Client
 	// RequestTimeout bounds each request; zero means 60 s.
 	RequestTimeout time.Duration
-	// MultipartThreshold: writes larger than this use multipart upload.
-	// Zero means DefaultMultipartThreshold.
+	// MultipartThreshold: unconditional writes larger than this use
+	// multipart upload. Zero means DefaultMultipartThreshold.
 	MultipartThreshold int64
 	// KeyAndChildCoexist declares that "k" and "k/child" may both exist,
 	// as on AWS S3 and the S3-compatible object servers (ConfigFromEnv and
@@ -216,7 +223,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if th <= 0 {
 		th = DefaultMultipartThreshold
 	}
-	return &Store{client: client, bucket: cfg.Bucket, cfg: cfg, req: cloud.Requester{Policy: cloud.DefaultPolicy(cfg.RequestTimeout), Timeout: cfg.RequestTimeout, Classify: classify, Describe: describe}, threshold: th}, nil
+	return &Store{client: client, bucket: cfg.Bucket, cfg: cfg, req: cloud.Requester{Policy: cloud.DefaultPolicy(cfg.RequestTimeout), Timeout: cfg.RequestTimeout, Classify: classify, Describe: describe, Status: statusOf}, threshold: th}, nil
 }
 
 // credentialGuard marks a failure to find credentials, so classify calls it
@@ -287,6 +294,12 @@ func apiParts(err error) (status int, code string) {
 		code = ae.ErrorCode()
 	}
 	return status, code
+}
+
+// statusOf is the HTTP status an S3 answer carried, or 0.
+func statusOf(err error) int {
+	status, _ := apiParts(err)
+	return status
 }
 
 // classify maps an S3 failure to a kind and a retry verdict, from the typed
@@ -462,12 +475,22 @@ func (s *Store) write(ctx context.Context, op, key string, data []byte, c condit
 	if c.ifNoneMatch || c.ifMatch != "" {
 		m = conditional
 	}
-	if int64(len(data)) > s.threshold {
-		return s.multipart(ctx, op, key, data, c, m)
+	// A condition never rides on a multipart upload: some S3-compatible
+	// servers ignore it on CompleteMultipartUpload, and the engine's
+	// fencing rests on conditional writes. Conditional writes are one
+	// PutObject up to S3's single-request limit; only plain writes split.
+	switch {
+	case m == conditional && int64(len(data)) > maxSinglePut:
+		return backend.Attrs{}, backend.NewError(op, key, backend.KindPermanent,
+			fmt.Errorf("a conditional write of %d bytes is above S3's single-request limit (5 GiB), and conditions are never sent on multipart uploads", len(data)))
+	case m != conditional && int64(len(data)) > s.threshold:
+		return s.multipart(ctx, op, key, data)
 	}
 	var etag *string
+	body := &sentBody{data: data}
 	err := s.do(ctx, op, key, m, func(ctx context.Context) error {
-		in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))}
+		body.Seek(0, io.SeekStart)
+		in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: body, ContentLength: aws.Int64(int64(len(data)))}
 		if c.ifNoneMatch {
 			in.IfNoneMatch = aws.String("*")
 		}
@@ -481,10 +504,73 @@ func (s *Store) write(ctx context.Context, op, key string, data []byte, c condit
 		etag = out.ETag
 		return nil
 	})
+	if err != nil && m == conditional && backend.KindOf(err) == backend.KindUnknown && !body.sent() {
+		return backend.Attrs{}, s.unsent(ctx, op, key, c, err)
+	}
 	if err != nil {
 		return backend.Attrs{}, err
 	}
 	return s.written(ctx, op, key, int64(len(data)), etag)
+}
+
+// sentBody is a PutObject body that knows whether the transport read all
+// of it since the last rewind (the SDK reads it once to sign or checksum,
+// then seeks back to the start).
+type sentBody struct {
+	data []byte
+	off  int
+}
+
+func (b *sentBody) Read(p []byte) (int, error) {
+	if b.off >= len(b.data) {
+		return 0, io.EOF
+	}
+	n := copy(p, b.data[b.off:])
+	b.off += n
+	return n, nil
+}
+
+func (b *sentBody) Seek(offset int64, whence int) (int64, error) {
+	var abs int64
+	switch whence {
+	case io.SeekStart:
+		abs = offset
+	case io.SeekCurrent:
+		abs = int64(b.off) + offset
+	case io.SeekEnd:
+		abs = int64(len(b.data)) + offset
+	}
+	if abs < 0 || abs > int64(len(b.data)) {
+		return 0, errors.New("s3: seek outside the body")
+	}
+	b.off = int(abs)
+	return abs, nil
+}
+
+// sent reports whether the last attempt read the whole body.
+func (b *sentBody) sent() bool { return b.off >= len(b.data) }
+
+// unsent settles a conditional PutObject that failed without an answer
+// before its body was read to the end (the server answered early and reset
+// the connection, as a server that checks If-Match before reading the body
+// may do). S3 applies a PUT only with its whole Content-Length, so the write
+// did not land; one metadata read tells a lost condition (Precondition)
+// from a failure worth retrying (Transient). If that read fails, the
+// outcome stays Unknown.
+func (s *Store) unsent(ctx context.Context, op, key string, c condition, sendErr error) error {
+	a, err := s.Stat(ctx, key)
+	switch {
+	case err != nil && !backend.IsNotFound(err):
+		return sendErr
+	case c.ifNoneMatch && err == nil:
+		return backend.NewError(op, key, backend.KindPrecondition, errors.New("the key exists (settled by a read after the store cut the request before its body was sent)"))
+	case c.ifMatch != "" && err != nil:
+		return backend.MatchMissing(op, key)
+	case c.ifMatch != "" && a.Version != c.ifMatch:
+		return backend.NewError(op, key, backend.KindPrecondition, errors.New("the version moved (settled by a read after the store cut the request before its body was sent)"))
+	}
+	// The send error's own class (Unknown) must not stay in the chain.
+	return backend.NewError(op, key, backend.KindTransient, fmt.Errorf("the store cut the request before its body was sent, so it did not take effect (%s)", sendErr))
 }
 
 // written builds a write's attributes. A store that omits the ETag gets
@@ -501,10 +587,10 @@ func (s *Store) written(ctx context.Context, op, key string, size int64, etag *s
 	return a, nil
 }
 
-// multipart uploads data in parts; the condition (if any) rides on
-// CompleteMultipartUpload, which is the only request that makes the object
-// visible, so it is sent exactly once.
-func (s *Store) multipart(ctx context.Context, op, key string, data []byte, c condition, m mode) (backend.Attrs, error) {
+// multipart uploads data in parts, unconditionally (write never sends a
+// condition this way). CompleteMultipartUpload makes the object visible and
+// is a plain write.
+func (s *Store) multipart(ctx context.Context, op, key string, data []byte) (backend.Attrs, error) {
 	var uploadID *string
 	err := s.do(ctx, op, key, read, func(ctx context.Context) error {
 		out, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &key})
@@ -546,16 +632,10 @@ func (s *Store) multipart(ctx context.Context, op, key string, data []byte, c co
 		}
 	}
 	var etag *string
-	err = s.do(ctx, op, key, m, func(ctx context.Context) error {
+	err = s.do(ctx, op, key, write, func(ctx context.Context) error {
 		in := &s3.CompleteMultipartUploadInput{
 			Bucket: &s.bucket, Key: &key, UploadId: uploadID,
 			MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
-		}
-		if c.ifNoneMatch {
-			in.IfNoneMatch = aws.String("*")
-		}
-		if c.ifMatch != "" {
-			in.IfMatch = aws.String(c.ifMatch)
 		}
 		out, err := s.client.CompleteMultipartUpload(ctx, in)
 		if err != nil {

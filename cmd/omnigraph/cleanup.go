@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/omnigraph-go/omnigraph/graph/cleanup"
+	"github.com/omnigraph-go/omnigraph/graph/iceberg"
 )
 
 func init() {
@@ -34,7 +35,8 @@ func init() {
 					return err
 				}
 				defer done(&err)
-				res, err := cleanup.Run(c.Context(), g, cleanup.Options{Keep: keep, OlderThan: olderThan, Confirm: confirm})
+				res, err := cleanup.Run(c.Context(), g, cleanup.Options{Keep: keep, OlderThan: olderThan, Confirm: confirm,
+					Retained: iceberg.CleanupHook(storeLocation(t.store))})
 				if err != nil {
 					return err
 				}

@@ -84,20 +84,16 @@ func init() {
 					return fmt.Errorf("reading the input: %w", err)
 				}
 				defer in.Close()
-				tmp := output + ".tmp"
-				out, err := os.Create(tmp)
+				out, err := createAtomic(output, 0o644)
 				if err != nil {
 					return fmt.Errorf("writing the output: %w", err)
 				}
+				defer out.Abort()
 				sum, err := embed.FillJSONL(c.Context(), in, out, job, e)
-				if cerr := out.Close(); err == nil && cerr != nil {
-					err = fmt.Errorf("writing the output: %w", cerr)
-				}
 				if err != nil {
-					os.Remove(tmp)
 					return err
 				}
-				if err := os.Rename(tmp, output); err != nil {
+				if err := out.Commit(); err != nil {
 					return fmt.Errorf("writing the output: %w", err)
 				}
 				if asJSON {

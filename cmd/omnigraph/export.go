@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -74,33 +73,25 @@ func init() {
 						return err
 					}
 					if schemaOut != "" {
-						return writeFileAtomic(schemaOut, []byte(res.Schema))
+						return writeFileAtomic(schemaOut, []byte(res.Schema), 0o600)
 					}
 					return nil
 				}
 				// Write beside the target and rename on success, so a failed
 				// export never leaves a truncated file under the name.
-				tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*")
+				tmp, err := createAtomic(out, 0o600)
 				if err != nil {
 					return fmt.Errorf("create the export file: %w", err)
 				}
-				defer func() {
-					if err != nil {
-						tmp.Close()
-						os.Remove(tmp.Name())
-					}
-				}()
+				defer tmp.Abort()
 				res, err := export.Run(ctx, snap, tmp, opts)
 				if err != nil {
 					return err
 				}
-				if err = tmp.Close(); err != nil {
-					return fmt.Errorf("write the export file: %w", err)
-				}
-				if err = writeFileAtomic(schemaOut, []byte(res.Schema)); err != nil {
+				if err = writeFileAtomic(schemaOut, []byte(res.Schema), 0o600); err != nil {
 					return err
 				}
-				if err = os.Rename(tmp.Name(), out); err != nil {
+				if err = tmp.Commit(); err != nil {
 					return fmt.Errorf("write the export file: %w", err)
 				}
 				if t.json {
@@ -124,26 +115,4 @@ func init() {
 		t.addJSON(c)
 		return c
 	})
-}
-
-// writeFileAtomic writes data to path through a temporary file and a rename.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

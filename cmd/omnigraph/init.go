@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
@@ -24,6 +25,8 @@ type graphTarget struct {
 	json  bool
 	actor string
 	wait  time.Duration // --wait of the commands that take the cluster lock
+	// server, token and graphID are --server mode (remote.go).
+	server, token, graphID string
 }
 
 func (t *graphTarget) addStore(c *cobra.Command) {
@@ -113,8 +116,10 @@ func init() {
 			Use:   "init --schema FILE.pg URL",
 			Short: "Create a graph from a .pg schema",
 			Long: "Create a graph at URL (or --store URL): one table per node and edge type,\n" +
-				"the accepted schema, and the first commit on main. An existing graph is refused,\n" +
-				"and so is a store that does not fence concurrent writers (see 'omnigraph storage check').\n" +
+				"the accepted schema, and the first commit on main. An existing graph is refused.\n" +
+				"First it probes the store with the rules of 'omnigraph storage check' (smaller\n" +
+				"races, the same verdict) and refuses a store that check calls read-only or\n" +
+				"unusable, changing nothing; a warning it finds is printed and init goes on.\n" +
 				"Leftovers of an interrupted init of the same schema are reused; other leftovers\n" +
 				"are refused unless --force is given.",
 			Args: cobra.MaximumNArgs(1),
@@ -141,6 +146,9 @@ func init() {
 					return err
 				}
 				defer store.Close()
+				if err := checkInitStore(c.Context(), a, t.store, store); err != nil {
+					return err
+				}
 				g, err := graph.Init(c.Context(), store, string(src), graph.InitOptions{Actor: t.actor, ReclaimLeftovers: force})
 				if err != nil {
 					return err
@@ -175,4 +183,37 @@ func init() {
 		t.addActor(c)
 		return c
 	})
+}
+
+// checkInitStore refuses, before init writes anything of the graph, a
+// location init would refuse anyway (an existing graph, foreign objects:
+// graph.CheckInitLocation, without probing it) and a store on which a graph
+// is not safe (storeVerdict, the verdict storage check prints). The
+// survey's own keys are gone when it returns, and so is a local directory
+// it had to create, so a refused init changes nothing. Warnings go to
+// stderr.
+func checkInitStore(ctx context.Context, a *app, url string, store backend.StorageAdapter) error {
+	if err := graph.CheckInitLocation(ctx, store); err != nil {
+		return err
+	}
+	// The survey's requests fail on purpose (lost races, refused stale
+	// swaps): it runs on the store without the CLI's failure log.
+	raw, err := backend.Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer raw.Close()
+	sv, err := storeVerdict(ctx, url, raw, initScope)
+	if err != nil {
+		return err
+	}
+	if !sv.Verdict.Usable {
+		return checkError{code: "storage_check_failed", msg: fmt.Sprintf(
+			"init refused, nothing was written: a graph is not safe on this store: %s; 'omnigraph storage check %s' shows each rule",
+			sv.Verdict.Text, clusterlock.ShellQuote(backend.Redact(url)))}
+	}
+	for _, w := range sv.Verdict.Warnings {
+		fmt.Fprintln(a.stderr, "warning: "+w)
+	}
+	return nil
 }

@@ -47,9 +47,6 @@ func (t *graphTarget) lockOptions(ctx context.Context, op string) clusterlock.Op
 		BinaryVersion: cliVersion(),
 		Logger:        loggerFrom(ctx),
 	}
-	if u, err := backend.ParseURL(t.store); err == nil && u.Scheme == "file" {
-		o.LocalRoot = true
-	}
 	return o
 }
 
@@ -182,8 +179,9 @@ func lockStatusCmd(a *app) *cobra.Command {
 		Short: "Show who holds the graph's cluster lock (changes nothing)",
 		Long: "Show the graph's cluster lock: the lock id, the operation it is held for, the\n" +
 			"holder (host, pid, binary version), its age, whether it is a server's leased\n" +
-			"lock and that lock's last heartbeat, and, on a local directory, whether the\n" +
-			"holder process is gone. Prints \"not held\" when the lock is free. Changes nothing.",
+			"lock and that lock's last heartbeat, whether the holder process is gone (a\n" +
+			"holder on this host whose pid no longer runs, on any store), and the exact\n" +
+			"unlock command. Prints \"not held\" when the lock is free. Changes nothing.",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
@@ -211,7 +209,7 @@ func lockStatusCmd(a *app) *cobra.Command {
 					out.LastHeartbeat, out.HeartbeatSeq = &lh, st.HeartbeatSeq
 				}
 				if !st.UnknownFormat {
-					out.UnlockCommand = (&clusterlock.HeldError{LockID: h.LockID, StoreURL: o.StoreURL}).UnlockCommand()
+					out.UnlockCommand = clusterlock.UnlockCommand(h.LockID, o.StoreURL)
 				}
 			}
 			if t.json {
@@ -254,10 +252,10 @@ func printLockStatus(a *app, out lockStatusJSON, st clusterlock.LockStatus) {
 		fmt.Fprintln(tw, "leased:\tno (a CLI writer's lock; no heartbeats)")
 	}
 	if out.HolderGone {
-		fmt.Fprintln(tw, "holder gone:\tyes: no process with that pid on this host")
+		fmt.Fprintln(tw, "holder gone:\tyes")
 	}
 	tw.Flush()
-	fmt.Fprintf(a.stdout, "if no process holds it any more, release it with: %s\n", out.UnlockCommand)
+	fmt.Fprintln(a.stdout, clusterlock.Advice(out.HolderGone, out.UnlockCommand))
 }
 
 func lockUnlockCmd(a *app) *cobra.Command {

@@ -27,7 +27,7 @@ func lockedGraph(t *testing.T) (url string, store backend.StorageAdapter, l *clu
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	l, err = clusterlock.Acquire(ctx, store, clusterlock.Options{Operation: "load", LocalRoot: true})
+	l, err = clusterlock.Acquire(ctx, store, clusterlock.Options{Operation: "load"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,9 @@ type serveOptions struct {
 	drainTimeout time.Duration
 	limits       server.Limits
 	autoOptimize autoOptimizeFlag
+	// icebergSync forces the background Iceberg sync on, noIcebergSync off;
+	// neither: on for a graph that already has Iceberg metadata.
+	icebergSync, noIcebergSync bool
 }
 
 func init() {
@@ -84,6 +87,8 @@ func init() {
 		c.Flags().StringVar(&o.policy, "policy", "", "Cedar policy file deciding each actor's actions (docs/server.md); none allows every authenticated request")
 		c.Flags().BoolVar(&o.readOnly, "read-only", false, "a read replica: no lock, reads only, every write is refused with 403")
 		c.Flags().BoolVar(&o.noUI, "no-ui", false, "do not serve the web console at /ui/ (docs/console.md)")
+		c.Flags().BoolVar(&o.icebergSync, "iceberg-sync", false, "keep the Iceberg metadata current in the background after each write (default: only for a graph that has Iceberg metadata, i.e. after one 'omnigraph iceberg sync')")
+		c.Flags().BoolVar(&o.noIcebergSync, "no-iceberg-sync", false, "never sync Iceberg metadata in the background")
 		c.Flags().DurationVar(&o.drainTimeout, "drain-timeout", 25*time.Second, "on SIGTERM, how long in-flight requests may finish")
 		c.Flags().IntVar(&o.limits.WritesPerActor, "max-writes-per-actor", server.DefaultWritesPerActor, "in-flight writes one actor may have (more get 429)")
 		c.Flags().IntVar(&o.limits.WritesPerGraph, "max-writes-per-graph", server.DefaultWritesPerGraph, "in-flight writes the graph may have (more get 429)")
@@ -202,11 +207,15 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 			return err
 		}
 		closers = append(closers, closeFn)
+		loc, err := icebergServeLocation(ctx, o, sg.url, g)
+		if err != nil {
+			return err
+		}
 		kind := "unknown"
 		if u, err := backend.ParseURL(sg.url); err == nil {
 			kind = u.Scheme
 		}
-		served = append(served, server.Graph{ID: sg.id, G: g, StorageKind: kind})
+		served = append(served, server.Graph{ID: sg.id, G: g, StorageKind: kind, IcebergLocation: loc})
 	}
 
 	srv, err := server.New(server.Config{

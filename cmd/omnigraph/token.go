@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,24 +47,10 @@ func init() {
 				if err != nil {
 					return usageError{msg: err.Error()}
 				}
-				tmp, err := os.CreateTemp(filepath.Dir(file), ".tokens-*")
-				if err != nil {
-					return err
-				}
-				defer os.Remove(tmp.Name())
-				if _, err := tmp.Write(f.Encode()); err != nil {
-					tmp.Close()
-					return err
-				}
-				if err := tmp.Chmod(0o600); err != nil {
-					tmp.Close()
-					return err
-				}
-				if err := tmp.Close(); err != nil {
-					return err
-				}
-				if err := os.Rename(tmp.Name(), file); err != nil {
-					return err
+				// Written beside the file, fsynced, then renamed: a crash leaves
+				// the old file or the new one, never an empty one.
+				if err := writeFileAtomic(file, f.Encode(), 0o600); err != nil {
+					return fmt.Errorf("store the tokens file: %w", err)
 				}
 				fmt.Fprintln(a.stdout, secret)
 				fmt.Fprintf(a.stderr, "stored the hash of a new secret for %s in %s; the secret above is not stored anywhere: keep it now\n", args[0], file)

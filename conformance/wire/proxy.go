@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,7 @@ type Proxy struct {
 	target *url.URL
 	mu     sync.Mutex
 	seen   []Request
+	gen    int // counts Resets
 	rules  []*Rule
 }
 
@@ -43,6 +45,9 @@ type Request struct {
 	Path   string
 	Query  url.Values
 	Header http.Header
+	// Start is when the proxy received the request, End when it finished
+	// answering it (zero while it is in flight).
+	Start, End time.Time
 }
 
 // Rule makes the proxy misbehave on matching requests.
@@ -67,6 +72,11 @@ type Rule struct {
 	// rewriting its headers (Status, Header and Body are then unused): a
 	// server that prints its ETags differently on some answers.
 	Rewrite func(h http.Header)
+	// Cut resets the connection as soon as the request's headers arrive,
+	// before its body is read and without an answer: a server that judges
+	// a large upload by its headers (a failed If-Match) and drops the rest.
+	// The request never reaches the target.
+	Cut bool
 }
 
 // NewProxy starts a proxy to target (a base URL, e.g. http://127.0.0.1:9000)
@@ -114,12 +124,52 @@ func (p *Proxy) Reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.seen, p.rules = nil, nil
+	p.gen++
+}
+
+// Requests returns a copy of the requests received, in arrival order.
+func (p *Proxy) Requests() []Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Request(nil), p.seen...)
+}
+
+// RoundTrips is the critical-path depth of finished requests: a request's
+// depth is 1 + the largest depth of any request that finished before it
+// started, and the answer is the largest depth. N requests sent together
+// cost 1; N sent one after another cost N. (Give the store a latency well
+// above scheduling delays, so requests sent together overlap.)
+func RoundTrips(reqs []Request) int {
+	sorted := append([]Request(nil), reqs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Start.Before(sorted[j].Start) })
+	depth := make([]int, len(sorted))
+	most := 0
+	for i, r := range sorted {
+		depth[i] = 1
+		for j := 0; j < i; j++ {
+			if !sorted[j].End.IsZero() && !sorted[j].End.After(r.Start) && depth[j]+1 > depth[i] {
+				depth[i] = depth[j] + 1
+			}
+		}
+		if !r.End.IsZero() {
+			most = max(most, depth[i])
+		}
+	}
+	return most
 }
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
-	req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone()}
+	req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone(), Start: time.Now()}
 	p.mu.Lock()
 	p.seen = append(p.seen, req)
+	at, gen := len(p.seen)-1, p.gen
+	defer func() {
+		p.mu.Lock()
+		if p.gen == gen { // not Reset meanwhile
+			p.seen[at].End = time.Now()
+		}
+		p.mu.Unlock()
+	}()
 	var rule *Rule
 	for _, ru := range p.rules {
 		if ru.Times > 0 && (ru.Match == nil || ru.Match(req)) {
@@ -130,6 +180,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	p.mu.Unlock()
 
+	if rule != nil && rule.Cut {
+		reset(w)
+		return
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, "proxy: reading request body", http.StatusBadGateway)
@@ -165,16 +219,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if rule.Status == 0 {
 		// The answer is lost: close the connection without a response.
-		if hj, ok := w.(http.Hijacker); ok {
-			if conn, _, err := hj.Hijack(); err == nil {
-				if tc, ok := conn.(*net.TCPConn); ok {
-					_ = tc.SetLinger(0)
-				}
-				_ = conn.Close()
-				return
-			}
-		}
-		panic(http.ErrAbortHandler)
+		reset(w)
+		return
 	}
 	for k, v := range rule.Header {
 		w.Header()[k] = v
@@ -202,4 +248,18 @@ func (p *Proxy) forward(r *http.Request, body []byte) (*http.Response, error) {
 	}
 	out.ContentLength = int64(len(body))
 	return http.DefaultTransport.RoundTrip(out)
+}
+
+// reset closes the connection at once (RST), without a response.
+func reset(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			if tc, ok := conn.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+			_ = conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
 }

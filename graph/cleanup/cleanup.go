@@ -46,12 +46,21 @@ type Options struct {
 	// Confirm deletes; without it Run only reports what it would delete.
 	Confirm bool
 	// Grace keeps unreferenced files younger than this (default 0: the
-	// caller holds the cluster lock, so no writer is staging files).
+	// caller holds the cluster lock, so no writer is staging files). Temp
+	// residue is always spared for backend.TempGrace at least: a process
+	// that does not hold the lock may still be staging one (its lock
+	// record's temp).
 	Grace time.Duration
 	// Now is the clock (zero: time.Now()).
 	Now time.Time
 	// BeforeDelete, when set, runs before each delete (tests inject crashes).
 	BeforeDelete func(key string) error
+	// Retained, when set, runs with Confirm once the retention is known and
+	// before anything is deleted; an error stops the cleanup there. kept
+	// says whether a table version stays; entries are the manifest
+	// versions walked, by commit id. The Iceberg export expires its
+	// snapshots here, so no retained snapshot names a file cleanup deletes.
+	Retained func(ctx context.Context, g *graph.Graph, kept func(path, branch string, version uint64) bool, entries map[string]*manifest.Entry) error
 }
 
 // ErrRefused: cleanup would run while recovery may still need history.
@@ -140,6 +149,12 @@ func Run(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
 		return nil, err
 	}
 	keep, paths, names, kept := ret.keep, ret.paths, ret.names, ret.kept
+	if opts.Confirm && opts.Retained != nil {
+		isKept := func(path, branch string, v uint64) bool { return keep[path][branch][v] }
+		if err := opts.Retained(ctx, g, isKept, ret.entries); err != nil {
+			return nil, err
+		}
+	}
 	res := &Result{Preview: !opts.Confirm, KeptManifestVersions: kept}
 	for _, path := range paths {
 		tk := keep[path]
@@ -177,7 +192,7 @@ func Run(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
 	if err := pruneHistory(ctx, g.Manifest(), ret.prune, opts, now, res); err != nil {
 		return res, err
 	}
-	swept, _, err := backend.SweepTemp(ctx, g.Store(), "", now.Add(-opts.Grace), !opts.Confirm)
+	swept, _, err := backend.SweepTemp(ctx, g.Store(), "", now, opts.Grace, !opts.Confirm)
 	if err != nil {
 		return res, fmt.Errorf("sweep the residue of interrupted writes: %w", err)
 	}
@@ -275,6 +290,8 @@ type retention struct {
 	kept  int               // manifest versions whose tables are kept
 	// prune: per live incarnation, the manifest versions to prune.
 	prune [][]*manifest.Entry
+	// entries: every manifest version walked, by commit id.
+	entries map[string]*manifest.Entry
 }
 
 // retained walks every live branch's manifest history and returns what
@@ -362,7 +379,7 @@ func retained(ctx context.Context, man *manifest.Store, opts Options, now time.T
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	return &retention{keep: keep, paths: paths, names: names, kept: kept, prune: prune}, nil
+	return &retention{keep: keep, paths: paths, names: names, kept: kept, prune: prune, entries: byID}, nil
 }
 
 // Describe renders a result for people: one line per table that had

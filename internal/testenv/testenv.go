@@ -107,23 +107,25 @@ func S3Bucket(t testing.TB) string {
 	t.Helper()
 	require(t, "S3 (AWS_ENDPOINT_URL_S3)", S3Configured())
 	bucket := env("OMNIGRAPH_TEST_S3_BUCKET", defaultBucket)
-	err := once("s3/"+bucket, func() error {
-		cfg, err := s3.ConfigFromEnv(bucket)
-		if err != nil {
-			return err
-		}
-		st, err := s3.New(context.Background(), cfg)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := setupCtx()
-		defer cancel()
-		return st.CreateBucket(ctx)
-	})
-	if err != nil {
+	if err := once("s3/"+bucket, func() error { return createS3Bucket(bucket) }); err != nil {
 		t.Fatalf("preparing S3 bucket: %v", err)
 	}
 	return bucket
+}
+
+// createS3Bucket creates bucket on the S3 store the environment names.
+func createS3Bucket(bucket string) error {
+	cfg, err := s3.ConfigFromEnv(bucket)
+	if err != nil {
+		return err
+	}
+	st, err := s3.New(context.Background(), cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := setupCtx()
+	defer cancel()
+	return st.CreateBucket(ctx)
 }
 
 // S3 returns a fresh s3://bucket/prefix URL; the prefix is deleted when the

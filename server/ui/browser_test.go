@@ -873,7 +873,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatalf("Person rows at %s: %s, the API's catalog %s", oldest, person, want)
 		}
 		b.open(t, "/ui/social/diff?from=main&to=rival", "#diff-summary")
-		d := f.mustAPI(t, "GET", g+"/diff?from=main&to=rival", "")
+		d := f.mustAPI(t, "POST", g+"/diff", `{"from":"main","to":"rival"}`)
 		if s := text(t, b, "#diff-summary"); !strings.Contains(s, fmt.Sprintf(": %d changes", len(d["changes"].([]any)))) {
 			t.Fatalf("diff summary %q, API %d changes", s, len(d["changes"].([]any)))
 		}

@@ -248,14 +248,20 @@ func DeletePrefix(ctx context.Context, s backend.StorageAdapter, prefix string) 
 
 // Cause wraps an SDK error with a short message built from its typed parts
 // (status, code), so request URLs (bucket and path) and SDK chatter stay out
-// of the message while errors.Is/As still reach the original chain.
+// of the message while errors.Is/As still reach the original chain. Status
+// is the HTTP status the store answered (0: none), for
+// backend.StoreStatus.
 type Cause struct {
-	Msg string
-	Err error
+	Msg    string
+	Err    error
+	Status int
 }
 
 func (c *Cause) Error() string { return c.Msg }
 func (c *Cause) Unwrap() error { return c.Err }
+
+// StoreStatus implements backend.StoreStatus's interface.
+func (c *Cause) StoreStatus() int { return c.Status }
 
 // TransportMsg describes an error without an HTTP status, without the URL
 // that net/http puts in its errors.

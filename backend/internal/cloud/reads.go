@@ -101,6 +101,9 @@ type Requester struct {
 	Classify func(err error, m Mode) (backend.Kind, Verdict)
 	// Describe is the credential-free message of a store error.
 	Describe func(err error) string
+	// Status is the HTTP status a store error carries (0: none); the
+	// classified error reports it through backend.StoreStatus.
+	Status func(err error) int
 	// CheckContext refuses a dead context before anything is sent, for
 	// drivers that never look at it.
 	CheckContext bool
@@ -126,5 +129,9 @@ func (r Requester) Do(ctx context.Context, op, key string, m Mode, fn func(ctx c
 		return nil
 	}
 	kind, _ := r.Classify(err, m)
-	return backend.NewError(op, key, kind, &Cause{Msg: r.Describe(err), Err: err})
+	status := 0
+	if r.Status != nil {
+		status = r.Status(err)
+	}
+	return backend.NewError(op, key, kind, &Cause{Msg: r.Describe(err), Err: err, Status: status})
 }

@@ -109,7 +109,11 @@ export class Graph {
   commits(branch, limit) { return call('GET', this.base + '/commits', { query: { branch, limit } }); }
   commit(id) { return call('GET', this.base + '/commits/' + encodeURIComponent(id)); }
   changes(id, limit) { return call('GET', this.base + '/commits/' + encodeURIComponent(id) + '/changes', { query: { limit } }); }
-  diff(from, to, filter) { return call('GET', this.base + '/diff', { query: Object.assign({ from, to }, filter) }); }
+  diff(from, to, filter) {
+    const body = { from, to };
+    for (const [k, v] of Object.entries(filter || {})) if (v !== undefined && v !== '' && v !== 0) body[k] = v;
+    return call('POST', this.base + '/diff', { body });
+  }
   createBranch(name, from) { return call('POST', this.base + '/branches', { body: { name, from } }); }
   deleteBranch(name) {
     return call('DELETE', this.base + '/branches/' + name.split('/').map(encodeURIComponent).join('/'));

@@ -1,7 +1,0 @@
-//go:build !unix
-
-package clusterlock
-
-// processAlive cannot probe processes on this platform, so it never calls a
-// holder gone: the message then only names the unlock command.
-func processAlive(pid int) bool { return true }

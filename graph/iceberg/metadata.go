@@ -1,0 +1,255 @@
+package iceberg
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	ice "github.com/apache/iceberg-go"
+)
+
+// ErrCorrupt: a stored Iceberg metadata file or sync cursor does not
+// decode. Sync never overwrites it; it reports it.
+var ErrCorrupt = errors.New("iceberg: corrupt metadata")
+
+// metadata is one Iceberg table metadata file (format v2), written by this
+// package and read back by it. It is plain data: the fields the spec
+// requires, in an order that compresses well (the per-snapshot fields that
+// repeat sit together), plus the sync's own state in one property.
+type metadata struct {
+	FormatVersion      int               `json:"format-version"`
+	TableUUID          string            `json:"table-uuid"`
+	Location           string            `json:"location"`
+	LastSequenceNumber int64             `json:"last-sequence-number"`
+	LastUpdatedMS      int64             `json:"last-updated-ms"`
+	LastColumnID       int               `json:"last-column-id"`
+	CurrentSchemaID    int               `json:"current-schema-id"`
+	Schemas            []*ice.Schema     `json:"schemas"`
+	DefaultSpecID      int               `json:"default-spec-id"`
+	PartitionSpecs     []partitionSpec   `json:"partition-specs"`
+	LastPartitionID    int               `json:"last-partition-id"`
+	DefaultSortOrderID int               `json:"default-sort-order-id"`
+	SortOrders         []sortOrder       `json:"sort-orders"`
+	Properties         map[string]string `json:"properties"`
+	CurrentSnapshotID  int64             `json:"current-snapshot-id"`
+	Refs               map[string]ref    `json:"refs"`
+	Snapshots          []snapshot        `json:"snapshots"`
+	SnapshotLog        []snapshotLog     `json:"snapshot-log"`
+	MetadataLog        []metadataLog     `json:"metadata-log"`
+
+	// state is the decoded omnigraph.sync-state property.
+	state *syncState
+}
+
+type partitionSpec struct {
+	SpecID int        `json:"spec-id"`
+	Fields []struct{} `json:"fields"`
+}
+
+type sortOrder struct {
+	OrderID int        `json:"order-id"`
+	Fields  []struct{} `json:"fields"`
+}
+
+type ref struct {
+	SnapshotID int64  `json:"snapshot-id"`
+	Type       string `json:"type"`
+}
+
+// snapshot is one Iceberg snapshot: one graph commit that changed the
+// table. Its id is its sequence number (unique, never reused: the last
+// sequence number only grows), which keeps the metadata small.
+type snapshot struct {
+	SequenceNumber   int64             `json:"sequence-number"`
+	SnapshotID       int64             `json:"snapshot-id"`
+	ParentSnapshotID *int64            `json:"parent-snapshot-id,omitempty"`
+	TimestampMS      int64             `json:"timestamp-ms"`
+	Summary          map[string]string `json:"summary"`
+	ManifestList     string            `json:"manifest-list"`
+	SchemaID         int               `json:"schema-id"`
+}
+
+type snapshotLog struct {
+	TimestampMS int64 `json:"timestamp-ms"`
+	SnapshotID  int64 `json:"snapshot-id"`
+}
+
+type metadataLog struct {
+	TimestampMS  int64  `json:"timestamp-ms"`
+	MetadataFile string `json:"metadata-file"`
+}
+
+// Summary keys this package writes besides the spec's.
+const (
+	// SummaryCommitID names the graph commit a snapshot is.
+	SummaryCommitID = "omnigraph.graph-commit-id"
+	// stateProperty holds the sync's bookkeeping (syncState, JSON).
+	stateProperty = "omnigraph.sync-state"
+	// graphProperty names the graph (its id) the table belongs to.
+	graphProperty = "omnigraph.graph-id"
+	// tableProperty names the graph table ("node:Person").
+	tableProperty = "omnigraph.table"
+	// nameMappingProperty resolves Parquet columns that carry no field ids.
+	nameMappingProperty = "schema.name-mapping.default"
+)
+
+// syncState is what Sync needs to extend a ref without reading its
+// manifests: per Iceberg branch, the graph branch life and version it is
+// synced to, the table pin its head snapshot shows, and the live files of
+// that snapshot with the snapshot and sequence number that added each.
+type syncState struct {
+	Refs map[string]*refState `json:"refs"`
+}
+
+type refState struct {
+	Incarnation uint64     `json:"inc"`
+	Version     uint64     `json:"ver"`
+	Snapshot    int64      `json:"snap"`
+	Pin         pin        `json:"pin"`
+	Files       []liveFile `json:"files"`
+}
+
+// pin is a table version: path, table branch, version.
+type pin struct {
+	Path    string `json:"path"`
+	Branch  string `json:"branch"`
+	Version uint64 `json:"v"`
+}
+
+// liveFile is one data or position-delete file of a snapshot.
+type liveFile struct {
+	// Key is the file's key relative to the graph root.
+	Key string `json:"k"`
+	// Deletes marks a position-delete file.
+	Deletes  bool  `json:"d,omitempty"`
+	Snapshot int64 `json:"s"`
+	Seq      int64 `json:"q"`
+	Rows     int64 `json:"r"`
+	Size     int64 `json:"z"`
+}
+
+// maxMetadataBytes bounds a decompressed metadata file.
+const maxMetadataBytes = 1 << 30
+
+// encode returns the gzip-compressed JSON of m (its state re-encoded into
+// its property first).
+func (m *metadata) encode() ([]byte, error) {
+	if m.state != nil {
+		for _, r := range m.state.Refs {
+			sort.Slice(r.Files, func(i, j int) bool { return r.Files[i].Key < r.Files[j].Key })
+		}
+		b, err := json.Marshal(m.state)
+		if err != nil {
+			return nil, err
+		}
+		m.Properties[stateProperty] = string(b)
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeMetadata parses a stored metadata file (gzip or plain JSON).
+func decodeMetadata(b []byte) (*metadata, error) {
+	if len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		raw, err := io.ReadAll(io.LimitReader(zr, maxMetadataBytes+1))
+		if err != nil || len(raw) > maxMetadataBytes {
+			return nil, fmt.Errorf("%w: metadata does not decompress within %d bytes", ErrCorrupt, maxMetadataBytes)
+		}
+		b = raw
+	}
+	var m metadata
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if m.FormatVersion != 2 {
+		return nil, fmt.Errorf("%w: format version %d, this build writes 2", ErrCorrupt, m.FormatVersion)
+	}
+	if m.Properties == nil {
+		m.Properties = map[string]string{}
+	}
+	m.state = &syncState{Refs: map[string]*refState{}}
+	if s := m.Properties[stateProperty]; s != "" {
+		if err := json.Unmarshal([]byte(s), m.state); err != nil {
+			return nil, fmt.Errorf("%w: sync state: %v", ErrCorrupt, err)
+		}
+		if m.state.Refs == nil {
+			m.state.Refs = map[string]*refState{}
+		}
+	}
+	if m.Refs == nil {
+		m.Refs = map[string]ref{}
+	}
+	return &m, nil
+}
+
+// schema returns the schema with id, or nil.
+func (m *metadata) schema(id int) *ice.Schema {
+	for _, s := range m.Schemas {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// snapshot returns the snapshot with id, or nil.
+func (m *metadata) snapshot(id int64) *snapshot {
+	for i := range m.Snapshots {
+		if m.Snapshots[i].SnapshotID == id {
+			return &m.Snapshots[i]
+		}
+	}
+	return nil
+}
+
+// byCommit returns the snapshot of a graph commit, or nil.
+func (m *metadata) byCommit(commitID string) *snapshot {
+	for i := len(m.Snapshots) - 1; i >= 0; i-- {
+		if m.Snapshots[i].Summary[SummaryCommitID] == commitID {
+			return &m.Snapshots[i]
+		}
+	}
+	return nil
+}
+
+// newMetadata starts the metadata of a table that has none.
+func newMetadata(uuid, location, graphID, key string) *metadata {
+	return &metadata{
+		FormatVersion:     2,
+		TableUUID:         uuid,
+		Location:          location,
+		CurrentSchemaID:   0,
+		PartitionSpecs:    []partitionSpec{{SpecID: 0, Fields: []struct{}{}}},
+		LastPartitionID:   999,
+		SortOrders:        []sortOrder{{OrderID: 0, Fields: []struct{}{}}},
+		Properties:        map[string]string{graphProperty: graphID, tableProperty: key},
+		CurrentSnapshotID: -1,
+		Refs:              map[string]ref{},
+		Snapshots:         []snapshot{},
+		SnapshotLog:       []snapshotLog{},
+		MetadataLog:       []metadataLog{},
+		state:             &syncState{Refs: map[string]*refState{}},
+	}
+}
