@@ -147,13 +147,16 @@ type (
 		Branch   string `json:"branch,omitempty" jsonschema:"check against the schema of this branch (default main)"`
 		Snapshot string `json:"snapshot,omitempty" jsonschema:"check against the schema of this commit instead"`
 	}
-	// CheckOutput is the answer of a check: OK when there is no error.
-	// Errors in the text are this answer, never a failed request.
+	// CheckOutput is the answer of a check: what `omnigraph lint` finds in
+	// the same source against the same schema (gq.Lint decides both). OK
+	// when there is no error; warnings never make it false. Errors in the
+	// text are this answer, never a failed request.
 	CheckOutput struct {
 		OK             bool           `json:"ok"`
 		SchemaIdentity string         `json:"schema_identity"`
 		Queries        []CheckedQuery `json:"queries"`
 		Errors         []CheckError   `json:"errors"`
+		Warnings       []CheckError   `json:"warnings"`
 	}
 	// CheckedQuery is one declared query or mutation. Params come from
 	// the declaration even when the query has errors; Columns, Links and
@@ -193,15 +196,24 @@ type (
 		MinHops int    `json:"min_hops"`
 		MaxHops int    `json:"max_hops"`
 	}
-	// CheckError is one diagnostic: a stable code, the query it is in,
-	// its 1-based line and column (characters), and what to write
-	// instead.
+	// CheckError is one finding: a stable code (the GQ code the query
+	// routes answer, or the lint code of a finding only lint makes), the
+	// code `omnigraph lint` prints for it (the original system's where it
+	// has one), the query it is in, its 1-based line and column
+	// (characters; 0 for a finding about the whole file), and what to
+	// write instead.
 	CheckError struct {
-		Code    string `json:"code"`
-		Query   string `json:"query,omitempty"`
-		Line    int    `json:"line"`
-		Column  int    `json:"column"`
-		Message string `json:"message"`
+		Code     string `json:"code"`
+		LintCode string `json:"lint_code"`
+		Query    string `json:"query,omitempty"`
+		// Queries: a finding about several queries (L201: the update
+		// queries of Type that never set Property).
+		Queries  []string `json:"queries,omitempty"`
+		Line     int      `json:"line"`
+		Column   int      `json:"column"`
+		Message  string   `json:"message"`
+		Type     string   `json:"type,omitempty"`
+		Property string   `json:"property,omitempty"`
 	}
 
 	// BranchHeadsOutput is GET branches/heads.

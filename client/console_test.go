@@ -35,7 +35,7 @@ func init() {
 	}
 	routeCalls["checkQuery"] = func(ctx context.Context, t *testing.T, c *client.Client, g *client.Graph) {
 		out, err := g.Check(ctx, api.CheckRequest{Query: "query q() {\n  match { $p: Person }\n  return { $p.nme }\n}"})
-		if err != nil || out.OK || len(out.Errors) != 1 || out.Errors[0].Line != 3 || out.Errors[0].Code != "GQ011" || len(out.Queries) != 1 {
+		if err != nil || out.OK || len(out.Errors) != 1 || out.Errors[0].Line != 3 || out.Errors[0].Code != "GQ011" || out.Errors[0].LintCode != "T2" || len(out.Queries) != 1 {
 			t.Fatalf("check: %+v %v", out, err)
 		}
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -211,10 +212,12 @@ func handleCheck(r *request) (int, any, error) {
 	return 200, out, err
 }
 
-// opCheck type-checks every declaration of the source on its own (as
-// running one would: gq.CheckQuery), so one broken query does not hide
-// the others' parameters and plans. Errors in the text are the answer
-// (200, ok false), not a failure of the request.
+// opCheck answers with gq.Lint's verdict and findings, the ones `omnigraph
+// lint` prints for the same source and schema (one function decides both),
+// and adds what the console draws from each declaration: its parameters
+// (even when it has errors), and for one that checks its columns, links
+// and plan. Errors in the text are the answer (200, ok false), never a
+// failure of the request; warnings never make ok false.
 func (r *request) opCheck(in api.CheckRequest) (api.CheckOutput, error) {
 	snap, _, err := r.readSnapshot(in.Branch, in.Snapshot)
 	if err != nil {
@@ -224,61 +227,66 @@ func (r *request) opCheck(in api.CheckRequest) (api.CheckOutput, error) {
 	if err != nil {
 		return api.CheckOutput{}, err
 	}
-	out := api.CheckOutput{SchemaIdentity: cat.Identity, Queries: []api.CheckedQuery{}, Errors: []api.CheckError{}}
-	f, err := gq.Parse(in.Query)
-	if err != nil {
-		if !checkErrors(&out, err) {
-			return api.CheckOutput{}, err
+	rep := gq.Lint(in.Query, cat)
+	out := api.CheckOutput{OK: rep.Errors == 0, SchemaIdentity: cat.Identity, Queries: []api.CheckedQuery{},
+		Errors: []api.CheckError{}, Warnings: []api.CheckError{}}
+	for _, f := range rep.Findings {
+		if f.Severity == gq.SeverityError {
+			out.Errors = append(out.Errors, checkFinding(f))
+		} else {
+			out.Warnings = append(out.Warnings, checkFinding(f))
 		}
+	}
+	f, err := gq.Parse(in.Query)
+	if err != nil || len(f.Queries) != len(rep.Results) {
+		// Lint did not parse it either: its findings say why.
 		return out, nil
 	}
-	for _, q := range f.Queries {
-		cq := api.CheckedQuery{Name: q.Name, Kind: "read", Line: q.Pos.Line, Params: []api.CheckParam{}}
-		if q.Read == nil {
-			cq.Kind = "mutation"
-		}
+	for i, q := range f.Queries {
+		cq := api.CheckedQuery{Name: q.Name, Kind: rep.Results[i].Kind, Line: q.Pos.Line, Params: []api.CheckParam{}}
 		for _, p := range q.Params {
 			t := *p.Type
 			t.Nullable = false
 			cq.Params = append(cq.Params, api.CheckParam{Name: p.Name, Type: t.String(), Nullable: p.Type.Nullable})
 		}
-		pl, err := gq.CheckQuery(q, cat)
-		if err != nil {
-			if !checkErrors(&out, err) {
-				return api.CheckOutput{}, err
+		if rep.Results[i].Status == "ok" {
+			// The plan of a query Lint found sound.
+			pl, err := gq.CheckQuery(q, cat)
+			if err != nil {
+				return api.CheckOutput{}, fmt.Errorf("query %s: lint passed it, its plan failed: %w", q.Name, err)
 			}
-			out.Queries = append(out.Queries, cq)
-			continue
-		}
-		cq.OK, cq.Description, cq.Plan = true, pl.Description, pl.String()
-		if rp := pl.Read; rp != nil {
-			cq.Columns, cq.Links = planColumns(rp)
+			cq.OK, cq.Description, cq.Plan = true, pl.Description, pl.String()
+			if rp := pl.Read; rp != nil {
+				cq.Columns, cq.Links = planColumns(rp)
+			}
 		}
 		out.Queries = append(out.Queries, cq)
 	}
-	if len(f.Queries) == 0 && len(out.Errors) == 0 {
-		out.Errors = append(out.Errors, api.CheckError{Code: string(gq.CodeQueryName), Line: 1, Column: 1, Message: "the source declares no query; write query name() { match { ... } return { ... } }"})
-	}
-	out.OK = len(out.Errors) == 0
 	return out, nil
 }
 
-// checkErrors appends err's diagnostics (a *gq.Error or gq.ErrorList) to
-// out; false when err is not a query error (a failure of the request).
-func checkErrors(out *api.CheckOutput, err error) bool {
-	var list gq.ErrorList
-	var one *gq.Error
-	switch {
-	case errors.As(err, &list):
-	case errors.As(err, &one):
-		list = gq.ErrorList{one}
-	default:
-		return false
+// checkFinding is one lint finding as the check answers it: our code (the
+// query routes' GQ code, or the lint code of a lint-only finding), the
+// code `omnigraph lint` prints, and the message without the code and
+// position the fields already carry.
+func checkFinding(f gq.LintFinding) api.CheckError {
+	e := api.CheckError{Code: f.Code, LintCode: f.Code, Line: f.Line, Column: f.Column, Message: f.Message, Type: f.Type, Property: f.Property}
+	if f.GQCode != "" {
+		e.Code = f.GQCode
+		// "GQ010 in query "q" at 2:15: unknown ..." -> "unknown ...": a
+		// query name is an identifier, so the first ": " ends the prefix.
+		if strings.HasPrefix(e.Message, f.GQCode) {
+			if _, rest, ok := strings.Cut(e.Message, ": "); ok {
+				e.Message = rest
+			}
+		}
 	}
-	for _, e := range list {
-		out.Errors = append(out.Errors, api.CheckError{Code: string(e.Code), Query: e.Query, Line: e.Pos.Line, Column: e.Pos.Col, Message: e.Msg})
+	if len(f.Queries) == 1 {
+		e.Query = f.Queries[0]
+	} else if len(f.Queries) > 1 {
+		e.Queries = f.Queries
 	}
-	return true
+	return e
 }
 
 // planColumns lists a read plan's columns and the links between its

@@ -21,6 +21,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/local"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/load"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
 	"github.com/omnigraph-go/omnigraph/server/ui"
 )
 
@@ -235,6 +236,7 @@ func TestConsoleCheck(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"query": src})
 		st, m := c.json("POST", "/graphs/default/query/check", string(b))
 		mustStatus(t, "check", st, 200, m)
+		sameAsLint(t, g, src, m)
 		return m
 	}
 	m := check("query friends($h: String, $min: I32?) {\n  match {\n    $a: Person { handle: $h }\n    $a knows $b\n    $b.age >= $min\n  }\n  return { $a, $b, $b.name }\n}\n" +
@@ -259,7 +261,7 @@ func TestConsoleCheck(t *testing.T) {
 		t.Fatalf("add: %v", mu)
 	}
 	errs := m["errors"].([]any)
-	if len(errs) != 1 || fmt.Sprint(errs[0]) != `map[code:GQ010 column:15 line:10 message:unknown node type "Persn"; did you mean Person? query:broken]` {
+	if len(errs) != 1 || fmt.Sprint(errs[0]) != `map[code:GQ010 column:15 line:10 lint_code:T1 message:unknown node type "Persn"; did you mean Person? query:broken]` {
 		t.Fatalf("errors: %v", errs)
 	}
 	// A syntax error: one error at its position, no declaration.
@@ -267,8 +269,15 @@ func TestConsoleCheck(t *testing.T) {
 	if errs := m["errors"].([]any); len(errs) != 1 || errs[0].(map[string]any)["code"] != "GQ001" || errs[0].(map[string]any)["line"] == 0.0 {
 		t.Fatalf("syntax error: %v", m)
 	}
-	if m = check("// nothing\n"); m["ok"] != false || len(m["errors"].([]any)) != 1 {
+	// No query: an error that says what to write.
+	if m = check("// nothing\n"); m["ok"] != false || len(m["errors"].([]any)) != 1 || len(m["queries"].([]any)) != 0 {
 		t.Fatalf("no query: %v", m)
+	}
+	// Warnings (lint's L201 and L202) are listed and never fail the check.
+	m = check("mutation rename($h: String, $n: String) {\n  update Person set { name: $n } where handle = $h\n}\nmutation wipe() {\n  delete Person where handle = \"ada\"\n}\n")
+	if w := fmt.Sprint(m["warnings"]); m["ok"] != true || len(m["errors"].([]any)) != 0 ||
+		w != `[map[code:L201 column:0 line:0 lint_code:L201 message:Person.age exists in the schema but no update query sets it property:age query:rename type:Person] map[code:L202 column:1 line:4 lint_code:L202 message:mutation wipe declares no parameters; a hard-coded mutation is easy to miss query:wipe]]` {
+		t.Fatalf("warnings: %v", m)
 	}
 	// Hostile text: every answer is a 200 with errors, or a 400 for a
 	// body that is not a check request; never a 5xx.
@@ -290,10 +299,48 @@ func TestConsoleCheck(t *testing.T) {
 				t.Fatalf("negative position: %v", e)
 			}
 		}
+		sameAsLint(t, g, b.String(), mm)
 	}
 	for _, body := range []string{`{"query":5}`, `[1]`, `{"query":"q","snapshot":"x","branch":"main"}`} {
 		st, mm := c.json("POST", "/graphs/default/query/check", body)
 		mustStatus(t, "bad check body "+body, st, 400, mm)
+	}
+}
+
+// sameAsLint fails unless the check's answer m is what gq.Lint (omnigraph
+// lint) finds in src against main's schema: the same verdict, and the
+// same findings (code, lint code, position, message) in the same order,
+// errors then warnings.
+func sameAsLint(t *testing.T, g *graph.Graph, src string, m map[string]any) {
+	t.Helper()
+	snap, err := g.Snapshot(context.Background(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := snap.Catalog(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := gq.Lint(src, cat)
+	var want, got []string
+	for _, f := range rep.Findings {
+		code := f.GQCode
+		if code == "" {
+			code = f.Code
+		}
+		want = append(want, fmt.Sprintf("%s %s %s %d:%d", f.Severity, code, f.Code, f.Line, f.Column))
+	}
+	for _, list := range []struct{ sev, key string }{{gq.SeverityError, "errors"}, {gq.SeverityWarning, "warnings"}} {
+		for _, e := range m[list.key].([]any) {
+			e := e.(map[string]any)
+			got = append(got, fmt.Sprintf("%s %s %s %v:%v", list.sev, e["code"], e["lint_code"], e["line"], e["column"]))
+			if i := len(got) - 1; i < len(rep.Findings) && !strings.HasSuffix(rep.Findings[i].Message, e["message"].(string)) {
+				t.Fatalf("check message %q, lint %q", e["message"], rep.Findings[i].Message)
+			}
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || m["ok"] != (rep.Errors == 0) {
+		t.Fatalf("source %q: check ok=%v %v, lint %s %v", src, m["ok"], got, rep.Status, want)
 	}
 }
 

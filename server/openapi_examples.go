@@ -98,7 +98,8 @@ var examples = map[string]example{
 	"checkQuery": {
 		Request: api.CheckRequest{Query: "query adults($min: I32) {\n  match { $p: Person  $p.age >= $min }\n  return { $p.nme }\n}", Branch: "main"},
 		Response: api.CheckOutput{SchemaIdentity: "sha256:4f2a", Queries: []api.CheckedQuery{{Name: "adults", Kind: "read", Line: 1, Params: []api.CheckParam{{Name: "min", Type: "I32"}}}},
-			Errors: []api.CheckError{{Code: "GQ011", Query: "adults", Line: 3, Column: 12, Message: `Person has no property "nme" ($p is a Person); did you mean name?`}}},
+			Errors:   []api.CheckError{{Code: "GQ011", LintCode: "T2", Query: "adults", Line: 3, Column: 12, Message: `Person has no property "nme" ($p is a Person); did you mean name?`}},
+			Warnings: []api.CheckError{}},
 	},
 	"listBranchHeads": {Response: api.BranchHeadsOutput{Base: "main", Branches: []api.BranchStatus{
 		{Name: "main", Head: *exCommitOutput("main", 7), AllowedActions: []string{"change", "load", "branch_create"}},

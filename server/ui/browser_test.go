@@ -703,6 +703,21 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.screenshot(t, "query-error")
 	})
 
+	t.Run("lint warning listed, not an error", func(t *testing.T) {
+		// A mutation without parameters: omnigraph lint's warning L202.
+		src := "mutation wipe() {\n  delete Person where handle = \"nobody\"\n}"
+		b.open(t, "/ui/social/query", ".CodeMirror")
+		b.typeQuery(t, src)
+		b.run(t, "warning shown", until(`document.querySelector('#check-errors li.check-warning')`), until(`document.querySelector('.CodeMirror-lint-mark-warning')`))
+		got := eval[[]string](t, b, "warning", `[document.querySelector('#check-status').textContent, ...Array.from(document.querySelectorAll('#check-errors li')).map(li => li.dataset.code + ' ' + li.dataset.line + ':' + li.dataset.column)]`)
+		body, _ := json.Marshal(map[string]string{"query": src})
+		chk := f.mustAPI(t, "POST", g+"/query/check", string(body))
+		w0 := chk["warnings"].([]any)[0].(map[string]any)
+		if fmt.Sprint(got) != fmt.Sprintf("[✓ No type errors · 1 warning L202 %v:%v]", w0["line"], w0["column"]) || chk["ok"] != true || len(chk["warnings"].([]any)) != 1 {
+			t.Fatalf("the console shows %q; the check route says %v", got, chk)
+		}
+	})
+
 	t.Run("search", func(t *testing.T) {
 		b.open(t, "/ui/social/search", "#search-form")
 		b.run(t, "bm25 search", chromedp.SetValue(chromedp.ID("search-mode"), "bm25"),

@@ -141,8 +141,12 @@ export type CheckError = {
     code: string;
     column: number;
     line: number;
+    lint_code: string;
     message: string;
+    property?: string;
+    queries?: Array<string>;
     query?: string;
+    type?: string;
 };
 
 export type CheckLink = {
@@ -158,6 +162,7 @@ export type CheckOutput = {
     ok: boolean;
     queries: Array<CheckedQuery>;
     schema_identity: string;
+    warnings: Array<CheckError>;
 };
 
 export type CheckParam = {

@@ -97,9 +97,10 @@ export async function createEditor(el, value, { check, onCheck, onChange, run })
         inflight = ctl;
         check(text, ctl.signal).then((res) => {
           if (ctl.signal.aborted) return;
-          update(res.errors.filter((e) => e.line > 0).map((e) => Object.assign(mark(CM, cm, e), {
-            message: `${e.code}: ${e.message}`, severity: 'error',
-          })));
+          const marks = (list, severity) => list.filter((e) => e.line > 0).map((e) => Object.assign(mark(CM, cm, e), {
+            message: `${e.code}: ${e.message}`, severity,
+          }));
+          update(marks(res.errors, 'error').concat(marks(res.warnings || [], 'warning')));
           onCheck(res, null, text);
         }, (err) => {
           if (err.name === 'AbortError') return;

@@ -86,7 +86,7 @@ export async function render(ctx, root) {
 
   const editorBox = h('div', { class: 'editor', id: 'editor' });
   const checkStatus = h('div', { class: 'check-status', id: 'check-status', role: 'status' }, 'Checking…');
-  const errorList = h('ol', { class: 'check-errors', id: 'check-errors', 'aria-label': 'Type-check errors' });
+  const errorList = h('ol', { class: 'check-errors', id: 'check-errors', 'aria-label': 'Type-check errors and warnings' });
   const querySel = h('select', { id: 'query-name' });
   const paramsBox = h('div', { class: 'params', id: 'params' });
   const runBtn = h('button', { type: 'button', class: 'primary', id: 'run' }, 'Run');
@@ -153,14 +153,23 @@ export async function render(ctx, root) {
     if (!names.includes(selected)) selected = names[0] || '';
     fill(querySel, res.queries.map((q) => h('option', { value: q.name, selected: q.name === selected }, `${q.name} (${q.kind})`)));
     querySel.disabled = res.queries.length < 2;
+    // The verdict and findings are omnigraph lint's for the same source:
+    // errors fail, warnings (L201, L202) do not.
+    const warnings = res.warnings || [];
+    const plural = (n, w) => `${n} ${w}${n === 1 ? '' : 's'}`;
+    const warned = warnings.length ? h('span', { class: 'warn' }, ' · ' + plural(warnings.length, 'warning')) : null;
     if (res.ok) {
-      fill(checkStatus, h('span', { class: 'good' }, '✓ No type errors'));
+      fill(checkStatus, h('span', { class: 'good' }, '✓ No type errors'), warned);
     } else {
-      fill(checkStatus, h('span', { class: 'bad' }, `${res.errors.length} error${res.errors.length === 1 ? '' : 's'}`));
+      fill(checkStatus, h('span', { class: 'bad' }, plural(res.errors.length, 'error')), warned);
     }
-    fill(errorList, res.errors.map((e) => h('li', { class: 'check-error', 'data-line': e.line, 'data-column': e.column },
-      h('button', { type: 'button', class: 'link', onclick: () => { cm.focus(); cm.setCursor({ line: e.line - 1, ch: e.column - 1 }); } },
-        h('span', { class: 'mono' }, `${e.code} at ${e.line}:${e.column}`)), ' ', e.message)));
+    const item = (e, cls) => h('li', { class: cls, 'data-line': e.line, 'data-column': e.column, 'data-code': e.code },
+      e.line > 0
+        ? h('button', { type: 'button', class: 'link', onclick: () => { cm.focus(); cm.setCursor({ line: e.line - 1, ch: e.column - 1 }); } },
+          h('span', { class: 'mono' }, `${e.code} at ${e.line}:${e.column}`))
+        : h('span', { class: 'mono' }, e.code),
+      cls === 'check-warning' ? ' warning: ' : ' ', e.message);
+    fill(errorList, res.errors.map((e) => item(e, 'check-error')).concat(warnings.map((e) => item(e, 'check-warning'))));
     drawParams();
     drawRunControls();
   }
