@@ -59,10 +59,15 @@ type KeyConflict struct {
 }
 
 // ResourceLimit: a request exceeded a ceiling; resource names which.
+// For a query budget (query_rows, query_memory_bytes, query_time_ms,
+// query_read_bytes) Actual is how far the query got when it was stopped,
+// or with Estimated the planner's estimate of a query refused before it
+// ran.
 type ResourceLimit struct {
-	Resource string `json:"resource"`
-	Limit    int64  `json:"limit"`
-	Actual   int64  `json:"actual,omitempty"`
+	Resource  string `json:"resource"`
+	Limit     int64  `json:"limit"`
+	Actual    int64  `json:"actual,omitempty"`
+	Estimated bool   `json:"estimated,omitempty"`
 }
 
 // RecoveryRequired: an unresolved recovery intent covers the write.

@@ -134,24 +134,32 @@ func (r *request) opStatus() (api.StatusOutput, error) {
 // readSnapshot authorizes a read of a branch head (default main) or of a
 // commit and returns the snapshot: the one rule of every route that reads
 // "a branch or a snapshot" (query, catalog, query/check). A snapshot may
-// be of any branch, so reading one needs read on the whole graph.
-func (r *request) readSnapshot(branch, snapID string) (*graph.Snapshot, api.ReadTarget, error) {
+// be of any branch, so reading one needs read on the whole graph. admit,
+// when not nil, runs between the authorization and the first storage
+// read (the query route's read admission).
+func (r *request) readSnapshot(branch, snapID string, admit func() error) (*graph.Snapshot, api.ReadTarget, error) {
 	if branch != "" && snapID != "" {
 		return nil, api.ReadTarget{}, badRequest("read either a branch or a snapshot, not both")
 	}
-	if snapID != "" {
-		if err := r.authorize(ActionRead, "", ""); err != nil {
-			return nil, api.ReadTarget{}, err
-		}
-		s, err := r.g.SnapshotAt(r.Context(), snapID)
-		return s, api.ReadTarget{Snapshot: snapID}, err
+	target := api.ReadTarget{Snapshot: snapID}
+	if snapID == "" {
+		target.Branch = orMain(branch)
 	}
-	branch = orMain(branch)
-	if err := r.authorize(ActionRead, branch, ""); err != nil {
+	// target.Branch is "" for a snapshot: read on the whole graph.
+	if err := r.authorize(ActionRead, target.Branch, ""); err != nil {
 		return nil, api.ReadTarget{}, err
 	}
-	s, err := r.g.Snapshot(r.Context(), branch)
-	return s, api.ReadTarget{Branch: branch}, err
+	if admit != nil {
+		if err := admit(); err != nil {
+			return nil, api.ReadTarget{}, err
+		}
+	}
+	if snapID != "" {
+		s, err := r.g.SnapshotAt(r.Context(), snapID)
+		return s, target, err
+	}
+	s, err := r.g.Snapshot(r.Context(), target.Branch)
+	return s, target, err
 }
 
 func handleCatalog(r *request) (int, any, error) {
@@ -161,7 +169,7 @@ func handleCatalog(r *request) (int, any, error) {
 }
 
 func (r *request) opCatalog(branch, snapID string) (api.CatalogOutput, error) {
-	snap, target, err := r.readSnapshot(branch, snapID)
+	snap, target, err := r.readSnapshot(branch, snapID, nil)
 	if err != nil {
 		return api.CatalogOutput{}, err
 	}
@@ -219,7 +227,7 @@ func handleCheck(r *request) (int, any, error) {
 // and plan. Errors in the text are the answer (200, ok false), never a
 // failure of the request; warnings never make ok false.
 func (r *request) opCheck(in api.CheckRequest) (api.CheckOutput, error) {
-	snap, _, err := r.readSnapshot(in.Branch, in.Snapshot)
+	snap, _, err := r.readSnapshot(in.Branch, in.Snapshot, nil)
 	if err != nil {
 		return api.CheckOutput{}, err
 	}

@@ -71,6 +71,9 @@ func MapError(err error, graphID string) *Failure {
 		mbe     *maxBytesError
 	)
 	commits := "GET /graphs/" + graphID + "/commits"
+	if be, ok := errBudget(err); ok {
+		return budgetFailure(be)
+	}
 	switch {
 	case errors.As(err, &mbe):
 		return tooLarge(mbe.resource, mbe.limit, 0)

@@ -171,6 +171,9 @@ func tool[In any](name string, act Action, desc string, ann *mcp.ToolAnnotations
 				attrs = append(attrs, "failure_class", f.Body.Class)
 			}
 			s.log.Info("mcp tool call", attrs...)
+			// The SDK writes the answer once this returns: bound it as any
+			// non-streaming answer.
+			s.answering(hr.w)
 			if f != nil {
 				return toolErrorResult(f), nil, nil
 			}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph/load"
@@ -32,15 +33,29 @@ func (r *request) opQuery(q api.QueryRequest) (api.ReadOutput, error) {
 	if strings.TrimSpace(q.Query) == "" {
 		return api.ReadOutput{}, badRequest("query is required: the .gq source of a read query")
 	}
-	snap, _, err := r.readSnapshot(q.Branch, q.Snapshot)
+	snap, _, err := r.readSnapshot(q.Branch, q.Snapshot, r.admitRead)
 	if err != nil {
 		return api.ReadOutput{}, err
 	}
-	res, err := query.Run(r.Context(), snap, q.Query, q.Name, q.Params)
+	start := time.Now()
+	res, err := query.RunWith(r.Context(), snap, q.Query, q.Name, q.Params, query.Options{Budget: r.readBudget()})
 	if err != nil {
-		return api.ReadOutput{}, err
+		return api.ReadOutput{}, r.slowRefusal(start, err)
 	}
 	return readOutput(res, q), nil
+}
+
+// admitRead takes a read slot of the actor and of the server (429 past
+// either) before the engine work of a read that can be large, and holds
+// it until the answer is sent (a slow reader holds its slot, within
+// Limits.WriteTimeout or StreamIdle).
+func (r *request) admitRead() error {
+	release, f := r.s.adm.admitRead(actorOrAnon(r.actor))
+	if f != nil {
+		return f
+	}
+	r.onDone(release)
+	return nil
 }
 
 func (r *request) opMutate(m api.MutateRequest, ifCommit string) (api.ChangeOutput, error) {
@@ -56,9 +71,11 @@ func (r *request) opMutate(m api.MutateRequest, ifCommit string) (api.ChangeOutp
 		return api.ChangeOutput{}, err
 	}
 	defer release()
-	res, err := mutate.Query(r.Context(), r.g, m.Query, m.Name, mutate.Options{Branch: m.Branch, Params: m.Params, IfCommit: ifCommit, Actor: r.actorID()})
+	start := time.Now()
+	res, err := mutate.Query(r.Context(), r.g, m.Query, m.Name, mutate.Options{Branch: m.Branch, Params: m.Params, IfCommit: ifCommit, Actor: r.actorID(),
+		Budget: r.s.budgetFor(r.graphID, r.actor)})
 	if err != nil {
-		return api.ChangeOutput{}, err
+		return api.ChangeOutput{}, r.slowRefusal(start, err)
 	}
 	out := api.ChangeOutput{Branch: branch, QueryName: m.Name, AffectedNodes: res.AffectedNodes, AffectedEdges: res.AffectedEdges, ActorID: r.actor, Commit: commitOutput(res.Commit), Warnings: res.Warnings}
 	if res.Commit != nil {
@@ -324,6 +341,9 @@ func (r *request) opChanges(id string, f merge.Filter) (api.ChangesOutput, error
 		return api.ChangesOutput{}, badRequest("op must be insert, update or delete, not %q", f.Op)
 	}
 	if err := r.authorize(ActionRead, "", ""); err != nil {
+		return api.ChangesOutput{}, err
+	}
+	if err := r.admitRead(); err != nil {
 		return api.ChangesOutput{}, err
 	}
 	c, err := r.g.Commit(r.Context(), id)

@@ -109,6 +109,7 @@ var errorCodes = []struct {
 	{"corrupt", manifest.ErrCorrupt},
 	{"corrupt", recovery.ErrCorruptSidecar},
 	{"precondition_failed", graph.ErrPreconditionFailed},
+	{"budget_exceeded", graph.ErrBudgetExceeded},
 }
 
 // errorCode is the stable code of err: "usage" for exit 2, a .gq error's own

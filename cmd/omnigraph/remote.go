@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -93,8 +94,16 @@ func (t *graphTarget) remoteErr(err error) error {
 		code = exitConflict
 	case len(ce.Details.MergeConflicts) > 0:
 		code = exitMergeConflict
+	case isBudget(ce.Details.ResourceLimit):
+		code = exitBudget
 	}
 	return exitCodeError{code: code, err: serverError{ce}}
+}
+
+// isBudget reports whether a resource_limit is a query budget's (a 413 of
+// serve's query budgets): the CLI's exit 6, as a local query's.
+func isBudget(rl *api.ResourceLimit) bool {
+	return rl != nil && strings.HasPrefix(rl.Resource, "query_")
 }
 
 // remoteErrorCode is the JSON error code of a server's answer, in the
@@ -114,6 +123,8 @@ func remoteErrorCode(ce *client.Error) string {
 		return "read_set_changed"
 	case len(d.MergeConflicts) > 0:
 		return "merge_conflict"
+	case isBudget(d.ResourceLimit):
+		return "budget_exceeded"
 	case d.ResourceLimit != nil:
 		return "resource_limit"
 	case d.ChangeDiffRefusal != nil:

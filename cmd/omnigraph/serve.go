@@ -46,6 +46,11 @@ type serveOptions struct {
 	drainTimeout time.Duration
 	limits       server.Limits
 	autoOptimize autoOptimizeFlag
+	// The query budgets (into limits.Query) and the actors' overrides.
+	queryRows                   int64
+	queryMemory, queryReadBytes byteSize
+	queryTimeout                time.Duration
+	actors                      map[string]server.ActorLimits
 	// icebergSync forces the background Iceberg sync on, noIcebergSync off;
 	// neither: on for a graph that already has Iceberg metadata.
 	icebergSync, noIcebergSync bool
@@ -70,6 +75,11 @@ func init() {
 				"head. The web console is at /ui/ (its files are public; every data call\n" +
 				"it makes needs the same token and policy); --no-ui turns it off.\n" +
 				"Prints OMNIGRAPH_LISTEN_ADDR=host:port on stdout once it serves.\n" +
+				"Every query runs under a budget (--max-query-rows, --max-query-memory,\n" +
+				"--query-timeout, --max-query-read-bytes; per graph and per actor in --config):\n" +
+				"past one it is stopped (or refused on its estimate) with 413. Reads that can\n" +
+				"be large take a slot of their actor and of the server (429 past\n" +
+				"--max-reads-per-actor or --max-reads); heavy queries share --max-heavy-reads.\n" +
 				"SIGTERM drains in-flight requests (up to --drain-timeout), releases the lock\n" +
 				"and exits 0. A lost lease, a handler panic, a write answered\n" +
 				"recovery_required or failing opaquely, or an uncertain start exits 2.",
@@ -94,6 +104,14 @@ func init() {
 		c.Flags().IntVar(&o.limits.WritesPerGraph, "max-writes-per-graph", server.DefaultWritesPerGraph, "in-flight writes the graph may have (more get 429)")
 		c.Flags().Int64Var(&o.limits.BodyBytes, "max-body-bytes", server.DefaultBodyBytes, "largest JSON request body (more gets 413)")
 		c.Flags().Int64Var(&o.limits.LoadBytes, "max-load-bytes", server.DefaultLoadBytes, "largest load/ndjson body (more gets 413)")
+		o.queryMemory, o.queryReadBytes = server.DefaultQueryMemory, server.DefaultQueryReadBytes
+		c.Flags().Int64Var(&o.queryRows, "max-query-rows", server.DefaultQueryRows, "rows one query (or a mutation's read phase) may produce in all (more gets 413)")
+		c.Flags().Var(&o.queryMemory, "max-query-memory", "memory one query may materialise, e.g. 2GiB (more gets 413)")
+		c.Flags().DurationVar(&o.queryTimeout, "query-timeout", server.DefaultQueryTime, "how long one query may run, waiting for a heavy slot included (longer gets 413)")
+		c.Flags().Var(&o.queryReadBytes, "max-query-read-bytes", "bytes one query may read from storage, e.g. 16GiB (more gets 413)")
+		c.Flags().IntVar(&o.limits.ReadsPerActor, "max-reads-per-actor", server.DefaultReadsPerActor, "in-flight reads (query, export, commit changes) one actor may have (more get 429)")
+		c.Flags().IntVar(&o.limits.Reads, "max-reads", server.DefaultReads, "in-flight reads the server may have (more get 429)")
+		c.Flags().IntVar(&o.limits.HeavyReads, "max-heavy-reads", 0, "heavy queries that run at once; the others wait (0: half the cores)")
 		o.autoOptimize.add(c)
 		return c
 	})
@@ -138,6 +156,13 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 			return usageError{msg: err.Error()}
 		}
 	}
+	if o.queryRows <= 0 || o.queryMemory <= 0 || o.queryTimeout <= 0 || o.queryReadBytes <= 0 {
+		return usagef("--max-query-rows, --max-query-memory, --query-timeout and --max-query-read-bytes are positive: a server budget can be raised, not switched off")
+	}
+	if o.limits.ReadsPerActor <= 0 || o.limits.Reads <= 0 || o.limits.HeavyReads < 0 {
+		return usagef("--max-reads-per-actor and --max-reads are positive, --max-heavy-reads is 0 (half the cores) or more")
+	}
+	o.limits.Query = graph.Budget{Rows: o.queryRows, Memory: int64(o.queryMemory), Time: o.queryTimeout, ReadBytes: int64(o.queryReadBytes)}
 	var tokens *server.Tokens
 	if o.tokens != "" {
 		b, err := os.ReadFile(o.tokens)
@@ -215,7 +240,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		if u, err := backend.ParseURL(sg.url); err == nil {
 			kind = u.Scheme
 		}
-		served = append(served, server.Graph{ID: sg.id, G: g, StorageKind: kind, IcebergLocation: loc})
+		served = append(served, server.Graph{ID: sg.id, G: g, StorageKind: kind, IcebergLocation: loc, Budget: sg.budget})
 	}
 
 	srv, err := server.New(server.Config{
@@ -224,6 +249,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		Policy:   policy,
 		ReadOnly: o.readOnly,
 		Limits:   o.limits,
+		Actors:   o.actors,
 		Logger:   log,
 		Version:  cliVersion(),
 		OnFatal:  fatal,
@@ -281,8 +307,12 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	}
 }
 
-// servedGraph is one graph of the server: its id and storage URL.
-type servedGraph struct{ id, url string }
+// servedGraph is one graph of the server: its id, storage URL and query
+// budget overrides.
+type servedGraph struct {
+	id, url string
+	budget  graph.Budget
+}
 
 // openServed opens one served graph: the store, the writer lock of a
 // read-write server (leased on s3:// and gs://, whose loss calls fatal),

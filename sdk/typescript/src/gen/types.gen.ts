@@ -515,6 +515,7 @@ export type RecoveryRequired = {
 
 export type ResourceLimit = {
     actual?: number;
+    estimated?: boolean;
     limit: number;
     resource: string;
 };
@@ -1186,6 +1187,10 @@ export type GetCommitChangesErrors = {
      */
     413: ErrorOutput;
     /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -1310,6 +1315,10 @@ export type ExportErrors = {
      * not_found: no such graph, branch or commit
      */
     404: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
     /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
@@ -1708,6 +1717,10 @@ export type QueryErrors = {
      * unsupported media type: send the Content-Type the route takes
      */
     415: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
     /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
