@@ -30,6 +30,7 @@ type ErrorOutput struct {
 	PreconditionFailure *PreconditionFailure `json:"precondition_failure,omitempty"`
 	OutcomeUnknown      *OutcomeUnknown      `json:"outcome_unknown,omitempty"`
 	ChangeDiffRefusal   *ChangeDiffRefusal   `json:"change_diff_refusal,omitempty"`
+	ChangeFeedGap       *ChangeFeedGap       `json:"change_feed_gap,omitempty"`
 	// Class is the failure class of a 500/503 (a storage failure kind,
 	// "lease_lost", "poisoned"...): what the per-request log records.
 	Class string `json:"failure_class,omitempty"`

@@ -19,6 +19,11 @@ type Route struct {
 	Graph bool
 	// Write: a write route (admission, refused on a read-only replica).
 	Write bool
+	// MayWrite: the route runs what the request names, a read or a write
+	// (a stored query by name). A client treats it as a write (never sent
+	// twice; a lost answer's outcome is unknown); the server refuses it on
+	// a read-only replica only once it knows it writes.
+	MayWrite bool
 	// Idempotent: sending the request twice has the effect of sending it
 	// once (the reads), so a client may send it again after a transport
 	// failure or a 503. A write never is.
@@ -49,6 +54,10 @@ type Param struct {
 	// Repeat: the parameter may be given more than once.
 	Repeat bool
 }
+
+// Writes reports whether a request of the route may change the graph
+// (Write or MayWrite).
+func (rt Route) Writes() bool { return rt.Write || rt.MayWrite }
 
 // Pattern is the ServeMux pattern of the route.
 func (rt Route) Pattern() string {
@@ -124,5 +133,5 @@ func Routes() []Route {
 		{Method: "GET", Path: g + "/commits", OperationID: "listCommits", Summary: "The commits reachable from a branch head, newest first", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam, limitParam}, Response: "CommitList", Statuses: readErrs},
 		{Method: "GET", Path: g + "/commits/{commit_id}", OperationID: "getCommit", Summary: "One commit", Auth: true, Graph: true, Idempotent: true, Response: "CommitOutput", Statuses: readErrs},
 		{Method: "GET", Path: g + "/commits/{commit_id}/changes", OperationID: "getCommitChanges", Summary: "The entity changes of a commit against its first parent", Auth: true, Graph: true, Idempotent: true, Query: []Param{typeParam, {Name: "op", Doc: "only insert, update or delete"}, limitParam}, Response: "ChangesOutput", Statuses: append([]int{409, 413, 429}, readErrs...)},
-	}, ConsoleRoutes(g)...)
+	}, append(append(feedRoutes(g), storedRoutes(g)...), ConsoleRoutes(g)...)...)
 }

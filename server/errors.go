@@ -60,6 +60,9 @@ func MapError(err error, graphID string) *Failure {
 	if errors.As(err, &f) {
 		return f
 	}
+	if f := mapFeedError(err); f != nil {
+		return f
+	}
 	var (
 		outcome *graph.OutcomeUnknown
 		rr      *graph.RecoveryRequired

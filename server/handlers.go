@@ -117,13 +117,9 @@ func handleMutate(r *request) (int, any, error) {
 }
 
 func handleMutateIf(r *request) (int, any, error) {
-	vs := r.Header.Values(api.HeaderIfGraphCommit)
-	if len(vs) != 1 {
-		return 0, nil, badRequest("send the %s header exactly once, with the raw commit id the branch head must be", api.HeaderIfGraphCommit)
-	}
-	v := strings.TrimSpace(vs[0])
-	if v == "" || v == "*" || strings.ContainsAny(v, `",`) || strings.HasPrefix(v, "W/") {
-		return 0, nil, badRequest("%s takes one raw commit id (no '*', quotes, W/ or lists)", api.HeaderIfGraphCommit)
+	v, err := r.ifGraphCommit()
+	if err != nil {
+		return 0, nil, err
 	}
 	return mutateWith(r, v)
 }

@@ -356,13 +356,3 @@ func (r *request) opChanges(id string, f merge.Filter) (api.ChangesOutput, error
 	}
 	return api.ChangesOutput{Cause: *commitOutput(&c), Changes: apiChanges(cs)}, nil
 }
-
-// apiChanges are entity changes as the wire has them (commit changes, a
-// diff, a merge preview).
-func apiChanges(cs []merge.Change) []api.Change {
-	out := make([]api.Change, len(cs))
-	for i, ch := range cs {
-		out[i] = api.Change{EntityKind: ch.EntityKind, TypeName: ch.TypeName, ID: ch.ID, Op: string(ch.Op), Before: ch.Before, After: ch.After, From: ch.From, To: ch.To}
-	}
-	return out
-}

@@ -49,6 +49,12 @@ var handlers = map[string]func(*request) (int, any, error){
 	"listBranchHeads": handleBranchHeads,
 	"previewMerge":    handleMergePreview,
 	"diffRefs":        handleDiff,
+	// The change feed (feed.go) and stored queries (storedq.go).
+	"pollChanges":              handlePollChanges,
+	"captureChangeBaseline":    handleBaseline,
+	"listQueries":              handleListQueries,
+	"invokeQuery":              handleInvokeQuery,
+	"invokeQueryIfGraphCommit": handleInvokeQueryIf,
 }
 
 // Routes is the route table with its handlers. A route of api.Routes

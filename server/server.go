@@ -38,6 +38,9 @@ type Graph struct {
 	// address it, iceberg.Location); the /iceberg catalog serves whatever
 	// metadata the graph has either way.
 	IcebergLocation string
+	// Queries are the graph's stored queries (CompileQueries), nil for
+	// none.
+	Queries *StoredQueries
 }
 
 // Config configures a Server.
@@ -89,9 +92,11 @@ type Server struct {
 	heavy       *lane
 	graphBudget map[string]graph.Budget
 	mux         *http.ServeMux
-	mcp         http.Handler
-	policy      *Policy
-	log         *slog.Logger
+	mcp         map[string]http.Handler // per graph: its stored queries are its tools
+	// queries are each graph's stored queries.
+	queries map[string]*StoredQueries
+	policy  *Policy
+	log     *slog.Logger
 
 	// storage is each graph's storage kind (Graph.StorageKind).
 	storage map[string]string
@@ -126,7 +131,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Policy = DefaultPolicy()
 	}
 	s := &Server{cfg: cfg, graphs: map[string]*graph.Graph{}, storage: map[string]string{}, adm: newAdmission(cfg.Limits, cfg.Actors), mux: http.NewServeMux(), policy: cfg.Policy, log: cfg.Logger,
-		heavy: newLane(cfg.Limits.HeavyReads), graphBudget: map[string]graph.Budget{}}
+		heavy: newLane(cfg.Limits.HeavyReads), graphBudget: map[string]graph.Budget{},
+		mcp: map[string]http.Handler{}, queries: map[string]*StoredQueries{}}
 	s.writesCtx, s.cancelWrites = context.WithCancel(context.Background())
 	for _, g := range cfg.Graphs {
 		if err := ValidGraphID(g.ID); err != nil {
@@ -137,6 +143,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.graphs[g.ID] = g.G
 		s.storage[g.ID] = g.StorageKind
+		s.queries[g.ID] = g.Queries
 		s.graphBudget[g.ID] = g.Budget
 		s.ids = append(s.ids, g.ID)
 	}
@@ -156,7 +163,9 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	sort.Strings(s.ids)
-	s.mcp = s.newMCP()
+	for _, id := range s.ids {
+		s.mcp[id] = s.newMCP(id)
+	}
 	s.mountIceberg()
 	for _, rt := range Routes() {
 		s.mux.Handle(rt.Pattern(), s.wrap(rt))

@@ -11,6 +11,8 @@ import (
 	"github.com/omnigraph-go/omnigraph/client"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/changes"
+	"github.com/omnigraph-go/omnigraph/graph/diff"
 	"github.com/omnigraph-go/omnigraph/graph/schema"
 	"github.com/omnigraph-go/omnigraph/lang/gq"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
@@ -109,6 +111,10 @@ var errorCodes = []struct {
 	{"corrupt", manifest.ErrCorrupt},
 	{"corrupt", recovery.ErrCorruptSidecar},
 	{"precondition_failed", graph.ErrPreconditionFailed},
+	{"change_feed_gap", changes.ErrGap},
+	{"change_cursor_rejected", changes.ErrCursorRejected},
+	{"schema_boundary", diff.ErrSchemaBoundary},
+	{"parentless_commit", diff.ErrParentlessCommit},
 	{"budget_exceeded", graph.ErrBudgetExceeded},
 }
 

@@ -23,7 +23,7 @@ func init() {
 		var file, expr, params, branch, ifCommit string
 		var bf budgetFlags
 		c := &cobra.Command{
-			Use:   "mutate (--query FILE.gq [NAME] | -e 'GQ') [--params JSON] [--branch B] [--if-commit ID] [--wait D] [--max-rows N] [--max-memory SIZE] [--timeout D] [--max-read-bytes SIZE] --store URL",
+			Use:   "mutate (--query FILE.gq [NAME] | -e 'GQ' | NAME --server URL) [--params JSON] [--branch B] [--if-commit ID] [--wait D] [--max-rows N] [--max-memory SIZE] [--timeout D] [--max-read-bytes SIZE] --store URL",
 			Short: "Run a .gq mutation (insert / update / delete) as one commit",
 			Long: "Run a .gq mutation as ONE commit: every statement sees the earlier ones'\n" +
 				"inserts and updates, and either everything lands or nothing does. A query\n" +
@@ -33,12 +33,14 @@ func init() {
 				"is not, nothing is written and the exit code is 4. The read phase (the rows\n" +
 				"update and delete match, a node delete's edges) runs under the budget of\n" +
 				"--max-rows, --max-memory, --timeout and --max-read-bytes (0: no limit); past\n" +
-				"one nothing is written and the exit code is 6.",
+				"one nothing is written and the exit code is 6. With --server and no --query\n" +
+				"or -e, NAME is a stored mutation of the server (omnigraph queries list).",
 			Args: cobra.MaximumNArgs(2),
 			RunE: func(c *cobra.Command, args []string) (err error) {
 				ctx := c.Context()
-				if (file == "") == (expr == "") {
-					return usagef("give the mutation once: --query FILE.gq [NAME] or -e 'insert Person { ... }'")
+				stored := file == "" && expr == "" && len(args) == 1 && t.server != ""
+				if !stored && (file == "") == (expr == "") {
+					return usagef("give the mutation once: --query FILE.gq [NAME] or -e 'insert Person { ... }' (or, with --server, the NAME of a stored mutation)")
 				}
 				if t.store == "" && t.server == "" && len(args) > 0 {
 					t.store, args = args[len(args)-1], args[:len(args)-1]
@@ -51,7 +53,9 @@ func init() {
 					name = args[0]
 				}
 				src := expr
-				if file != "" {
+				if stored {
+					// A stored mutation, by name: the server holds its source.
+				} else if file != "" {
 					b, err := os.ReadFile(file)
 					if err != nil {
 						return usagef("read the query file: %v", err)
@@ -81,7 +85,16 @@ func init() {
 					if ifCommit != "" {
 						opts = append(opts, client.IfGraphCommit(ifCommit))
 					}
-					out, err := sg.Mutate(ctx, api.MutateRequest{Query: src, Name: name, Params: p, Branch: branch}, opts...)
+					var out *api.ChangeOutput
+					if stored {
+						mutation := true
+						var r *client.InvokeResult
+						if r, err = sg.InvokeQuery(ctx, name, api.InvokeRequest{Params: p, Branch: branch, ExpectMutation: &mutation}, opts...); err == nil {
+							out = r.Mutation
+						}
+					} else {
+						out, err = sg.Mutate(ctx, api.MutateRequest{Query: src, Name: name, Params: p, Branch: branch}, opts...)
+					}
 					if err != nil {
 						return t.remoteErr(err)
 					}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/omnigraph-go/omnigraph/api"
+	"github.com/omnigraph-go/omnigraph/client"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/query"
 )
@@ -31,7 +32,7 @@ func init() {
 		var explain bool
 		var bf budgetFlags
 		c := &cobra.Command{
-			Use:   "query (--query FILE.gq [NAME] | -e 'GQ') [--params JSON | --params-file F] [--branch B | --snapshot COMMIT] [--format F] [--explain] [--max-rows N] [--max-memory SIZE] [--timeout D] [--max-read-bytes SIZE] --store URL",
+			Use:   "query (--query FILE.gq [NAME] | -e 'GQ' | NAME --server URL) [--params JSON | --params-file F] [--branch B | --snapshot COMMIT] [--format F] [--explain] [--max-rows N] [--max-memory SIZE] [--timeout D] [--max-read-bytes SIZE] --store URL",
 			Short: "Run a read query on one snapshot of a branch (or of a past commit)",
 			Long: "Run a .gq read query. The whole query reads one snapshot: the head of --branch\n" +
 				"(default main) when the query starts, or the commit named by --snapshot.\n" +
@@ -42,16 +43,21 @@ func init() {
 				"(--max-rows, --max-memory, --timeout, --max-read-bytes; 0 is no limit). Past\n" +
 				"one it stops (or, when the planner's estimate is over, never starts) and the\n" +
 				"exit code is 6. --explain prints the plan with the estimate of each step and\n" +
-				"runs nothing.",
+				"runs nothing. With --server and no --query or -e, NAME is a stored query of\n" +
+				"the server (omnigraph queries list --server URL).",
 			Args: cobra.MaximumNArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
 				ctx := c.Context()
-				if (file == "") == (expr == "") {
-					return usagef("give the query once: --query FILE.gq [NAME] or -e 'query q() { ... }'")
+				stored := file == "" && expr == "" && len(args) == 1
+				if stored && t.server == "" {
+					return usagef("a stored query NAME runs on a server: add --server URL (or give the file: --query FILE.gq NAME)")
+				}
+				if !stored && (file == "") == (expr == "") {
+					return usagef("give the query once: --query FILE.gq [NAME], -e 'query q() { ... }', or with --server the NAME of a stored query")
 				}
 				name := ""
 				if len(args) == 1 {
-					if file == "" {
+					if expr != "" {
 						return usagef("a query NAME goes with --query FILE.gq; -e takes the query text only")
 					}
 					name = args[0]
@@ -89,7 +95,16 @@ func init() {
 					if err := bf.localOnly(c, explain); err != nil {
 						return err
 					}
-					out, err := sg.Query(ctx, api.QueryRequest{Query: src, Name: name, Params: p, Branch: branch, Snapshot: snapshot})
+					var out *api.ReadOutput
+					if stored {
+						read := false
+						var r *client.InvokeResult
+						if r, err = sg.InvokeQuery(ctx, name, api.InvokeRequest{Params: p, Branch: branch, Snapshot: snapshot, ExpectMutation: &read}); err == nil {
+							out = r.Read
+						}
+					} else {
+						out, err = sg.Query(ctx, api.QueryRequest{Query: src, Name: name, Params: p, Branch: branch, Snapshot: snapshot})
+					}
 					if err != nil {
 						return t.remoteErr(err)
 					}

@@ -18,6 +18,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/poison"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
 	"github.com/omnigraph-go/omnigraph/manifest"
 	"github.com/omnigraph-go/omnigraph/server"
 )
@@ -54,6 +55,8 @@ type serveOptions struct {
 	// icebergSync forces the background Iceberg sync on, noIcebergSync off;
 	// neither: on for a graph that already has Iceberg metadata.
 	icebergSync, noIcebergSync bool
+	// queries are the stored queries of the --store graph.
+	queries string
 }
 
 func init() {
@@ -95,6 +98,7 @@ func init() {
 		c.Flags().StringVar(&o.id, "id", "default", "the graph's id in /graphs/ID/")
 		c.Flags().StringVar(&o.tokens, "tokens", "", "tokens file of hashed bearer secrets (see 'omnigraph token add'); none means open mode on loopback only")
 		c.Flags().StringVar(&o.policy, "policy", "", "Cedar policy file deciding each actor's actions (docs/server.md); none allows every authenticated request")
+		c.Flags().StringVar(&o.queries, "queries", "", "stored queries of the graph: a .gq file or a directory of .gq files, checked against the schema at start (docs/server.md); with --config, give \"queries\" per graph")
 		c.Flags().BoolVar(&o.readOnly, "read-only", false, "a read replica: no lock, reads only, every write is refused with 403")
 		c.Flags().BoolVar(&o.noUI, "no-ui", false, "do not serve the web console at /ui/ (docs/console.md)")
 		c.Flags().BoolVar(&o.icebergSync, "iceberg-sync", false, "keep the Iceberg metadata current in the background after each write (default: only for a graph that has Iceberg metadata, i.e. after one 'omnigraph iceberg sync')")
@@ -139,11 +143,11 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	if err != nil {
 		return usageError{msg: err.Error()}
 	}
-	graphs := []servedGraph{{id: o.id, url: o.t.store}}
+	graphs := []servedGraph{{id: o.id, url: o.t.store, queries: o.queries}}
 	var groups map[string][]string
 	if o.config != "" {
-		if o.t.store != "" || o.set("id") {
-			return usagef("--config names the graphs: drop --store and --id")
+		if o.t.store != "" || o.set("id") || o.set("queries") {
+			return usagef("--config names the graphs: drop --store, --id and --queries (give \"queries\" per graph in the file)")
 		}
 		cfg, err := readServeConfig(o.config)
 		if err != nil {
@@ -192,12 +196,21 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	}
 	log.Info("policy", "source", policy.Name())
 
-	for _, sg := range graphs {
+	for i, sg := range graphs {
 		if sg.url == "" {
 			return usagef("no graph location: pass --store URL")
 		}
 		if isProcessLocal(sg.url) && !processLocalStores {
 			return errProcessLocalStore
+		}
+		// The files are read before any lock is taken; they are checked
+		// against the graph's schema once it is open.
+		if sg.queries != "" {
+			files, err := readQueryFiles(sg.queries)
+			if err != nil {
+				return err
+			}
+			graphs[i].files = files
 		}
 	}
 	// fatal gets the reason the server must stop; a send never blocks
@@ -240,7 +253,14 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		if u, err := backend.ParseURL(sg.url); err == nil {
 			kind = u.Scheme
 		}
-		served = append(served, server.Graph{ID: sg.id, G: g, StorageKind: kind, IcebergLocation: loc, Budget: sg.budget})
+		stored, err := sg.storedQueries(ctx, log, g)
+		if err != nil {
+			if len(graphs) > 1 {
+				err = fmt.Errorf("graph %q: %w", sg.id, err)
+			}
+			return err
+		}
+		served = append(served, server.Graph{ID: sg.id, G: g, StorageKind: kind, IcebergLocation: loc, Queries: stored, Budget: sg.budget})
 	}
 
 	srv, err := server.New(server.Config{
@@ -307,11 +327,36 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	}
 }
 
-// servedGraph is one graph of the server: its id, storage URL and query
-// budget overrides.
+// servedGraph is one graph of the server: its id, storage URL, query
+// budget overrides and the path of its stored queries ("" for none).
 type servedGraph struct {
-	id, url string
-	budget  graph.Budget
+	id, url, queries string
+	files            []server.QueryFile
+	budget           graph.Budget
+}
+
+// storedQueries checks the graph's stored queries against the schema of
+// its main branch (none: nil). A refused set stops the start, naming
+// every problem; warnings are logged.
+func (sg servedGraph) storedQueries(ctx context.Context, log *slog.Logger, g *graph.Graph) (*server.StoredQueries, error) {
+	if len(sg.files) == 0 {
+		return nil, nil
+	}
+	cat, err := g.Schema(ctx, "main")
+	if err != nil {
+		return nil, err
+	}
+	set, problems, err := compileStored(sg.files, cat)
+	for _, p := range problems {
+		if p.Severity != gq.SeverityError {
+			log.Warn("stored query warning", "graph", sg.id, "file", p.File, "query", p.Query, "code", p.Code, "message", p.Message)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	log.Info("stored queries", "graph", sg.id, "queries", set.Len())
+	return set, nil
 }
 
 // openServed opens one served graph: the store, the writer lock of a

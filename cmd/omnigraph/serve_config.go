@@ -41,7 +41,8 @@ type serveConfig struct {
 		queryLimits
 	} `json:"limits"`
 	// Graphs maps graph ids to a storage URL, or to {"store": URL,
-	// "limits": {query budgets}}.
+	// "queries": PATH, "limits": {query budgets}} (PATH: the graph's stored
+	// queries).
 	Graphs map[string]graphEntry `json:"graphs"`
 	// Actors override the limits of some actors: the query budgets and
 	// max_reads (their in-flight reads).
@@ -78,10 +79,11 @@ func (q queryLimits) budget(where string) (graph.Budget, error) {
 }
 
 // graphEntry is one graph of the config: a storage URL, or an object with
-// the URL and the graph's query budgets.
+// the URL, the graph's stored queries and its query budgets.
 type graphEntry struct {
-	Store  string      `json:"store"`
-	Limits queryLimits `json:"limits"`
+	Store   string      `json:"store"`
+	Queries string      `json:"queries,omitempty"`
+	Limits  queryLimits `json:"limits"`
 }
 
 func (e *graphEntry) UnmarshalJSON(b []byte) error {
@@ -93,7 +95,7 @@ func (e *graphEntry) UnmarshalJSON(b []byte) error {
 	dec.DisallowUnknownFields()
 	var p plain
 	if err := dec.Decode(&p); err != nil {
-		return fmt.Errorf("a graph is a storage URL or {\"store\": URL, \"limits\": {...}}: %w", err)
+		return fmt.Errorf("a graph is a storage URL or {\"store\": URL, \"queries\": PATH, \"limits\": {...}}: %w", err)
 	}
 	*e = graphEntry(p)
 	return nil
@@ -254,7 +256,7 @@ func (c *serveConfig) apply(o *serveOptions) ([]servedGraph, map[string][]string
 	graphs := make([]servedGraph, len(ids))
 	for i, id := range ids {
 		b, _ := c.Graphs[id].Limits.budget("")
-		graphs[i] = servedGraph{id: id, url: c.rel(c.Graphs[id].Store), budget: b}
+		graphs[i] = servedGraph{id: id, url: c.rel(c.Graphs[id].Store), queries: c.rel(c.Graphs[id].Queries), budget: b}
 	}
 	return graphs, c.Groups
 }
