@@ -108,7 +108,7 @@ func TestConsoleRoutes(t *testing.T) {
 	if lk := m["lock"].(map[string]any); lk["held"] != false {
 		t.Fatalf("lock (no process took it): %v", lk)
 	}
-	if fmt.Sprint(m["allowed_actions"]) != "[read change load export branch_create branch_delete branch_merge admin]" {
+	if fmt.Sprint(m["allowed_actions"]) != "[read change load export branch_create branch_delete branch_merge admin invoke_query]" {
 		t.Fatalf("allowed: %v", m["allowed_actions"])
 	}
 
