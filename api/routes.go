@@ -51,6 +51,8 @@ type Param struct {
 	Doc  string
 	// Integer: the value is a whole number.
 	Integer bool
+	// Boolean: the value is true or false.
+	Boolean bool
 	// Repeat: the parameter may be given more than once.
 	Repeat bool
 }
@@ -130,7 +132,7 @@ func Routes() []Route {
 		{Method: "POST", Path: g + "/branches", OperationID: "createBranch", Summary: "Create a branch from the head of another", Auth: true, Graph: true, Write: true, Request: "BranchCreateRequest", Response: "BranchCreateOutput", Statuses: writeErrs},
 		{Method: "POST", Path: g + "/branches/merge", OperationID: "mergeBranch", Summary: "Merge a branch into another", Auth: true, Graph: true, Write: true, Request: "MergeRequest", Response: "MergeOutput", Statuses: writeErrs},
 		{Method: "DELETE", Path: g + "/branches/{branch}", OperationID: "deleteBranch", Summary: "Delete a branch", Auth: true, Graph: true, Write: true, Rest: true, Response: "BranchDeleteOutput", Statuses: writeErrs},
-		{Method: "GET", Path: g + "/commits", OperationID: "listCommits", Summary: "The commits reachable from a branch head, newest first", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam, limitParam}, Response: "CommitList", Statuses: readErrs},
+		{Method: "GET", Path: g + "/commits", OperationID: "listCommits", Summary: "The commits reachable from a branch head, newest first, through both parents of merges (as git log)", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam, limitParam, {Name: "first_parent", Doc: "true: follow first parents only (the branch's own line), not the commits merges brought in", Boolean: true}}, Response: "CommitList", Statuses: readErrs},
 		{Method: "GET", Path: g + "/commits/{commit_id}", OperationID: "getCommit", Summary: "One commit", Auth: true, Graph: true, Idempotent: true, Response: "CommitOutput", Statuses: readErrs},
 		{Method: "GET", Path: g + "/commits/{commit_id}/changes", OperationID: "getCommitChanges", Summary: "The entity changes of a commit against its first parent", Auth: true, Graph: true, Idempotent: true, Query: []Param{typeParam, {Name: "op", Doc: "only insert, update or delete"}, limitParam}, Response: "ChangesOutput", Statuses: append([]int{409, 413, 429}, readErrs...)},
 	}, append(append(feedRoutes(g), storedRoutes(g)...), ConsoleRoutes(g)...)...)

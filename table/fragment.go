@@ -113,7 +113,7 @@ func distinctColumns(s *arrow.Schema, recs []arrow.Record) []string {
 // manifest (Fragment.Keys), so a key check never reads it.
 func writeFragment(ctx context.Context, store backend.StorageAdapter, path, root string, s *arrow.Schema, keyColumn string, recs []arrow.Record) (Fragment, string, error) {
 	id := newUUID()
-	rel := strings.TrimPrefix(root, path+"/") + "data/" + id + ".parquet"
+	rel := strings.TrimPrefix(root, path+"/") + dirData + "/" + id + ".parquet"
 	data, err := encodeParquet(s, keyColumn, recs)
 	if err != nil {
 		return Fragment{}, "", err
