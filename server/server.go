@@ -27,6 +27,9 @@ import (
 type Graph struct {
 	ID string
 	G  *graph.Graph
+	// StorageKind is the scheme of its storage URL ("file", "s3", ...),
+	// which the status route shows; never the location.
+	StorageKind string
 	// Budget overrides the server's query budget for this graph (fields
 	// > 0 win).
 	Budget graph.Budget
@@ -73,6 +76,9 @@ type Config struct {
 	// AutoOptimizeThreshold is Auto's small-fragment threshold (<= 0: the
 	// default, optimize.DefaultAutoThreshold).
 	AutoOptimizeThreshold int
+	// UI serves the web console (server/ui) at /ui/: public static
+	// assets that call the authenticated routes with the user's token.
+	UI bool
 }
 
 // Server serves the API.
@@ -91,6 +97,9 @@ type Server struct {
 	queries map[string]*StoredQueries
 	policy  *Policy
 	log     *slog.Logger
+
+	// storage is each graph's storage kind (Graph.StorageKind).
+	storage map[string]string
 	// compactors run each graph's automatic compaction (AutoOptimize).
 	compactors map[string]*compactor
 	// icebergSyncers keep graphs' Iceberg metadata current (IcebergLocation).
@@ -121,7 +130,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Policy == nil {
 		cfg.Policy = DefaultPolicy()
 	}
-	s := &Server{cfg: cfg, graphs: map[string]*graph.Graph{}, adm: newAdmission(cfg.Limits, cfg.Actors), mux: http.NewServeMux(), policy: cfg.Policy, log: cfg.Logger,
+	s := &Server{cfg: cfg, graphs: map[string]*graph.Graph{}, storage: map[string]string{}, adm: newAdmission(cfg.Limits, cfg.Actors), mux: http.NewServeMux(), policy: cfg.Policy, log: cfg.Logger,
 		heavy: newLane(cfg.Limits.HeavyReads), graphBudget: map[string]graph.Budget{},
 		mcp: map[string]http.Handler{}, queries: map[string]*StoredQueries{}}
 	s.writesCtx, s.cancelWrites = context.WithCancel(context.Background())
@@ -133,6 +142,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("graph id %q appears twice", g.ID)
 		}
 		s.graphs[g.ID] = g.G
+		s.storage[g.ID] = g.StorageKind
 		s.queries[g.ID] = g.Queries
 		s.graphBudget[g.ID] = g.Budget
 		s.ids = append(s.ids, g.ID)
@@ -167,6 +177,11 @@ func New(cfg Config) (*Server, error) {
 			w.Header().Set("Allow", "POST")
 			writeFailure(w, fail(http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, "the MCP endpoint is stateless: POST JSON-RPC messages to it"))
 		})
+	}
+	if cfg.UI {
+		if err := s.mountUI(); err != nil {
+			return nil, err
+		}
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, fail(http.StatusNotFound, api.CodeNotFound, "no such route: %s %s (see GET /openapi.json)", r.Method, r.URL.Path))
