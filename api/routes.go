@@ -135,5 +135,5 @@ func Routes() []Route {
 		{Method: "GET", Path: g + "/commits", OperationID: "listCommits", Summary: "The commits reachable from a branch head, newest first, through both parents of merges (as git log)", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam, limitParam, {Name: "first_parent", Doc: "true: follow first parents only (the branch's own line), not the commits merges brought in", Boolean: true}}, Response: "CommitList", Statuses: readErrs},
 		{Method: "GET", Path: g + "/commits/{commit_id}", OperationID: "getCommit", Summary: "One commit", Auth: true, Graph: true, Idempotent: true, Response: "CommitOutput", Statuses: readErrs},
 		{Method: "GET", Path: g + "/commits/{commit_id}/changes", OperationID: "getCommitChanges", Summary: "The entity changes of a commit against its first parent", Auth: true, Graph: true, Idempotent: true, Query: []Param{typeParam, {Name: "op", Doc: "only insert, update or delete"}, limitParam}, Response: "ChangesOutput", Statuses: append([]int{409, 413, 429}, readErrs...)},
-	}, append(feedRoutes(g), storedRoutes(g)...)...)
+	}, append(append(feedRoutes(g), storedRoutes(g)...), ConsoleRoutes(g)...)...)
 }

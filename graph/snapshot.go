@@ -77,6 +77,25 @@ func (g *Graph) SnapshotAt(ctx context.Context, commitID string) (*Snapshot, err
 	return &Snapshot{g: g, entry: e}, nil
 }
 
+// SnapshotOfRef reads a ref: the head of the branch of that name, or else
+// the commit of that id. A branch wins over a commit id of the same
+// spelling. This is the one rule of every command and route that takes
+// "a branch or a commit" (diff).
+func (g *Graph) SnapshotOfRef(ctx context.Context, ref string) (*Snapshot, error) {
+	s, err := g.Snapshot(ctx, ref)
+	if err == nil {
+		return s, nil
+	}
+	if !errors.Is(err, manifest.ErrBranchNotFound) && !errors.Is(err, ErrInvalidBranch) {
+		return nil, err
+	}
+	s, cerr := g.SnapshotAt(ctx, ref)
+	if cerr != nil {
+		return nil, fmt.Errorf("%q is neither a branch nor a commit: %w", ref, cerr)
+	}
+	return s, nil
+}
+
 // SnapshotAtVersion returns version v of the live incarnation of branch:
 // one List (to learn the incarnation, skipped for a cached one) and one GET.
 func (g *Graph) SnapshotAtVersion(ctx context.Context, branch string, v uint64) (*Snapshot, error) {

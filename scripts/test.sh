@@ -31,6 +31,19 @@ if [ -n "$emulators" ]; then
   eval "$(scripts/emulators.sh env)"
 fi
 
+# The console's browser tests drive Debian's Chromium (TestConsoleInBrowser;
+# it must run in CI). Installed here when missing, as the emulators are.
+if [ "${OMNIGRAPH_NO_BROWSER:-}" = "" ] && ! command -v chromium >/dev/null 2>&1; then
+  echo "== chromium (the console's browser tests)"
+  sudo=""
+  if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then sudo="sudo -n"; fi
+  if command -v apt-get >/dev/null 2>&1; then
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 ||
+      { $sudo apt-get update -q >/dev/null 2>&1 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; } ||
+      echo "could not install chromium: the console's browser test skips outside CI and fails in CI"
+  fi
+fi
+
 mkdir -p test-results
 # The simulation runs fresh seeds besides its fixed ones, drawn from the
 # commit under test (sim/sim_test.go freshSeeds; the log names them, and a

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/optimize"
@@ -34,6 +35,14 @@ type compactor struct {
 	done    chan struct{}
 	running bool
 	runs    int // finished checks, for tests
+	last    compactionRun
+}
+
+// compactionRun is the last finished check, as the status route shows it.
+type compactionRun struct {
+	branch  string
+	at      time.Time
+	outcome string // "compacted", "nothing_to_do", "yielded", "failed", "cancelled"
 }
 
 func newCompactor(g *graph.Graph, graphID string, threshold int, log *slog.Logger, stop func(cause string)) *compactor {
@@ -103,6 +112,12 @@ func (c *compactor) loop() {
 }
 
 func (c *compactor) run(branch string) {
+	outcome := "failed"
+	defer func() {
+		c.mu.Lock()
+		c.last = compactionRun{branch: branch, at: time.Now(), outcome: outcome}
+		c.mu.Unlock()
+	}()
 	defer func() {
 		if p := recover(); p != nil {
 			c.log.Error("automatic optimize panicked", "graph", c.graphID, "branch", branch, "stack", string(debug.Stack()))
@@ -113,9 +128,12 @@ func (c *compactor) run(branch string) {
 	res, err := optimize.Auto(c.ctx, c.g, optimize.AutoOptions{Branch: branch, Threshold: c.threshold})
 	switch {
 	case err != nil && c.ctx.Err() != nil:
+		outcome = "cancelled"
 	case err != nil && graph.IsRetryable(err):
+		outcome = "yielded"
 		c.log.Debug("automatic optimize yielded to a concurrent write", "graph", c.graphID, "branch", branch)
 	case err != nil:
+		outcome = "failed"
 		f := MapError(err, c.graphID)
 		c.log.Warn("automatic optimize failed; the writes it followed succeeded", "graph", c.graphID, "branch", branch, "failure_class", f.Body.Class)
 		if cause := StopCause(err, f); cause != "" {
@@ -123,6 +141,16 @@ func (c *compactor) run(branch string) {
 			c.stop(cause)
 		}
 	case res != nil && res.Commit != nil:
+		outcome = "compacted"
 		c.log.Info("automatic optimize", "graph", c.graphID, "branch", branch, "commit", res.Commit.ID, "tables", len(res.Tables))
+	default:
+		outcome = "nothing_to_do"
 	}
+}
+
+// state is what the compactor is doing and did last (the status route).
+func (c *compactor) state() (running bool, pending int, runs int, last compactionRun) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.running, len(c.pending), c.runs, c.last
 }

@@ -278,7 +278,9 @@ func TestLongReadsOutliveBodyTimeout(t *testing.T) {
 // is cut and the read slot freed.
 func TestSlowReadersAreCut(t *testing.T) {
 	g := peopleGraph(t, 40_000, 300) // answers of about 12 MB: more than the socket buffers
-	s, base := newTestServer(t, g, Config{Limits: Limits{WriteTimeout: 200 * time.Millisecond, StreamIdle: 200 * time.Millisecond}})
+	// A second, not less: on a loaded 2-core machine the answer may take
+	// a few hundred milliseconds to start, and the deadline runs from then.
+	s, base := newTestServer(t, g, Config{Limits: Limits{WriteTimeout: time.Second, StreamIdle: time.Second}})
 	addr := strings.TrimPrefix(base, "http://")
 	for _, req := range []string{
 		"POST /graphs/default/query HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",

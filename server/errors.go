@@ -136,11 +136,7 @@ func MapError(err error, graphID string) *Failure {
 			KeyConflict: &api.KeyConflict{EntityKind: kc.EntityKind, TypeName: kc.TypeName, EntityID: kc.EntityID},
 		}}
 	case errors.As(err, &mc):
-		cs := make([]api.MergeConflict, len(mc.Conflicts))
-		for i, c := range mc.Conflicts {
-			cs[i] = api.MergeConflict{EntityKind: c.EntityKind, TypeName: c.TypeName, EntityID: c.EntityID, Kind: string(c.Kind), Message: c.Message}
-		}
-		return &Failure{Status: http.StatusConflict, Body: api.ErrorOutput{Error: userText(mc), Code: api.CodeConflict, MergeConflicts: cs}}
+		return &Failure{Status: http.StatusConflict, Body: api.ErrorOutput{Error: userText(mc), Code: api.CodeConflict, MergeConflicts: apiConflicts(mc.Conflicts)}}
 	case errors.Is(err, merge.ErrMergeTooLarge):
 		return &Failure{Status: http.StatusRequestEntityTooLarge, Body: api.ErrorOutput{
 			Error:         "the merge's delta exceeds the per-merge change limit; nothing was written",

@@ -140,6 +140,8 @@ func mcpTools() []mcpTool {
 			}),
 		tool("changes_poll", ActionRead, "Poll the change feed of a branch: the entity changes of each commit after the cursor, in first-parent order. Start without a cursor (start now, beginning or after:COMMIT_ID), store the cursor of each terminal page and pass it next time; a page with next_page_token continues with page_token. Status 410 (change_feed_gap): history was cleaned up, take a baseline", readOnly(),
 			func(r *request, in api.PollRequest) (any, error) { return r.opPollChanges(in) }),
+		tool("query_lint", ActionRead, "Lint .gq source against the schema of a branch (or a commit) without running it: ok is false only on errors; errors and warnings carry the lint code (Q000, T2, L201, ...) `omnigraph lint` prints, line and column, and each declared query its parameters and plan", readOnly(),
+			func(r *request, in api.CheckRequest) (any, error) { return r.opCheck(in) }),
 	}
 }
 

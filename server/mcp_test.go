@@ -14,6 +14,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/query"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
 )
 
 // bearer adds a bearer token to every request of the MCP client and
@@ -110,7 +111,7 @@ func TestMCPEndToEnd(t *testing.T) {
 			json.Unmarshal(b, &querySchema)
 		}
 	}
-	if !slices.Equal(names, MCPTools()) || len(names) != 13 {
+	if !slices.Equal(names, MCPTools()) || len(names) != 14 {
 		t.Fatalf("tools/list: %v, want %v", names, MCPTools())
 	}
 	props, _ := querySchema["properties"].(map[string]any)
@@ -205,6 +206,40 @@ func TestMCPEndToEnd(t *testing.T) {
 	}
 	if sc := structured(t, callTool(t, cs, "schema_get", nil)); !strings.Contains(fmt.Sprint(sc["schema_source"]), "node Person") {
 		t.Fatalf("schema_get: %v", sc)
+	}
+
+	// query_lint answers gq.Lint's verdict (what `omnigraph lint` prints):
+	// an error fails ok, a warning alone does not; nothing runs.
+	cat, err := g.Schema(context.Background(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{
+		`query q() { match { $p: Person } return { $p.name } }`,
+		`query q() { match { $p: Person } return { $p.nope } }`,
+		`query q( {`,
+		`mutation m() { insert Person { name: "zed" } }`,
+	} {
+		rep := gq.Lint(src, cat)
+		lo := structured(t, callTool(t, cs, "query_lint", map[string]any{"query": src}))
+		errs, _ := lo["errors"].([]any)
+		if lo["ok"] != (rep.Errors == 0) || len(errs) != rep.Errors {
+			t.Fatalf("query_lint %q: %v; gq.Lint found %d errors: %+v", src, lo, rep.Errors, rep.Findings)
+		}
+		for i, e := range errs {
+			var want []string
+			for _, f := range rep.Findings {
+				if f.Severity == gq.SeverityError {
+					want = append(want, f.Code)
+				}
+			}
+			if e.(map[string]any)["lint_code"] != want[i] {
+				t.Fatalf("query_lint %q: error %d has lint code %v, gq.Lint %v", src, i, e, want)
+			}
+		}
+	}
+	if cs, err := g.Commits(context.Background(), "main", 0); err != nil || cs[0].ID != last {
+		t.Fatalf("query_lint ran a mutation: head %v, %v", cs, err)
 	}
 
 	// Typed input: a missing required argument is refused by the schema.

@@ -84,6 +84,39 @@ var examples = map[string]example{
 		{EntityKind: "node", TypeName: "Person", ID: "quinn", Op: "insert", After: map[string]any{"handle": "quinn", "name": "Quinn Park", "age": 34}},
 		{EntityKind: "node", TypeName: "Person", ID: "ada", Op: "update", Before: map[string]any{"handle": "ada", "name": "Ada Lovelace", "age": 36}, After: map[string]any{"handle": "ada", "name": "Ada Lovelace", "age": 37}},
 	}}},
+	// The console's routes.
+	"getStatus": {Response: api.StatusOutput{GraphID: "default", ServerVersion: "v0.4.0", Mode: "read-write", StorageKind: "s3", Actor: "alice", Auth: true,
+		AllowedActions: []string{"read", "change", "load", "export", "branch_create", "branch_delete", "branch_merge"},
+		Lock:           api.LockOutput{Held: true, Operation: "serve", Host: "db-1", PID: 4242, BinaryVersion: "v0.4.0", Since: "2026-01-05T08:00:00Z", Leased: true, LeaseSeconds: 30, LastHeartbeat: "2026-01-05T09:59:50Z"},
+		Recovery:       api.RecoveryOutput{Intents: []api.IntentOutput{}, State: "clean"},
+		AutoOptimize:   api.AutoOptimizeOutput{Enabled: true, Runs: 12, LastBranch: "main", LastAt: "2026-01-05T09:58:00Z", LastOutcome: "nothing_to_do"},
+		Branches:       2, MainHead: exCommitOutput("main", 7),
+		Limits: api.StatusLimits{BodyBytes: 1 << 20, LoadBytes: 32 << 20, WritesPerActor: 16, WritesPerGraph: 64}}},
+	"getCatalog": {Response: api.CatalogOutput{Target: api.ReadTarget{Branch: "main"}, GraphCommitID: exCommit, SchemaIdentity: "sha256:4f2a",
+		Nodes: []api.CatalogType{{Name: "Person", Key: []string{"handle"}, Properties: []api.CatalogProperty{
+			{Name: "handle", Type: "String", Key: true, Unique: true, Index: true}, {Name: "age", Type: "I32", Nullable: true}}, Rows: 30}},
+		Edges: []api.CatalogType{{Name: "Knows", From: "Person", To: "Person", Cardinality: "0..*", Properties: []api.CatalogProperty{{Name: "since", Type: "Date", Nullable: true}}, Rows: 90}}}},
+	"checkQuery": {
+		Request: api.CheckRequest{Query: "query adults($min: I32) {\n  match { $p: Person  $p.age >= $min }\n  return { $p.nme }\n}", Branch: "main"},
+		Response: api.CheckOutput{SchemaIdentity: "sha256:4f2a", Queries: []api.CheckedQuery{{Name: "adults", Kind: "read", Line: 1, Params: []api.CheckParam{{Name: "min", Type: "I32"}}}},
+			Errors:   []api.CheckError{{Code: "GQ011", LintCode: "T2", Query: "adults", Line: 3, Column: 12, Message: `Person has no property "nme" ($p is a Person); did you mean name?`}},
+			Warnings: []api.CheckError{}},
+	},
+	"listBranchHeads": {Response: api.BranchHeadsOutput{Base: "main", Branches: []api.BranchStatus{
+		{Name: "main", Head: *exCommitOutput("main", 7), AllowedActions: []string{"change", "load", "branch_create"}},
+		{Name: "review", Head: *exCommitOutput("review", 3), Ahead: 2, Behind: 1, AllowedActions: []string{"change", "load", "branch_delete", "branch_merge", "branch_create"}},
+	}}},
+	"previewMerge": {
+		Request: api.MergePreviewRequest{Source: "review", Target: "main", Limit: 100},
+		Response: api.MergePreviewOutput{Source: "review", Target: "main", Outcome: "merged", SourceCommit: exMerged, BaseCommit: exParent, Inserted: 1,
+			Changes:   []api.Change{{EntityKind: "node", TypeName: "Person", ID: "quinn", Op: "insert", After: map[string]any{"handle": "quinn", "name": "Quinn Park", "age": 34}}},
+			Conflicts: []api.MergeConflict{}},
+	},
+	"diffRefs": {
+		Request: api.DiffRequest{From: "main", To: "review", Type: "Person", Limit: 100},
+		Response: api.DiffOutput{From: "main", To: "review", FromCommit: exParent, ToCommit: exCommit, Changes: []api.Change{
+			{EntityKind: "node", TypeName: "Person", ID: "ada", Op: "update", Before: map[string]any{"handle": "ada", "age": 36}, After: map[string]any{"handle": "ada", "age": 37}}}},
+	},
 	"pollChanges": {Response: api.ChangeFeedOutput{Branch: "main", Blocks: []api.ChangeBlock{{
 		Cause:   api.ChangeCause{GraphCommitID: exCommit, ParentCommitID: exParent, AuthoredBranch: "main", GraphManifestVersion: 7, ActorID: "alice", AuthoredAt: exCreated},
 		Changes: []api.Change{{EntityKind: "node", TypeName: "Person", ID: "ada", Op: "update", Before: map[string]any{"handle": "ada", "age": 36}, After: map[string]any{"handle": "ada", "age": 37}}},

@@ -121,7 +121,7 @@ func TestOpenAPIExamplesRunOnTheServer(t *testing.T) {
 		switch rt.OperationID {
 		case "mutateIfGraphCommit", "invokeQueryIfGraphCommit":
 			hdr = []string{api.HeaderIfGraphCommit, head()}
-		case "mergeBranch", "deleteBranch":
+		case "mergeBranch", "deleteBranch", "previewMerge", "diffRefs":
 			// The branch the example names exists (created here when an
 			// earlier example did not leave it).
 			resp, err := http.Post(base+"/graphs/default/branches", "application/json", strings.NewReader(`{"name":"review"}`))

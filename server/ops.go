@@ -34,28 +34,7 @@ func (r *request) opQuery(q api.QueryRequest) (api.ReadOutput, error) {
 	if strings.TrimSpace(q.Query) == "" {
 		return api.ReadOutput{}, badRequest("query is required: the .gq source of a read query")
 	}
-	if q.Branch != "" && q.Snapshot != "" {
-		return api.ReadOutput{}, badRequest("read either a branch or a snapshot, not both")
-	}
-	// A snapshot may be of any branch: reading one needs read on the
-	// whole graph.
-	branch := orMain(q.Branch)
-	if q.Snapshot != "" {
-		branch = ""
-	}
-	if err := r.authorize(ActionRead, branch, ""); err != nil {
-		return api.ReadOutput{}, err
-	}
-	if err := r.admitRead(); err != nil {
-		return api.ReadOutput{}, err
-	}
-	var snap *graph.Snapshot
-	var err error
-	if q.Snapshot != "" {
-		snap, err = r.g.SnapshotAt(r.Context(), q.Snapshot)
-	} else {
-		snap, err = r.g.Snapshot(r.Context(), q.Branch)
-	}
+	snap, _, err := r.readSnapshot(q.Branch, q.Snapshot, r.admitRead)
 	if err != nil {
 		return api.ReadOutput{}, err
 	}

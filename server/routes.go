@@ -42,6 +42,13 @@ var handlers = map[string]func(*request) (int, any, error){
 	"listCommits":         handleCommits,
 	"getCommit":           handleCommit,
 	"getCommitChanges":    handleChanges,
+	// The console's routes (console.go).
+	"getStatus":       handleStatus,
+	"getCatalog":      handleCatalog,
+	"checkQuery":      handleCheck,
+	"listBranchHeads": handleBranchHeads,
+	"previewMerge":    handleMergePreview,
+	"diffRefs":        handleDiff,
 	// The change feed (feed.go) and stored queries (storedq.go).
 	"pollChanges":              handlePollChanges,
 	"captureChangeBaseline":    handleBaseline,

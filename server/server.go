@@ -29,6 +29,9 @@ import (
 type Graph struct {
 	ID string
 	G  *graph.Graph
+	// StorageKind is the scheme of its storage URL ("file", "s3", ...),
+	// which the status route shows; never the location.
+	StorageKind string
 	// Budget overrides the server's query budget for this graph (fields
 	// > 0 win).
 	Budget graph.Budget
@@ -79,6 +82,9 @@ type Config struct {
 	// AutoOptimizeThreshold is Auto's small-fragment threshold (<= 0: the
 	// default, optimize.DefaultAutoThreshold).
 	AutoOptimizeThreshold int
+	// UI serves the web console (server/ui) at /ui/: public static
+	// assets that call the authenticated routes with the user's token.
+	UI bool
 }
 
 // Server serves the API.
@@ -99,6 +105,9 @@ type Server struct {
 	queries map[string]*StoredQueries
 	policy  *Policy
 	log     *slog.Logger
+
+	// storage is each graph's storage kind (Graph.StorageKind).
+	storage map[string]string
 	// compactors run each graph's automatic compaction (AutoOptimize).
 	compactors map[string]*compactor
 	// icebergSyncers keep graphs' Iceberg metadata current (IcebergLocation).
@@ -135,7 +144,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Policy == nil {
 		cfg.Policy = DefaultPolicy()
 	}
-	s := &Server{cfg: cfg, graphs: map[string]*graph.Graph{}, adm: newAdmission(cfg.Limits, cfg.Actors), mux: http.NewServeMux(), policy: cfg.Policy, log: cfg.Logger,
+	s := &Server{cfg: cfg, graphs: map[string]*graph.Graph{}, storage: map[string]string{}, adm: newAdmission(cfg.Limits, cfg.Actors), mux: http.NewServeMux(), policy: cfg.Policy, log: cfg.Logger,
 		heavy: newLane(cfg.Limits.HeavyReads), graphBudget: map[string]graph.Budget{},
 		mcp: map[string]http.Handler{}, queries: map[string]*StoredQueries{}}
 	s.writesCtx, s.cancelWrites = context.WithCancel(context.Background())
@@ -147,6 +156,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("graph id %q appears twice", g.ID)
 		}
 		s.graphs[g.ID] = g.G
+		s.storage[g.ID] = g.StorageKind
 		s.queries[g.ID] = g.Queries
 		s.graphBudget[g.ID] = g.Budget
 		s.ids = append(s.ids, g.ID)
@@ -181,6 +191,11 @@ func New(cfg Config) (*Server, error) {
 			w.Header().Set("Allow", "POST")
 			writeFailure(w, fail(http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, "the MCP endpoint is stateless: POST JSON-RPC messages to it"))
 		})
+	}
+	if cfg.UI {
+		if err := s.mountUI(); err != nil {
+			return nil, err
+		}
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, fail(http.StatusNotFound, api.CodeNotFound, "no such route: %s %s (see GET /openapi.json)", r.Method, r.URL.Path))

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,9 +9,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/client"
-	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
-	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 func init() {
@@ -145,22 +141,6 @@ func nonNil(cs []merge.Change) []merge.Change {
 	return cs
 }
 
-// resolveTarget reads a branch head, or else a commit by id.
-func resolveTarget(ctx context.Context, g *graph.Graph, name string) (*graph.Snapshot, error) {
-	s, err := g.Snapshot(ctx, name)
-	if err == nil {
-		return s, nil
-	}
-	if !errors.Is(err, manifest.ErrBranchNotFound) && !errors.Is(err, graph.ErrInvalidBranch) {
-		return nil, err
-	}
-	s, cerr := g.SnapshotAt(ctx, name)
-	if cerr != nil {
-		return nil, fmt.Errorf("%q is neither a branch nor a commit: %w", name, cerr)
-	}
-	return s, nil
-}
-
 func diffCmd(a *app) *cobra.Command {
 	var t graphTarget
 	var cf changeFlags
@@ -178,11 +158,11 @@ func diffCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer done()
-			from, err := resolveTarget(c.Context(), g, args[0])
+			from, err := g.SnapshotOfRef(c.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			to, err := resolveTarget(c.Context(), g, args[1])
+			to, err := g.SnapshotOfRef(c.Context(), args[1])
 			if err != nil {
 				return err
 			}

@@ -44,6 +44,7 @@ type serveOptions struct {
 	tokens       string
 	policy       string
 	readOnly     bool
+	noUI         bool
 	drainTimeout time.Duration
 	limits       server.Limits
 	autoOptimize autoOptimizeFlag
@@ -63,7 +64,7 @@ func init() {
 	register(func(a *app) *cobra.Command {
 		var o serveOptions
 		c := &cobra.Command{
-			Use:   "serve (--store URL [--id NAME] | --config FILE) [--listen ADDR] [--tokens FILE] [--policy FILE] [--read-only]",
+			Use:   "serve (--store URL [--id NAME] | --config FILE) [--listen ADDR] [--tokens FILE] [--policy FILE] [--read-only] [--no-ui]",
 			Short: "Serve graphs over HTTP (the API of docs/server.md)",
 			Long: "Serve the graph at --store over HTTP under /graphs/ID/ (ID is --id, default\n" +
 				"\"default\"), or the graphs of --config FILE (a JSON file: graph ids to storage\n" +
@@ -75,7 +76,9 @@ func init() {
 				"without it every authenticated request is allowed. A read-write server\n" +
 				"holds the graph's writer lock for its whole life (leased with heartbeats on\n" +
 				"s3:// and gs://); --read-only takes no lock and serves reads of the latest\n" +
-				"head. Prints OMNIGRAPH_LISTEN_ADDR=host:port on stdout once it serves.\n" +
+				"head. The web console is at /ui/ (its files are public; every data call\n" +
+				"it makes needs the same token and policy); --no-ui turns it off.\n" +
+				"Prints OMNIGRAPH_LISTEN_ADDR=host:port on stdout once it serves.\n" +
 				"Every query runs under a budget (--max-query-rows, --max-query-memory,\n" +
 				"--query-timeout, --max-query-read-bytes; per graph and per actor in --config):\n" +
 				"past one it is stopped (or refused on its estimate) with 413. Reads that can\n" +
@@ -98,6 +101,7 @@ func init() {
 		c.Flags().StringVar(&o.policy, "policy", "", "Cedar policy file deciding each actor's actions (docs/server.md); none allows every authenticated request")
 		c.Flags().StringVar(&o.queries, "queries", "", "stored queries of the graph: a .gq file or a directory of .gq files, checked against the schema at start (docs/server.md); with --config, give \"queries\" per graph")
 		c.Flags().BoolVar(&o.readOnly, "read-only", false, "a read replica: no lock, reads only, every write is refused with 403")
+		c.Flags().BoolVar(&o.noUI, "no-ui", false, "do not serve the web console at /ui/ (docs/console.md)")
 		c.Flags().BoolVar(&o.icebergSync, "iceberg-sync", false, "keep the Iceberg metadata current in the background after each write (default: only for a graph that has Iceberg metadata, i.e. after one 'omnigraph iceberg sync')")
 		c.Flags().BoolVar(&o.noIcebergSync, "no-iceberg-sync", false, "never sync Iceberg metadata in the background")
 		c.Flags().DurationVar(&o.drainTimeout, "drain-timeout", 25*time.Second, "on SIGTERM, how long in-flight requests may finish")
@@ -246,6 +250,10 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		if err != nil {
 			return err
 		}
+		kind := "unknown"
+		if u, err := backend.ParseURL(sg.url); err == nil {
+			kind = u.Scheme
+		}
 		stored, err := sg.storedQueries(ctx, log, g)
 		if err != nil {
 			if len(graphs) > 1 {
@@ -253,7 +261,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 			}
 			return err
 		}
-		served = append(served, server.Graph{ID: sg.id, G: g, IcebergLocation: loc, Queries: stored, Budget: sg.budget})
+		served = append(served, server.Graph{ID: sg.id, G: g, StorageKind: kind, IcebergLocation: loc, Queries: stored, Budget: sg.budget})
 	}
 
 	build := buildinfo.Read()
@@ -270,6 +278,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		OnFatal:  fatal,
 		// In the background after each write, as the CLI does after its own.
 		AutoOptimize: o.autoOptimize.enabled(),
+		UI:           !o.noUI,
 	})
 	if err != nil {
 		return err
@@ -293,7 +302,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	for i, sg := range graphs {
 		ids[i] = sg.id
 	}
-	log.Info("serving", "listen", ln.Addr().String(), "graphs", strings.Join(ids, ","), "mode", mode, "auth", tokens != nil)
+	log.Info("serving", "listen", ln.Addr().String(), "graphs", strings.Join(ids, ","), "mode", mode, "auth", tokens != nil, "ui", !o.noUI)
 	fmt.Fprintf(a.stdout, "OMNIGRAPH_LISTEN_ADDR=%s\n", ln.Addr())
 
 	select {

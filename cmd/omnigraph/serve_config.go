@@ -27,6 +27,7 @@ type serveConfig struct {
 	Policy       string              `json:"policy,omitempty"`
 	Groups       map[string][]string `json:"groups,omitempty"`
 	ReadOnly     bool                `json:"read_only,omitempty"`
+	NoUI         bool                `json:"no_ui,omitempty"`
 	DrainTimeout string              `json:"drain_timeout,omitempty"`
 	Limits       struct {
 		WritesPerActor int   `json:"max_writes_per_actor,omitempty"`
@@ -194,6 +195,9 @@ func (c *serveConfig) apply(o *serveOptions) ([]servedGraph, map[string][]string
 	}
 	if c.ReadOnly && !o.set("read-only") {
 		o.readOnly = true
+	}
+	if c.NoUI && !o.set("no-ui") {
+		o.noUI = true
 	}
 	if c.drainTimeout > 0 && !o.set("drain-timeout") {
 		o.drainTimeout = c.drainTimeout

@@ -84,7 +84,7 @@ type Result struct {
 func Run(ctx context.Context, g *graph.Graph, source, target string, opts Options) (*Result, error) {
 	var res *Result
 	_, err := graph.Retry(ctx, graph.DefaultWriteRetries, func(ctx context.Context) (*graph.Result, error) {
-		r, err := run(ctx, g, source, target, opts)
+		r, err := run(ctx, g, source, target, opts, nil)
 		res = r
 		return nil, err
 	})
@@ -97,7 +97,11 @@ func Run(ctx context.Context, g *graph.Graph, source, target string, opts Option
 	return res, err
 }
 
-func run(ctx context.Context, g *graph.Graph, source, target string, opts Options) (*Result, error) {
+// run is the merge. With pv set it is the preview (Preview): the target
+// is read as a snapshot instead of captured for a write, and the run stops
+// before staging, with the changes it would apply and the conflicts that
+// refuse it recorded in pv; every verdict up to there is the merge's own.
+func run(ctx context.Context, g *graph.Graph, source, target string, opts Options, pv *PreviewResult) (*Result, error) {
 	if target == "" {
 		target = manifest.MainBranch
 	}
@@ -125,13 +129,20 @@ func run(ctx context.Context, g *graph.Graph, source, target string, opts Option
 	if err != nil {
 		return nil, err
 	}
-	// The merge commit records where its second parent was published.
-	from := &manifest.ForkPoint{Branch: sc.Branch, Incarnation: sc.Incarnation, Version: sc.Version, Head: sc.Commit.ID}
-	w, err := g.BeginWrite(ctx, target, graph.WriteOptions{Kind: graph.KindMerge, Strict: true, MergedParent: src.CommitID(), MergedFrom: from, Actor: opts.Actor})
-	if err != nil {
-		return nil, fmt.Errorf("merge target %q: %w", target, err)
+	var w *graph.Write
+	var tgt *graph.Snapshot
+	if pv != nil {
+		if tgt, err = g.Snapshot(ctx, target); err != nil {
+			return nil, fmt.Errorf("merge target %q: %w", target, err)
+		}
+	} else {
+		// The merge commit records where its second parent was published.
+		from := &manifest.ForkPoint{Branch: sc.Branch, Incarnation: sc.Incarnation, Version: sc.Version, Head: sc.Commit.ID}
+		if w, err = g.BeginWrite(ctx, target, graph.WriteOptions{Kind: graph.KindMerge, Strict: true, MergedParent: src.CommitID(), MergedFrom: from, Actor: opts.Actor}); err != nil {
+			return nil, fmt.Errorf("merge target %q: %w", target, err)
+		}
+		tgt = w.Snapshot()
 	}
-	tgt := w.Snapshot()
 	if opts.afterCapture != nil {
 		opts.afterCapture()
 	}
@@ -170,7 +181,7 @@ func run(ctx context.Context, g *graph.Graph, source, target string, opts Option
 		return nil, err
 	}
 	m := &merger{g: g, cat: cat, base: g.SnapshotOf(base), src: src, tgt: tgt, ff: ff, source: source, target: target,
-		puts: map[string]map[string]put{}, dels: map[string]map[string]bool{}, conflicted: map[string]bool{}}
+		puts: map[string]map[string]put{}, dels: map[string]map[string]bool{}, conflicted: map[string]bool{}, pv: pv}
 	// 3. Classify every entity either side changed.
 	if err := m.classify(ctx); err != nil {
 		return nil, err
@@ -180,7 +191,7 @@ func run(ctx context.Context, g *graph.Graph, source, target string, opts Option
 	}
 	m.checkValues()
 	if len(m.conflicts) > 0 {
-		return nil, m.refuse()
+		return m.refuseOr(res)
 	}
 	n := 0
 	for _, t := range m.puts {
@@ -198,9 +209,13 @@ func run(ctx context.Context, g *graph.Graph, source, target string, opts Option
 	if err := set.Validate(ctx); err != nil {
 		if c, ok := asConflict(err); ok {
 			m.conflicts = append(m.conflicts, c)
-			return nil, m.refuse()
+			return m.refuseOr(res)
 		}
 		return nil, err
+	}
+	if pv != nil {
+		res.Inserted, res.Updated, res.Deleted = m.counts()
+		return res, nil
 	}
 	if n == 0 {
 		// Nothing changes on the target (both sides made the same
@@ -247,6 +262,7 @@ type merger struct {
 	dels       map[string]map[string]bool // table key -> ids to delete on the target
 	conflicts  []Conflict
 	conflicted map[string]bool // table key + "\x00" + id
+	pv         *PreviewResult  // set by Preview: collects what the merge would do
 }
 
 func (m *merger) conflict(t tableRef, id, kind, msg string) {
@@ -255,6 +271,25 @@ func (m *merger) conflict(t tableRef, id, kind, msg string) {
 }
 
 func (m *merger) refuse() error {
+	m.sortConflicts()
+	return &MergeConflicts{Source: m.source, Target: m.target, Conflicts: m.conflicts}
+}
+
+// refuseOr refuses the merge, or for a preview records the conflicts
+// (and the counts of the changes that do apply) and returns res.
+func (m *merger) refuseOr(res *Result) (*Result, error) {
+	if m.pv == nil {
+		return nil, m.refuse()
+	}
+	m.sortConflicts()
+	m.pv.Conflicts = m.conflicts
+	res.Inserted, res.Updated, res.Deleted = m.counts()
+	return res, nil
+}
+
+// sortConflicts orders the conflicts: nodes before edges, then type, id
+// and kind.
+func (m *merger) sortConflicts() {
 	sort.SliceStable(m.conflicts, func(i, j int) bool {
 		a, b := m.conflicts[i], m.conflicts[j]
 		if a.EntityKind != b.EntityKind {
@@ -268,7 +303,6 @@ func (m *merger) refuse() error {
 		}
 		return a.Kind < b.Kind
 	})
-	return &MergeConflicts{Source: m.source, Target: m.target, Conflicts: m.conflicts}
 }
 
 // classify is the three-way rule, per table and entity: a table the source
@@ -317,6 +351,7 @@ func (m *merger) apply(t tableRef, c *Change) {
 	if c.Op == OpDelete && plant.On(plant.MergeDropDelete) {
 		return
 	}
+	m.pv.record(c)
 	if c.Op == OpDelete {
 		if m.dels[t.key] == nil {
 			m.dels[t.key] = map[string]bool{}

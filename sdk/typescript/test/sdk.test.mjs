@@ -145,6 +145,29 @@ test('schema, export and MCP', async () => {
   assert.deepEqual(rpc.result.structuredContent.branches, ['main']);
 });
 
+test("the console's routes: status, catalog, check, heads, merge preview, diff", async () => {
+  const st = await ok('getStatus', { path });
+  assert.equal(st.graph_id, 'default');
+  assert.equal(st.actor, 'alice');
+  assert.equal(st.recovery.state, 'clean');
+  const cat = await ok('getCatalog', { path, query: { branch: 'main' } });
+  assert.ok(cat.nodes.some((n) => n.name === 'Person' && n.rows > 0));
+  const chk = await ok('checkQuery', { path, body: { query: 'query q() {\n  match { $p: Person }\n  return { $p.nme }\n}' } });
+  assert.equal(chk.ok, false);
+  assert.deepEqual(chk.errors.map((e) => [e.code, e.line]), [['GQ011', 3]]);
+  await ok('createBranch', { path, body: { name: 'ts/console' } });
+  await ok('mutate', { path, body: { branch: 'ts/console', query: 'mutation m() { insert Person { handle: "ts-console", name: "Console" } }' } });
+  const heads = await ok('listBranchHeads', { path, query: { base: 'main' } });
+  const b = heads.branches.find((x) => x.name === 'ts/console');
+  assert.equal(b.ahead, 1);
+  const pv = await ok('previewMerge', { path, body: { source: 'ts/console' } });
+  assert.equal(pv.outcome, 'fast_forward');
+  assert.deepEqual(pv.changes.map((c) => [c.op, c.id]), [['insert', 'ts-console']]);
+  const d = await ok('diffRefs', { path, body: { from: 'main', to: 'ts/console' } });
+  assert.deepEqual(d.changes.map((c) => [c.op, c.id]), [['insert', 'ts-console']]);
+  await ok('deleteBranch', { path: { ...path, branch: 'ts/console' } });
+});
+
 test('the change feed: poll from a cursor, a baseline and its cursor', async () => {
   const now = await ok('pollChanges', { path, query: { start: 'now' } });
   assert.ok(now.cursor);

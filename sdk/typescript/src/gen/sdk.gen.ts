@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { CaptureChangeBaselineData, CaptureChangeBaselineErrors, CaptureChangeBaselineResponses, CreateBranchData, CreateBranchErrors, CreateBranchResponses, DeleteBranchData, DeleteBranchErrors, DeleteBranchResponses, ExportData, ExportErrors, ExportResponses, GetCommitChangesData, GetCommitChangesErrors, GetCommitChangesResponses, GetCommitData, GetCommitErrors, GetCommitResponses, GetSchemaData, GetSchemaErrors, GetSchemaResponses, GetSnapshotData, GetSnapshotErrors, GetSnapshotResponses, HealthData, HealthErrors, HealthResponses, InvokeQueryData, InvokeQueryErrors, InvokeQueryIfGraphCommitData, InvokeQueryIfGraphCommitErrors, InvokeQueryIfGraphCommitResponses, InvokeQueryResponses, ListBranchesData, ListBranchesErrors, ListBranchesResponses, ListCommitsData, ListCommitsErrors, ListCommitsResponses, ListGraphsData, ListGraphsErrors, ListGraphsResponses, ListQueriesData, ListQueriesErrors, ListQueriesResponses, LoadData, LoadErrors, LoadNdjsonData, LoadNdjsonErrors, LoadNdjsonResponses, LoadResponses, McpData, McpErrors, McpResponses, MergeBranchData, MergeBranchErrors, MergeBranchResponses, MutateData, MutateErrors, MutateIfGraphCommitData, MutateIfGraphCommitErrors, MutateIfGraphCommitResponses, MutateResponses, OpenapiData, OpenapiErrors, OpenapiResponses, PollChangesData, PollChangesErrors, PollChangesResponses, QueryData, QueryErrors, QueryResponses } from './types.gen.js';
+import type { CaptureChangeBaselineData, CaptureChangeBaselineErrors, CaptureChangeBaselineResponses, CheckQueryData, CheckQueryErrors, CheckQueryResponses, CreateBranchData, CreateBranchErrors, CreateBranchResponses, DeleteBranchData, DeleteBranchErrors, DeleteBranchResponses, DiffRefsData, DiffRefsErrors, DiffRefsResponses, ExportData, ExportErrors, ExportResponses, GetCatalogData, GetCatalogErrors, GetCatalogResponses, GetCommitChangesData, GetCommitChangesErrors, GetCommitChangesResponses, GetCommitData, GetCommitErrors, GetCommitResponses, GetSchemaData, GetSchemaErrors, GetSchemaResponses, GetSnapshotData, GetSnapshotErrors, GetSnapshotResponses, GetStatusData, GetStatusErrors, GetStatusResponses, HealthData, HealthErrors, HealthResponses, InvokeQueryData, InvokeQueryErrors, InvokeQueryIfGraphCommitData, InvokeQueryIfGraphCommitErrors, InvokeQueryIfGraphCommitResponses, InvokeQueryResponses, ListBranchesData, ListBranchesErrors, ListBranchesResponses, ListBranchHeadsData, ListBranchHeadsErrors, ListBranchHeadsResponses, ListCommitsData, ListCommitsErrors, ListCommitsResponses, ListGraphsData, ListGraphsErrors, ListGraphsResponses, ListQueriesData, ListQueriesErrors, ListQueriesResponses, LoadData, LoadErrors, LoadNdjsonData, LoadNdjsonErrors, LoadNdjsonResponses, LoadResponses, McpData, McpErrors, McpResponses, MergeBranchData, MergeBranchErrors, MergeBranchResponses, MutateData, MutateErrors, MutateIfGraphCommitData, MutateIfGraphCommitErrors, MutateIfGraphCommitResponses, MutateResponses, OpenapiData, OpenapiErrors, OpenapiResponses, PollChangesData, PollChangesErrors, PollChangesResponses, PreviewMergeData, PreviewMergeErrors, PreviewMergeResponses, QueryData, QueryErrors, QueryResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -50,6 +50,15 @@ export const createBranch = <ThrowOnError extends boolean = false>(options: Opti
 });
 
 /**
+ * Every live branch with its head commit, the commits it is ahead of and behind a base branch, and the actions the server lets the caller do on it
+ */
+export const listBranchHeads = <ThrowOnError extends boolean = false>(options: Options<ListBranchHeadsData, ThrowOnError>) => (options.client ?? client).get<ListBranchHeadsResponses, ListBranchHeadsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/graphs/{graph_id}/branches/heads',
+    ...options
+});
+
+/**
  * Merge a branch into another
  */
 export const mergeBranch = <ThrowOnError extends boolean = false>(options: Options<MergeBranchData, ThrowOnError>) => (options.client ?? client).post<MergeBranchResponses, MergeBranchErrors, ThrowOnError>({
@@ -63,11 +72,33 @@ export const mergeBranch = <ThrowOnError extends boolean = false>(options: Optio
 });
 
 /**
+ * What merging a branch into another would do now, without writing: the outcome, the entity changes it would apply (before and after) and the conflicts that would refuse it
+ */
+export const previewMerge = <ThrowOnError extends boolean = false>(options: Options<PreviewMergeData, ThrowOnError>) => (options.client ?? client).post<PreviewMergeResponses, PreviewMergeErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/graphs/{graph_id}/branches/merge/preview',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
  * Delete a branch
  */
 export const deleteBranch = <ThrowOnError extends boolean = false>(options: Options<DeleteBranchData, ThrowOnError>) => (options.client ?? client).delete<DeleteBranchResponses, DeleteBranchErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/graphs/{graph_id}/branches/{branch}',
+    ...options
+});
+
+/**
+ * The schema of a branch head (or of a commit) as types: properties, keys, indexes, edge endpoints and each type's row count
+ */
+export const getCatalog = <ThrowOnError extends boolean = false>(options: Options<GetCatalogData, ThrowOnError>) => (options.client ?? client).get<GetCatalogResponses, GetCatalogErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/graphs/{graph_id}/catalog',
     ...options
 });
 
@@ -118,6 +149,19 @@ export const getCommitChanges = <ThrowOnError extends boolean = false>(options: 
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/graphs/{graph_id}/commits/{commit_id}/changes',
     ...options
+});
+
+/**
+ * The entity changes that turn one ref into another (each a branch name or a commit id)
+ */
+export const diffRefs = <ThrowOnError extends boolean = false>(options: Options<DiffRefsData, ThrowOnError>) => (options.client ?? client).post<DiffRefsResponses, DiffRefsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/graphs/{graph_id}/diff',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**
@@ -243,6 +287,19 @@ export const query = <ThrowOnError extends boolean = false>(options: Options<Que
 });
 
 /**
+ * Type-check .gq source against the schema of a branch (or a commit) without running it: each declared query with its parameters, result columns and plan, and every error with its line and column
+ */
+export const checkQuery = <ThrowOnError extends boolean = false>(options: Options<CheckQueryData, ThrowOnError>) => (options.client ?? client).post<CheckQueryResponses, CheckQueryErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/graphs/{graph_id}/query/check',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
  * The accepted .pg schema of a branch
  */
 export const getSchema = <ThrowOnError extends boolean = false>(options: Options<GetSchemaData, ThrowOnError>) => (options.client ?? client).get<GetSchemaResponses, GetSchemaErrors, ThrowOnError>({
@@ -257,6 +314,15 @@ export const getSchema = <ThrowOnError extends boolean = false>(options: Options
 export const getSnapshot = <ThrowOnError extends boolean = false>(options: Options<GetSnapshotData, ThrowOnError>) => (options.client ?? client).get<GetSnapshotResponses, GetSnapshotErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/graphs/{graph_id}/snapshot',
+    ...options
+});
+
+/**
+ * The served graph's state: server version and mode, storage kind, writer lock, pending recovery, automatic compaction, and the actions the server lets the caller do on the whole graph
+ */
+export const getStatus = <ThrowOnError extends boolean = false>(options: Options<GetStatusData, ThrowOnError>) => (options.client ?? client).get<GetStatusResponses, GetStatusErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/graphs/{graph_id}/status',
     ...options
 });
 

@@ -4,6 +4,17 @@ export type ClientOptions = {
     baseUrl: 'http://127.0.0.1:8080' | (string & {});
 };
 
+export type AutoOptimizeOutput = {
+    enabled: boolean;
+    last_at?: string;
+    last_branch?: string;
+    last_outcome?: string;
+    pending: number;
+    running: boolean;
+    runs: number;
+    threshold?: number;
+};
+
 export type BaselineRequest = {
     /**
      * the branch (default main)
@@ -53,9 +64,56 @@ export type BranchHead = {
     name: string;
 };
 
+export type BranchHeadsOutput = {
+    base: string;
+    branches: Array<BranchStatus>;
+};
+
 export type BranchList = {
     branches: Array<string>;
     heads: Array<BranchHead>;
+};
+
+export type BranchStatus = {
+    ahead: number;
+    allowed_actions: Array<string>;
+    behind: number;
+    counts_capped?: boolean;
+    head: CommitOutput;
+    name: string;
+};
+
+export type CatalogOutput = {
+    edges: Array<CatalogType>;
+    graph_commit_id: string;
+    nodes: Array<CatalogType>;
+    schema_identity: string;
+    target: ReadTarget;
+};
+
+export type CatalogProperty = {
+    description?: string;
+    embed?: string;
+    index?: boolean;
+    inherited?: string;
+    key?: boolean;
+    name: string;
+    nullable: boolean;
+    type: string;
+    unique?: boolean;
+};
+
+export type CatalogType = {
+    cardinality?: string;
+    description?: string;
+    from?: string;
+    index?: Array<Array<string>>;
+    key?: Array<string>;
+    name: string;
+    properties: Array<CatalogProperty>;
+    rows: number;
+    to?: string;
+    unique?: Array<Array<string>>;
 };
 
 export type Change = {
@@ -121,6 +179,73 @@ export type ChangesOutput = {
     changes: Array<Change>;
 };
 
+export type CheckColumn = {
+    name: string;
+    node_type?: string;
+    type: string;
+};
+
+export type CheckError = {
+    code: string;
+    column: number;
+    line: number;
+    lint_code: string;
+    message: string;
+    property?: string;
+    queries?: Array<string>;
+    query?: string;
+    type?: string;
+};
+
+export type CheckLink = {
+    edge: string;
+    from: string;
+    max_hops: number;
+    min_hops: number;
+    to: string;
+};
+
+export type CheckOutput = {
+    errors: Array<CheckError>;
+    ok: boolean;
+    queries: Array<CheckedQuery>;
+    schema_identity: string;
+    warnings: Array<CheckError>;
+};
+
+export type CheckParam = {
+    name: string;
+    nullable: boolean;
+    type: string;
+};
+
+export type CheckRequest = {
+    /**
+     * check against the schema of this branch (default main)
+     */
+    branch?: string;
+    /**
+     * the .gq source to check: one or more queries and mutations
+     */
+    query: string;
+    /**
+     * check against the schema of this commit instead
+     */
+    snapshot?: string;
+};
+
+export type CheckedQuery = {
+    columns?: Array<CheckColumn>;
+    description?: string;
+    kind: string;
+    line: number;
+    links?: Array<CheckLink>;
+    name: string;
+    ok: boolean;
+    params: Array<CheckParam>;
+    plan?: string;
+};
+
 export type CommitList = {
     commits: Array<CommitOutput>;
 };
@@ -142,6 +267,37 @@ export type DatasetOutput = {
     native_dataset_branch?: string;
     published_dataset_version: number;
     type_name: string;
+};
+
+export type DiffOutput = {
+    changes: Array<Change>;
+    from: string;
+    from_commit: string;
+    to: string;
+    to_commit: string;
+};
+
+export type DiffRequest = {
+    /**
+     * a branch name or a commit id (a branch of that name wins)
+     */
+    from: string;
+    /**
+     * at most this many changes (0: all)
+     */
+    limit?: number;
+    /**
+     * only insert, update or delete
+     */
+    op?: string;
+    /**
+     * a branch name or a commit id
+     */
+    to: string;
+    /**
+     * only changes of this node or edge type
+     */
+    type?: string;
 };
 
 export type ErrorOutput = {
@@ -181,6 +337,14 @@ export type Health = {
     mode: string;
     status: string;
     version: string;
+};
+
+export type IntentOutput = {
+    actor?: string;
+    branch: string;
+    classification: string;
+    kind: string;
+    started_at: string;
 };
 
 export type InvokeRequest = {
@@ -260,6 +424,19 @@ export type LoadRequest = {
     }>;
 };
 
+export type LockOutput = {
+    binary_version?: string;
+    held: boolean;
+    host?: string;
+    last_heartbeat?: string;
+    lease_seconds?: number;
+    leased: boolean;
+    operation?: string;
+    pid?: number;
+    since?: string;
+    unknown_format?: boolean;
+};
+
 export type MergeConflict = {
     entity_id?: string;
     entity_kind: string;
@@ -282,6 +459,35 @@ export type MergeOutput = {
     target: string;
     updated: number;
     warnings?: Array<string>;
+};
+
+export type MergePreviewOutput = {
+    base_commit?: string;
+    changes: Array<Change>;
+    conflicts: Array<MergeConflict>;
+    deleted: number;
+    inserted: number;
+    outcome: string;
+    source: string;
+    source_commit: string;
+    target: string;
+    truncated?: boolean;
+    updated: number;
+};
+
+export type MergePreviewRequest = {
+    /**
+     * at most this many changes listed (0: all); the counts cover every change
+     */
+    limit?: number;
+    /**
+     * the branch to merge
+     */
+    source: string;
+    /**
+     * the branch to merge into (default main)
+     */
+    target?: string;
 };
 
 export type MergeRequest = {
@@ -392,6 +598,12 @@ export type ReadTarget = {
     snapshot?: string;
 };
 
+export type RecoveryOutput = {
+    intents: Array<IntentOutput>;
+    pending: number;
+    state: string;
+};
+
 export type RecoveryRequired = {
     operation_id?: string;
 };
@@ -416,6 +628,29 @@ export type SnapshotOutput = {
     graph_manifest_version: number;
     internal_schema_version: number;
     schema_identity: string;
+};
+
+export type StatusLimits = {
+    load_body_bytes: number;
+    request_body_bytes: number;
+    writes_per_actor: number;
+    writes_per_graph: number;
+};
+
+export type StatusOutput = {
+    actor: string;
+    allowed_actions: Array<string>;
+    auth: boolean;
+    auto_optimize: AutoOptimizeOutput;
+    branches: number;
+    graph_id: string;
+    limits: StatusLimits;
+    lock: LockOutput;
+    main_head?: CommitOutput;
+    mode: string;
+    recovery: RecoveryOutput;
+    server_version: string;
+    storage_kind: string;
 };
 
 export type StoredQuery = {
@@ -575,6 +810,65 @@ export type CreateBranchResponses = {
 
 export type CreateBranchResponse = CreateBranchResponses[keyof CreateBranchResponses];
 
+export type ListBranchHeadsData = {
+    body?: never;
+    path: {
+        /**
+         * the graph's id (GET /graphs lists them): 1 to 64 letters, digits or '-'
+         */
+        graph_id: string;
+    };
+    query?: {
+        /**
+         * count ahead and behind against this branch (default main)
+         */
+        base?: string;
+        /**
+         * stop counting at this many commits on either side (1 to 100000, default 100; counts_capped says it stopped)
+         */
+        max?: number;
+    };
+    url: '/graphs/{graph_id}/branches/heads';
+};
+
+export type ListBranchHeadsErrors = {
+    /**
+     * bad_request: the input is invalid (the message says what to change); nothing was done
+     */
+    400: ErrorOutput;
+    /**
+     * unauthorized: missing or invalid bearer token
+     */
+    401: ErrorOutput;
+    /**
+     * forbidden: the policy denies the action, or a read-only replica refuses a write
+     */
+    403: ErrorOutput;
+    /**
+     * not_found: no such graph, branch or commit
+     */
+    404: ErrorOutput;
+    /**
+     * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
+     */
+    500: ErrorOutput;
+    /**
+     * recovery_required {operation_id}, or the server is stopping; nothing new was admitted
+     */
+    503: ErrorOutput;
+};
+
+export type ListBranchHeadsError = ListBranchHeadsErrors[keyof ListBranchHeadsErrors];
+
+export type ListBranchHeadsResponses = {
+    /**
+     * OK
+     */
+    200: BranchHeadsOutput;
+};
+
+export type ListBranchHeadsResponse = ListBranchHeadsResponses[keyof ListBranchHeadsResponses];
+
 export type MergeBranchData = {
     body: MergeRequest;
     path: {
@@ -640,6 +934,68 @@ export type MergeBranchResponses = {
 };
 
 export type MergeBranchResponse = MergeBranchResponses[keyof MergeBranchResponses];
+
+export type PreviewMergeData = {
+    body: MergePreviewRequest;
+    path: {
+        /**
+         * the graph's id (GET /graphs lists them): 1 to 64 letters, digits or '-'
+         */
+        graph_id: string;
+    };
+    query?: never;
+    url: '/graphs/{graph_id}/branches/merge/preview';
+};
+
+export type PreviewMergeErrors = {
+    /**
+     * bad_request: the input is invalid (the message says what to change); nothing was done
+     */
+    400: ErrorOutput;
+    /**
+     * unauthorized: missing or invalid bearer token
+     */
+    401: ErrorOutput;
+    /**
+     * forbidden: the policy denies the action, or a read-only replica refuses a write
+     */
+    403: ErrorOutput;
+    /**
+     * not_found: no such graph, branch or commit
+     */
+    404: ErrorOutput;
+    /**
+     * conflict: read_set_conflict, key_conflict, merge_conflicts or change_diff_refusal; nothing was written
+     */
+    409: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * unsupported media type: send the Content-Type the route takes
+     */
+    415: ErrorOutput;
+    /**
+     * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
+     */
+    500: ErrorOutput;
+    /**
+     * recovery_required {operation_id}, or the server is stopping; nothing new was admitted
+     */
+    503: ErrorOutput;
+};
+
+export type PreviewMergeError = PreviewMergeErrors[keyof PreviewMergeErrors];
+
+export type PreviewMergeResponses = {
+    /**
+     * OK
+     */
+    200: MergePreviewOutput;
+};
+
+export type PreviewMergeResponse = PreviewMergeResponses[keyof PreviewMergeResponses];
 
 export type DeleteBranchData = {
     body?: never;
@@ -710,6 +1066,65 @@ export type DeleteBranchResponses = {
 };
 
 export type DeleteBranchResponse = DeleteBranchResponses[keyof DeleteBranchResponses];
+
+export type GetCatalogData = {
+    body?: never;
+    path: {
+        /**
+         * the graph's id (GET /graphs lists them): 1 to 64 letters, digits or '-'
+         */
+        graph_id: string;
+    };
+    query?: {
+        /**
+         * the branch (default main)
+         */
+        branch?: string;
+        /**
+         * a graph commit id to read instead of a branch head
+         */
+        snapshot?: string;
+    };
+    url: '/graphs/{graph_id}/catalog';
+};
+
+export type GetCatalogErrors = {
+    /**
+     * bad_request: the input is invalid (the message says what to change); nothing was done
+     */
+    400: ErrorOutput;
+    /**
+     * unauthorized: missing or invalid bearer token
+     */
+    401: ErrorOutput;
+    /**
+     * forbidden: the policy denies the action, or a read-only replica refuses a write
+     */
+    403: ErrorOutput;
+    /**
+     * not_found: no such graph, branch or commit
+     */
+    404: ErrorOutput;
+    /**
+     * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
+     */
+    500: ErrorOutput;
+    /**
+     * recovery_required {operation_id}, or the server is stopping; nothing new was admitted
+     */
+    503: ErrorOutput;
+};
+
+export type GetCatalogError = GetCatalogErrors[keyof GetCatalogErrors];
+
+export type GetCatalogResponses = {
+    /**
+     * OK
+     */
+    200: CatalogOutput;
+};
+
+export type GetCatalogResponse = GetCatalogResponses[keyof GetCatalogResponses];
 
 export type PollChangesData = {
     body?: never;
@@ -1075,6 +1490,68 @@ export type GetCommitChangesResponses = {
 };
 
 export type GetCommitChangesResponse = GetCommitChangesResponses[keyof GetCommitChangesResponses];
+
+export type DiffRefsData = {
+    body: DiffRequest;
+    path: {
+        /**
+         * the graph's id (GET /graphs lists them): 1 to 64 letters, digits or '-'
+         */
+        graph_id: string;
+    };
+    query?: never;
+    url: '/graphs/{graph_id}/diff';
+};
+
+export type DiffRefsErrors = {
+    /**
+     * bad_request: the input is invalid (the message says what to change); nothing was done
+     */
+    400: ErrorOutput;
+    /**
+     * unauthorized: missing or invalid bearer token
+     */
+    401: ErrorOutput;
+    /**
+     * forbidden: the policy denies the action, or a read-only replica refuses a write
+     */
+    403: ErrorOutput;
+    /**
+     * not_found: no such graph, branch or commit
+     */
+    404: ErrorOutput;
+    /**
+     * conflict: read_set_conflict, key_conflict, merge_conflicts or change_diff_refusal; nothing was written
+     */
+    409: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * unsupported media type: send the Content-Type the route takes
+     */
+    415: ErrorOutput;
+    /**
+     * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
+     */
+    500: ErrorOutput;
+    /**
+     * recovery_required {operation_id}, or the server is stopping; nothing new was admitted
+     */
+    503: ErrorOutput;
+};
+
+export type DiffRefsError = DiffRefsErrors[keyof DiffRefsErrors];
+
+export type DiffRefsResponses = {
+    /**
+     * OK
+     */
+    200: DiffOutput;
+};
+
+export type DiffRefsResponse = DiffRefsResponses[keyof DiffRefsResponses];
 
 export type ExportData = {
     body?: never;
@@ -1745,6 +2222,64 @@ export type QueryResponses = {
 
 export type QueryResponse = QueryResponses[keyof QueryResponses];
 
+export type CheckQueryData = {
+    body: CheckRequest;
+    path: {
+        /**
+         * the graph's id (GET /graphs lists them): 1 to 64 letters, digits or '-'
+         */
+        graph_id: string;
+    };
+    query?: never;
+    url: '/graphs/{graph_id}/query/check';
+};
+
+export type CheckQueryErrors = {
+    /**
+     * bad_request: the input is invalid (the message says what to change); nothing was done
+     */
+    400: ErrorOutput;
+    /**
+     * unauthorized: missing or invalid bearer token
+     */
+    401: ErrorOutput;
+    /**
+     * forbidden: the policy denies the action, or a read-only replica refuses a write
+     */
+    403: ErrorOutput;
+    /**
+     * not_found: no such graph, branch or commit
+     */
+    404: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * unsupported media type: send the Content-Type the route takes
+     */
+    415: ErrorOutput;
+    /**
+     * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
+     */
+    500: ErrorOutput;
+    /**
+     * recovery_required {operation_id}, or the server is stopping; nothing new was admitted
+     */
+    503: ErrorOutput;
+};
+
+export type CheckQueryError = CheckQueryErrors[keyof CheckQueryErrors];
+
+export type CheckQueryResponses = {
+    /**
+     * OK
+     */
+    200: CheckOutput;
+};
+
+export type CheckQueryResponse = CheckQueryResponses[keyof CheckQueryResponses];
+
 export type GetSchemaData = {
     body?: never;
     path: {
@@ -1854,6 +2389,56 @@ export type GetSnapshotResponses = {
 };
 
 export type GetSnapshotResponse = GetSnapshotResponses[keyof GetSnapshotResponses];
+
+export type GetStatusData = {
+    body?: never;
+    path: {
+        /**
+         * the graph's id (GET /graphs lists them): 1 to 64 letters, digits or '-'
+         */
+        graph_id: string;
+    };
+    query?: never;
+    url: '/graphs/{graph_id}/status';
+};
+
+export type GetStatusErrors = {
+    /**
+     * bad_request: the input is invalid (the message says what to change); nothing was done
+     */
+    400: ErrorOutput;
+    /**
+     * unauthorized: missing or invalid bearer token
+     */
+    401: ErrorOutput;
+    /**
+     * forbidden: the policy denies the action, or a read-only replica refuses a write
+     */
+    403: ErrorOutput;
+    /**
+     * not_found: no such graph, branch or commit
+     */
+    404: ErrorOutput;
+    /**
+     * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
+     */
+    500: ErrorOutput;
+    /**
+     * recovery_required {operation_id}, or the server is stopping; nothing new was admitted
+     */
+    503: ErrorOutput;
+};
+
+export type GetStatusError = GetStatusErrors[keyof GetStatusErrors];
+
+export type GetStatusResponses = {
+    /**
+     * OK
+     */
+    200: StatusOutput;
+};
+
+export type GetStatusResponse = GetStatusResponses[keyof GetStatusResponses];
 
 export type HealthData = {
     body?: never;
