@@ -89,6 +89,10 @@ func (g *Graph) SnapshotOfRef(ctx context.Context, ref string) (*Snapshot, error
 	if !errors.Is(err, manifest.ErrBranchNotFound) && !errors.Is(err, ErrInvalidBranch) {
 		return nil, err
 	}
+	if manifest.ValidateCommitID(ref) != nil {
+		// Not a commit id either: the branch's answer (no such branch).
+		return nil, fmt.Errorf("%q is neither a branch nor a commit: %w", ref, err)
+	}
 	s, cerr := g.SnapshotAt(ctx, ref)
 	if cerr != nil {
 		return nil, fmt.Errorf("%q is neither a branch nor a commit: %w", ref, cerr)

@@ -190,6 +190,18 @@ func routeExample(t *testing.T, fx *fixture, rt Route) (sample, bool) {
 		return sample{path: g + "/commits/" + fx.first, want: 200}, true
 	case "getCommitChanges":
 		return sample{path: g + "/commits/" + fx.first + "/changes", query: url.Values{"type": {"Person"}, "op": {"insert"}, "limit": {"5"}}, want: 200}, true
+	case "getStatus":
+		return sample{path: g + "/status", want: 200}, true
+	case "getCatalog":
+		return sample{path: g + "/catalog", query: url.Values{"branch": {"main"}}, want: 200}, true
+	case "checkQuery":
+		return sample{path: g + "/query/check", ctype: js, body: jsonBody(map[string]any{"query": exQuery, "branch": "main"}), want: 200}, true
+	case "listBranchHeads":
+		return sample{path: g + "/branches/heads", query: url.Values{"base": {"main"}, "max": {"10"}}, want: 200}, true
+	case "previewMerge":
+		return sample{path: g + "/branches/merge/preview", ctype: js, body: jsonBody(map[string]any{"source": "feature", "target": "main"}), want: 200}, true
+	case "diffRefs":
+		return sample{path: g + "/diff", ctype: js, body: jsonBody(map[string]any{"from": "main", "to": "feature"}), want: 200}, true
 	case "pollChanges":
 		return sample{path: g + "/changes", query: url.Values{"branch": {"main"}, "start": {"beginning"}, "limit": {"5"}}, want: 200}, true
 	case "captureChangeBaseline":
@@ -230,6 +242,8 @@ func toolExample(fx *fixture, name string) (map[string]any, bool) {
 		return map[string]any{"commit_id": fx.first}, true
 	case "commit_changes":
 		return map[string]any{"commit_id": fx.first, "type": "Person", "limit": 5}, true
+	case "query_lint":
+		return map[string]any{"query": exQuery, "branch": "main"}, true
 	case "changes_poll":
 		return map[string]any{"branch": "main", "start": "beginning", "limit": 5}, true
 	case "people":
@@ -592,7 +606,13 @@ func TestDenyAllRefusesEveryRouteAndTool(t *testing.T) {
 	// The control: allowed, each graph route and tool does engine work the
 	// counter sees.
 	_, open := fx.serve(t, Config{Tokens: tokens})
+	routes := slices.DeleteFunc(Routes(), func(rt Route) bool { return rt.OperationID == "deleteBranch" })
 	for _, rt := range Routes() {
+		if rt.OperationID == "deleteBranch" {
+			routes = append(routes, rt) // last: merge, preview and diff read feature
+		}
+	}
+	for _, rt := range routes {
 		if !rt.Graph || rt.OperationID == "mcp" {
 			continue
 		}
