@@ -16,8 +16,8 @@ import (
 //     forked from, are always kept);
 //   - version lines of branches with no ref (deleted or half-created),
 //     older than opts.Grace;
-//   - data, deletion and index files no kept version of any live branch
-//     references, older than opts.Grace, so files an in-flight writer has
+//   - data, deletion, index and blob area files no kept version of any
+//     live branch references, older than opts.Grace, so files an in-flight writer has
 //     staged but not committed survive.
 //
 // Cleanup is idempotent; a crash part-way leaves only more garbage.
@@ -94,6 +94,9 @@ func Cleanup(ctx context.Context, store backend.StorageAdapter, path string, opt
 				if f.Deletion != nil {
 					referenced[f.Deletion.Path] = true
 				}
+				for _, b := range f.Blobs {
+					referenced[b] = true
+				}
 			}
 			for _, ix := range m.Indexes {
 				referenced[ix.Path] = true
@@ -106,7 +109,7 @@ func Cleanup(ctx context.Context, store backend.StorageAdapter, path string, opt
 	}
 	for _, o := range objs {
 		rel := strings.TrimPrefix(o.Key, path+"/")
-		if strings.HasPrefix(rel, "_refs/") || referenced[rel] {
+		if strings.HasPrefix(rel, "_refs/") || referenced[rel] || referenced[blobEntryOf(rel)] {
 			continue
 		}
 		if nowT.Sub(o.ModTime) < opts.Grace {
@@ -144,6 +147,9 @@ func Cleanup(ctx context.Context, store backend.StorageAdapter, path string, opt
 // isDataFile recognises fragment, deletion and index files by their
 // directory, at the dataset root or under a branch tree.
 func isDataFile(rel string) bool {
+	if blobEntryOf(rel) != "" {
+		return true // a piece of a stored Blob value (blob.go)
+	}
 	for _, d := range []string{"data/", "_deletions/", "_indices/"} {
 		if strings.HasPrefix(rel, d) || (strings.HasPrefix(rel, "tree/") && strings.Contains(rel, "/"+d)) {
 			return true

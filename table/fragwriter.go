@@ -30,7 +30,8 @@ type FragmentWriter struct {
 	keys      []string
 	closed    bool
 	plain     []string
-	pschema   *arrow.Schema // the schema as written (parquetSchema)
+	pschema   *arrow.Schema   // the schema as written (parquetSchema)
+	blobs     map[string]bool // store keys of the stored Blob values written
 }
 
 // NewFragmentWriter starts a fragment of schema s whose key column is
@@ -61,6 +62,12 @@ func (fw *FragmentWriter) Write(rec arrow.Record) error {
 	n := rec.NumRows()
 	if n == 0 {
 		return nil
+	}
+	if fw.blobs == nil {
+		fw.blobs = map[string]bool{}
+	}
+	if err := checkBlobs(fw.schema, rec, fw.blobs); err != nil {
+		return err
 	}
 	pr := toParquet(fw.pschema, rec)
 	err := fw.w.Write(pr)
@@ -270,7 +277,7 @@ func (fw *FragmentWriter) Close() error {
 	return nil
 }
 
-func (fw *FragmentWriter) fragment(id, rel string) Fragment {
+func (fw *FragmentWriter) fragment(id, rel string, blobs []string) Fragment {
 	stats := make([]ColumnStats, len(fw.stats))
 	copy(stats, fw.stats)
 	for i := range stats {
@@ -278,7 +285,7 @@ func (fw *FragmentWriter) fragment(id, rel string) Fragment {
 			stats[i].Min, stats[i].Max = nil, nil
 		}
 	}
-	f := Fragment{ID: id, Path: rel, Rows: fw.rows, Size: int64(fw.buf.Len()), Stats: stats}
+	f := Fragment{ID: id, Path: rel, Rows: fw.rows, Size: int64(fw.buf.Len()), Stats: stats, Blobs: blobs}
 	if fw.rows <= inlineKeyRows {
 		keys := append([]string{}, fw.keys...)
 		sort.Strings(keys)
@@ -348,13 +355,17 @@ func (ds *Dataset) putFragments(ctx context.Context, st *Staged, m *Manifest, fw
 		if fw.rows == 0 {
 			continue
 		}
+		blobs, err := checkBlobRefs(ds.path, fw.blobs)
+		if err != nil {
+			return err
+		}
 		id := newUUID()
 		rel := root + "data/" + id + ".parquet"
 		key := ds.path + "/" + rel
 		if _, err := ds.store.Put(ctx, key, fw.buf.Bytes()); err != nil {
 			return fmt.Errorf("write fragment: %w", err)
 		}
-		m.Fragments = append(m.Fragments, fw.fragment(id, rel))
+		m.Fragments = append(m.Fragments, fw.fragment(id, rel, blobs))
 		st.Files = append(st.Files, key)
 	}
 	return nil
