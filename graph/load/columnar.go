@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"context"
 	crand "crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -158,12 +157,13 @@ type bulkLoad struct {
 	dupErr   error
 	ids      minter
 	lines    int
-	slow     int // lines the strict parser read
+	slow     int     // lines the strict parser read
+	in       *intake // the load's Blob values (blobs.go)
 }
 
-func newBulkLoad(ctx context.Context, snap *graph.Snapshot, cat *pg.Catalog) *bulkLoad {
+func newBulkLoad(ctx context.Context, snap *graph.Snapshot, in *intake) *bulkLoad {
 	return &bulkLoad{
-		ctx: ctx, snap: snap, cat: cat,
+		ctx: ctx, snap: snap, cat: in.cat, in: in,
 		byType:   map[any]*bulkTable{},
 		nodeName: map[string]*bulkTable{},
 		edgeName: map[string]*bulkTable{},
@@ -281,11 +281,8 @@ func (bl *bulkLoad) read(r io.Reader, progress func(string, int64)) error {
 			progress("parse", int64(n))
 		}
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return graph.InputErrorf(lineWhere(n+1), "line is longer than %d MiB; split the data", MaxLine>>20)
-		}
-		return fmt.Errorf("read the load data: %w", err)
+	if err := readErr(sc.Err(), n); err != nil {
+		return err
 	}
 	bl.lines = n
 	for _, t := range bl.tables {
@@ -309,9 +306,9 @@ func (bl *bulkLoad) line(b []byte, n int) error {
 		return err
 	}
 	bl.slow++
-	ln, err := parseLoadLine(b, bl.cat)
+	ln, err := bl.in.parseLine(b)
 	if err != nil {
-		return &graph.InputError{Where: lineWhere(n), Msg: err.Error()}
+		return bl.in.lineError(n, err)
 	}
 	t, err := bl.table(ln.node, ln.edge)
 	if err != nil {
@@ -656,8 +653,9 @@ func (bl *bulkLoad) release() {
 }
 
 // runColumnar is Run for a load the columnar path takes.
-func runColumnar(ctx context.Context, g *graph.Graph, snap *graph.Snapshot, cat *pg.Catalog, r io.Reader, opts Options) (*Result, error) {
-	bl := newBulkLoad(ctx, snap, cat)
+func runColumnar(ctx context.Context, g *graph.Graph, snap *graph.Snapshot, in *intake, r io.Reader, opts Options) (*Result, error) {
+	cat := in.cat
+	bl := newBulkLoad(ctx, snap, in)
 	defer bl.release()
 	if err := bl.read(r, opts.Progress); err != nil {
 		return nil, err
