@@ -48,9 +48,6 @@ const (
 	BlobPieceSize = 4 << 20
 	// blobAreaDir is the blob area under a dataset's path.
 	blobAreaDir = "_blobs/"
-	// blobHiddenKey marks a field of the Blob struct as internal: it names
-	// storage, so exports of the schema (Iceberg) leave it out.
-	blobHiddenKey = "omnigraph:internal"
 )
 
 // The fields of BlobType, in order.
@@ -66,26 +63,20 @@ var blobType = arrow.StructOf(
 	arrow.Field{Name: "size", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 	arrow.Field{Name: "sha256", Type: arrow.BinaryTypes.String, Nullable: true},
 	arrow.Field{Name: "data", Type: arrow.BinaryTypes.Binary, Nullable: true},
-	arrow.Field{Name: "ref", Type: arrow.BinaryTypes.String, Nullable: true, Metadata: arrow.NewMetadata([]string{blobHiddenKey}, []string{"true"})},
+	arrow.Field{Name: "ref", Type: arrow.BinaryTypes.String, Nullable: true},
 	arrow.Field{Name: "uri", Type: arrow.BinaryTypes.String, Nullable: true},
 )
 
 // BlobType is the Arrow type of a Blob column: struct<size int64, sha256
 // utf8, data binary, ref utf8, uri utf8>. size and sha256 (lower-case hex)
 // describe every managed value; data holds an inline value's bytes; ref
-// (internal: HiddenField reports it) names a stored value's pieces; uri is
-// an external reference, whose size and digest are unknown (null).
+// names a stored value's pieces (the store key prefix, relative to the
+// graph's root); uri is an external reference, whose size and digest are
+// unknown (null).
 func BlobType() *arrow.StructType { return blobType }
 
 // IsBlobType reports whether t is BlobType.
 func IsBlobType(t arrow.DataType) bool { return arrow.TypeEqual(t, blobType) }
-
-// HiddenField reports whether f is internal to the storage layer (the ref
-// field of a Blob column), so a schema shown to other readers leaves it out.
-func HiddenField(f arrow.Field) bool {
-	v, ok := f.Metadata.GetValue(blobHiddenKey)
-	return ok && v == "true"
-}
 
 // Blob is the value of one Blob cell (NULL is a nil any, never a Blob).
 type Blob struct {

@@ -426,7 +426,6 @@ func readErr(err error, n int) error {
 	return fmt.Errorf("read the load data: %w", err)
 }
 
-
 func parseLoadLine(b []byte, cat *pg.Catalog) (loadLine, error) {
 	v, err := parseJSONLine(b)
 	if err != nil {
