@@ -129,4 +129,3 @@ func blobRows(t *testing.T, tbl *icetable.Table) []string {
 	slices.Sort(out)
 	return out
 }
-
