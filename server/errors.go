@@ -10,6 +10,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/poison"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/blob"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/lang/gq"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
@@ -47,6 +48,7 @@ type ErrorOutput struct {
 	PreconditionFailure *PreconditionFailure `json:"precondition_failure,omitempty"`
 	OutcomeUnknown      *OutcomeUnknown      `json:"outcome_unknown,omitempty"`
 	ChangeDiffRefusal   *ChangeDiffRefusal   `json:"change_diff_refusal,omitempty"`
+	BlobRange           *BlobRange           `json:"blob_range,omitempty"`
 	// Class is the failure class of a 500/503 (a storage failure kind,
 	// "lease_lost", "poisoned"...): what the per-request log records.
 	Class string `json:"failure_class,omitempty"`
@@ -148,6 +150,7 @@ func MapError(err error, graphID string) *Failure {
 		mc      *merge.MergeConflicts
 		qe      *gq.Error
 		mbe     *maxBytesError
+		br      *blob.RangeError
 	)
 	commits := "GET /graphs/" + graphID + "/commits"
 	switch {
@@ -224,6 +227,16 @@ func MapError(err error, graphID string) *Failure {
 		return &Failure{Status: http.StatusConflict, Body: ErrorOutput{Error: "the commit has no parent, so its changes cannot be computed", Code: CodeConflict, ChangeDiffRefusal: &ChangeDiffRefusal{Reason: "parentless_commit"}}}
 	case errors.Is(err, merge.ErrSchemaBoundary):
 		return &Failure{Status: http.StatusConflict, Body: ErrorOutput{Error: "the commit crosses a schema change, so its changes cannot be computed", Code: CodeConflict, ChangeDiffRefusal: &ChangeDiffRefusal{Reason: "schema_boundary"}}}
+	case errors.As(err, &br):
+		return &Failure{Status: http.StatusRequestedRangeNotSatisfiable, Body: ErrorOutput{Error: userText(br), Code: CodeBadRequest, BlobRange: &BlobRange{Start: br.Start, End: br.End, Length: br.Length}}}
+	case errors.Is(err, blob.ErrNotFound):
+		return fail(http.StatusNotFound, CodeNotFound, "%s", userText(err))
+	case errors.Is(err, blob.ErrExternal):
+		return badRequest("%s", userText(err))
+	case errors.Is(err, blob.ErrIntegrity):
+		return &Failure{Status: http.StatusInternalServerError, Body: ErrorOutput{
+			Error: "the Blob value's stored bytes are missing or damaged; see the server log", Code: CodeInternal, Class: "blob_integrity",
+		}}
 	case errors.Is(err, graph.ErrNoGraph):
 		return fail(http.StatusNotFound, CodeNotFound, "the graph holds no data at its storage location")
 	case errors.Is(err, manifest.ErrBranchNotFound):

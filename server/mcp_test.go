@@ -110,7 +110,7 @@ func TestMCPEndToEnd(t *testing.T) {
 			json.Unmarshal(b, &querySchema)
 		}
 	}
-	if !slices.Equal(names, MCPTools()) || len(names) != 12 {
+	if !slices.Equal(names, MCPTools()) || len(names) != 14 {
 		t.Fatalf("tools/list: %v, want %v", names, MCPTools())
 	}
 	props, _ := querySchema["properties"].(map[string]any)

@@ -37,6 +37,7 @@ var schemaTypes = map[string]reflect.Type{
 	"ChangesOutput":       reflect.TypeFor[ChangesOutput](),
 	"ErrorOutput":         reflect.TypeFor[ErrorOutput](),
 	"Change":              reflect.TypeFor[merge.Change](),
+	"BlobRange":           reflect.TypeFor[BlobRange](),
 }
 
 var pathParamRE = regexp.MustCompile(`\{([a-z_]+)\}`)
@@ -81,12 +82,21 @@ func OpenAPI(version string, auth bool) map[string]any {
 		case "OpenAPI":
 		case "NDJSON":
 			respType, respSchema = "application/x-ndjson", map[string]any{"type": "string"}
+		case "Blob":
+			respType, respSchema = "application/octet-stream", map[string]any{"type": "string", "format": "binary"}
 		default:
 			respSchema = ref(rt.Response)
 		}
 		responses := map[string]any{"200": map[string]any{"description": "OK", "content": map[string]any{respType: map[string]any{"schema": respSchema}}}}
 		for _, st := range rt.Statuses {
-			responses[fmt.Sprint(st)] = map[string]any{"description": statusText(st), "content": map[string]any{"application/json": map[string]any{"schema": ref("ErrorOutput")}}}
+			switch {
+			case st == 206:
+				responses["206"] = map[string]any{"description": statusText(st), "content": map[string]any{respType: map[string]any{"schema": respSchema}}}
+			case st == 302 || st == 304:
+				responses[fmt.Sprint(st)] = map[string]any{"description": statusText(st)}
+			default:
+				responses[fmt.Sprint(st)] = map[string]any{"description": statusText(st), "content": map[string]any{"application/json": map[string]any{"schema": ref("ErrorOutput")}}}
+			}
 		}
 		op["responses"] = responses
 		if rt.Auth && auth {
@@ -114,6 +124,12 @@ func ref(name string) map[string]any { return map[string]any{"$ref": "#/componen
 
 func statusText(st int) string {
 	switch st {
+	case 206:
+		return "partial content: the byte range asked for (Content-Range)"
+	case 302:
+		return "found: an external Blob value; Location is its URI (never proxied)"
+	case 304:
+		return "not modified: If-None-Match names the current ETag"
 	case 400:
 		return "bad_request"
 	case 401:
@@ -125,11 +141,13 @@ func statusText(st int) string {
 	case 409:
 		return "conflict: read_set_conflict, key_conflict or merge_conflicts"
 	case 412:
-		return "precondition_failure: the branch head is not the expected commit"
+		return "precondition_failure: the branch head is not the expected commit (a Blob read: If-Match does not name the current ETag)"
 	case 413:
 		return "resource_limit"
 	case 415:
 		return "unsupported media type"
+	case 416:
+		return "blob_range: the byte range lies outside the value (Content-Range: bytes */N)"
 	case 429:
 		return "too_many_requests (Retry-After)"
 	case 500:

@@ -55,6 +55,7 @@ func (rt Route) bodyResource() string {
 }
 
 var (
+	blobQuery = []string{"entity", "type", "id", "property", "branch", "snapshot"}
 	readErrs  = []int{400, 401, 403, 404, 500, 503}
 	writeErrs = []int{400, 401, 403, 404, 409, 413, 415, 429, 500, 503}
 )
@@ -81,6 +82,8 @@ func Routes() []Route {
 		{Method: "DELETE", Path: g + "/branches/{branch}", OperationID: "deleteBranch", Summary: "Delete a branch", Auth: true, Graph: true, Write: true, Rest: true, Response: "BranchDeleteOutput", Statuses: writeErrs, handle: handleBranchDelete},
 		{Method: "GET", Path: g + "/commits", OperationID: "listCommits", Summary: "The commits reachable from a branch head, newest first", Auth: true, Graph: true, Query: []string{"branch", "limit"}, Response: "CommitList", Statuses: readErrs, handle: handleCommits},
 		{Method: "GET", Path: g + "/commits/{commit_id}", OperationID: "getCommit", Summary: "One commit", Auth: true, Graph: true, Response: "CommitOutput", Statuses: readErrs, handle: handleCommit},
+		{Method: "GET", Path: g + "/blob", OperationID: "getBlob", Summary: "The bytes of one Blob value (one byte range with Range), or a redirect to an external one", Auth: true, Graph: true, Query: blobQuery, Response: "Blob", Statuses: append([]int{206, 302, 304, 412, 416}, readErrs...), handle: handleBlob},
+		{Method: "HEAD", Path: g + "/blob", OperationID: "headBlob", Summary: "The headers of one Blob value (size, ETag, snapshot), without its bytes", Auth: true, Graph: true, Query: blobQuery, Response: "Blob", Statuses: append([]int{302, 304, 412}, readErrs...), handle: handleBlob},
 		{Method: "GET", Path: g + "/commits/{commit_id}/changes", OperationID: "getCommitChanges", Summary: "The entity changes of a commit against its first parent", Auth: true, Graph: true, Query: []string{"type", "op", "limit"}, Response: "ChangesOutput", Statuses: append([]int{409, 413}, readErrs...), handle: handleChanges},
 	}
 }
