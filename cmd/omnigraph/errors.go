@@ -10,11 +10,13 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/blob"
 	"github.com/omnigraph-go/omnigraph/graph/schema"
 	"github.com/omnigraph-go/omnigraph/lang/gq"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
 	"github.com/omnigraph-go/omnigraph/manifest"
 	"github.com/omnigraph-go/omnigraph/recovery"
+	"github.com/omnigraph-go/omnigraph/table"
 )
 
 // jsonError is the error object printed on stderr when JSON was asked for.
@@ -108,6 +110,10 @@ var errorCodes = []struct {
 	{"corrupt", manifest.ErrCorrupt},
 	{"corrupt", recovery.ErrCorruptSidecar},
 	{"precondition_failed", graph.ErrPreconditionFailed},
+	{"blob_not_found", blob.ErrNotFound},
+	{"blob_range", table.ErrBlobRange},
+	{"blob_external", blob.ErrExternal},
+	{"blob_integrity", blob.ErrIntegrity},
 }
 
 // errorCode is the stable code of err: "usage" for exit 2, a .gq error's own

@@ -97,6 +97,7 @@ func init() {
 		t.addStore(c)
 		t.addJSON(c)
 		t.addActor(c)
+		t.addExternalBlobs(c)
 		t.addWait(c)
 		auto.add(c)
 		c.Flags().StringVar(&data, "data", "", "NDJSON file to load (- for stdin)")

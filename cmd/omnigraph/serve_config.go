@@ -31,6 +31,9 @@ type serveConfig struct {
 		BodyBytes      int64 `json:"max_body_bytes,omitempty"`
 		LoadBytes      int64 `json:"max_load_bytes,omitempty"`
 	} `json:"limits"`
+	// ExternalBlobBases allow Blob values that are URIs under these
+	// locations, on every graph (--external-blob-base).
+	ExternalBlobBases []string `json:"external_blob_bases,omitempty"`
 	// Graphs maps graph ids to storage URLs.
 	Graphs map[string]string `json:"graphs"`
 
@@ -102,6 +105,9 @@ func (c *serveConfig) apply(o *serveOptions) ([]servedGraph, map[string][]string
 	}
 	if c.Limits.BodyBytes > 0 && !o.set("max-body-bytes") {
 		o.limits.BodyBytes = c.Limits.BodyBytes
+	}
+	if len(c.ExternalBlobBases) > 0 && !o.set("external-blob-base") {
+		o.t.blobBases = c.ExternalBlobBases
 	}
 	if c.Limits.LoadBytes > 0 && !o.set("max-load-bytes") {
 		o.limits.LoadBytes = c.Limits.LoadBytes
