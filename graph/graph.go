@@ -311,31 +311,40 @@ func Open(ctx context.Context, store backend.StorageAdapter, opts OpenOptions) (
 // head returns the current head of branch: a freshness probe (one List),
 // plus one GET only when the branch moved since this handle last read it.
 func (g *Graph) head(ctx context.Context, branch string) (*manifest.Entry, error) {
+	e, _, err := g.headOwn(ctx, branch)
+	return e, err
+}
+
+// headOwn is head, and reports whether the head is the one this exclusive
+// writer handle last published, taken without a probe (OpenOptions.
+// ExclusiveWriter).
+func (g *Graph) headOwn(ctx context.Context, branch string) (*manifest.Entry, bool, error) {
 	g.mu.Lock()
 	c := g.heads[branch]
 	if c != nil && (c.unconsumed || g.exclusive && c.own) {
+		own := g.exclusive && c.own && !c.unconsumed
 		c.unconsumed = false
 		g.mu.Unlock()
-		return c.entry, nil
+		return c.entry, own, nil
 	}
 	g.mu.Unlock()
 	r, err := g.man.Probe(ctx, branch)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !r.Live() {
 		g.forget(branch)
-		return nil, fmt.Errorf("%w: %q", manifest.ErrBranchNotFound, branch)
+		return nil, false, fmt.Errorf("%w: %q", manifest.ErrBranchNotFound, branch)
 	}
 	if c != nil && c.entry.Key() == r.Key { // version keys are write-once
-		return c.entry, nil
+		return c.entry, false, nil
 	}
 	e, err := g.man.Read(ctx, r)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	g.remember(e, r.ETag)
-	return e, nil
+	return e, false, nil
 }
 
 func (g *Graph) remember(e *manifest.Entry, etag string) { g.rememberHead(e, etag, false) }

@@ -357,13 +357,22 @@ func (g *Graph) recoveryPending(ctx context.Context, tok Token) error {
 
 // recoveryArm is Phase A: the sidecar is durable before the first effect.
 // The deferred deletes of earlier published writes' sidecars go out in the
-// same round trip.
+// same round trip, and so does alongside (the write's staged data files,
+// which are not effects: no version names them yet); the failpoint after
+// Phase A runs once all of it is done. When alongside fails the sidecar
+// is withdrawn again and its error returned.
 //
 // A write with no table effect (pointer-only pins, a metadata-only schema
 // change) arms nothing: its publish is its only durable step, so there is
 // nothing to finish or undo.
-func (g *Graph) recoveryArm(ctx context.Context, in *manifest.Intent) error {
+func (g *Graph) recoveryArm(ctx context.Context, in *manifest.Intent, alongside func() error) error {
+	if alongside == nil {
+		alongside = func() error { return nil }
+	}
 	if len(in.Tables) == 0 {
+		if err := alongside(); err != nil {
+			return err
+		}
 		return g.failpoint(FailpointPostPhaseA)
 	}
 	sc := recovery.New(in, newID(), time.Now())
@@ -376,10 +385,23 @@ func (g *Graph) recoveryArm(ctx context.Context, in *manifest.Intent) error {
 			reg.deleted(id, recovery.Disarm(ctx, g.store, id))
 		}(id)
 	}
+	var aerr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		aerr = alongside()
+	}()
 	err := recovery.Arm(ctx, g.store, sc)
 	wg.Wait()
 	if err != nil {
 		return err
+	}
+	if aerr != nil {
+		// Armed for nothing: no effect was made or will be.
+		if derr := recovery.Disarm(ctx, g.store, in.OperationID); derr != nil {
+			reg.add(sc) // pending: the next write's heal or an open resolves it
+		}
+		return aerr
 	}
 	reg.add(sc)
 	return g.failpoint(FailpointPostPhaseA)

@@ -106,14 +106,22 @@ type Write struct {
 	tableSet []manifest.TablePin
 	used     bool
 	failed   string // the table whose Phase B step failed
+	// ownHead: base is the head this exclusive writer handle last
+	// published, taken without a probe; the pre-arm check then probes the
+	// branch only when a table head differs from its pin (see recheck).
+	ownHead bool
 }
 
 type tableWrite struct {
 	pin        manifest.TablePin
 	firstTouch bool
-	fn         StageFunc
-	staged     *table.Staged
-	txnUUID    string
+	// held holds the stage's new data files until Commit's arm round trip
+	// (deferput.go); real is the store beneath it.
+	held    *heldPuts
+	real    backend.StorageAdapter
+	fn      StageFunc
+	staged  *table.Staged
+	txnUUID string
 	// committed is the version the table commit made; the handle caches it
 	// only once the publish pinning it lands (an undone version's number
 	// is reused by the next fork).
@@ -152,18 +160,19 @@ func (g *Graph) BeginWrite(ctx context.Context, branch string, opts WriteOptions
 	if err := g.recoveryBarrier(ctx, branch); err != nil {
 		return nil, err
 	}
-	head, err := g.head(ctx, branch)
+	head, own, err := g.headOwn(ctx, branch)
 	if err != nil {
 		return nil, err
 	}
 	return &Write{
-		g:      g,
-		opts:   opts,
-		base:   head,
-		opID:   newID(),
-		commit: newID(),
-		tables: map[string]*tableWrite{},
-		pins:   map[string]manifest.TablePin{},
+		g:       g,
+		opts:    opts,
+		base:    head,
+		ownHead: own,
+		opID:    newID(),
+		commit:  newID(),
+		tables:  map[string]*tableWrite{},
+		pins:    map[string]manifest.TablePin{},
 	}, nil
 }
 
@@ -204,7 +213,12 @@ func (w *Write) Stage(ctx context.Context, key string, fn StageFunc) error {
 		if err != nil {
 			return fmt.Errorf("open table %s at its pinned version %d: %w", key, pin.Version, err)
 		}
-		st, err := fn(ctx, ds)
+		tw.real = ds.Store()
+		if h, ok := tw.real.(*heldPuts); ok { // a version committed through one
+			tw.real = h.StorageAdapter
+		}
+		tw.held = newHeldPuts(tw.real)
+		st, err := fn(ctx, ds.WithStore(tw.held))
 		if err != nil {
 			return err
 		}
@@ -293,8 +307,18 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 	// withdrawn (or discarded by the next sweep).
 	ctx = withOperation(ctx, w.opID)
 	intent := w.plan(keys)
+	// The staged data files go in the arm's round trip: files no version
+	// names yet, not effects (a refused attempt leaves them to cleanup, as
+	// a failed stage always did).
 	armed := make(chan error, 1)
-	go func() { armed <- g.armIntent(ctx, intent) }()
+	go func() {
+		armed <- g.armIntent(ctx, intent, func() error {
+			if err := w.storeHeld(ctx, keys); err != nil {
+				return fmt.Errorf("%w: %w", errStaged, err)
+			}
+			return nil
+		})
+	}()
 	drift := make(chan error, 1)
 	go func() { drift <- w.checkHeads(ctx, keys) }()
 	err = w.recheck(ctx)
@@ -307,12 +331,15 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 		}
 		return nil, err
 	}
-	if err := <-armed; err != nil {
+	if err := <-armed; errors.Is(err, errStaged) {
+		return nil, fmt.Errorf("write the staged data files (nothing was committed): %w", err)
+	} else if err != nil {
 		return nil, fmt.Errorf("arm the recovery intent (nothing was written): %w", err)
 	}
 	effects, err := w.effects(ctx, keys, intent)
 	if err != nil {
 		if effects == 0 {
+			err = w.effectsRefused(ctx, keys, err)
 			g.disarmIntent(ctx, intent) // nothing durable: the intent is moot
 			return nil, err
 		}
@@ -368,7 +395,27 @@ func (w *Write) published(ctx context.Context, intent *manifest.Intent) *Result 
 // The head key names the incarnation and version, and versions are
 // immutable, so an equal key means the whole token (schema identity
 // included) is unchanged.
+//
+// A write whose base is the exclusive writer's own last publish (ownHead)
+// sends no probe here: the writer lock promises no one else published, the
+// pre-arm table check (checkHeads) still reads every target table's head
+// and probes the branch before it calls a moved table drift, and the
+// publish is a compare-and-swap on the next version. So a broken promise
+// (a lost lock) that moved a target table is refused before any effect as
+// ReadSetChanged; one that only moved other tables is caught by the
+// publish, and the write undoes its own table commits (lostRace) and
+// prepares again (TestExclusiveWriterTrustsOwnPublishesSafely). That saves
+// one request a write; docs/dev/differences.md says why the seed's order
+// is kept in substance.
 func (w *Write) recheck(ctx context.Context) error {
+	if w.ownHead {
+		return w.g.pendingIntentBarrier(ctx, w.Token())
+	}
+	return w.probeBranch(ctx)
+}
+
+// probeBranch is recheck's probe: the live head must be the base.
+func (w *Write) probeBranch(ctx context.Context) error {
 	r, err := w.g.man.Probe(ctx, w.base.Branch)
 	if err != nil {
 		return err
@@ -384,6 +431,46 @@ func (w *Write) recheck(ctx context.Context) error {
 	return w.g.pendingIntentBarrier(ctx, w.Token())
 }
 
+// effectsRefused classifies a first table commit refused with nothing
+// durable: for a write that trusted its own heads (ownHead, no pre-arm
+// table check), a conflict means a table head moved behind the writer
+// lock's back, and the answer is the pre-arm check's (a stale base:
+// retryable ReadSetChanged; drift: TableDrift). Other errors are returned
+// as they are.
+func (w *Write) effectsRefused(ctx context.Context, keys []string, err error) error {
+	if !w.ownHead || !errors.Is(err, table.ErrConflict) {
+		return err
+	}
+	if verr := w.verifyHeads(ctx, keys); verr != nil {
+		return verr
+	}
+	return w.changed("table:"+w.failed, "its pin", "moved by another writer")
+}
+
+// errStaged marks a failure to store the staged data files.
+var errStaged = errors.New("staged data files not stored")
+
+// storeHeld sends every staged table's held data files (in parallel).
+func (w *Write) storeHeld(ctx context.Context, keys []string) error {
+	errs := make(chan error, len(keys))
+	for _, k := range keys {
+		go func(h *heldPuts) {
+			if h == nil {
+				errs <- nil
+				return
+			}
+			errs <- h.flush(ctx)
+		}(w.tables[k].held)
+	}
+	var first error
+	for range keys {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // checkHeads is the pre-arm check (seed step 3): every existing target
 // table's live HEAD must equal its manifest pin. One List per table, sent
 // in the same round trip as the token re-check and the Phase A put, so it
@@ -396,6 +483,20 @@ func (w *Write) checkHeads(ctx context.Context, keys []string) error {
 	if plant.On(plant.SkipPreArmCheck) {
 		return nil
 	}
+	if w.ownHead {
+		// The exclusive writer's own last publish pinned these tables: it
+		// trusts their heads as it trusts the branch's. A head moved
+		// behind its back (a broken promise) makes the table commit's
+		// put-if-absent fail before any effect, and effectsRefused
+		// classifies it as this check would have.
+		return nil
+	}
+	return w.verifyHeads(ctx, keys)
+}
+
+// verifyHeads reads every existing target table's head and refuses a head
+// that is not its pin (see checkHeads).
+func (w *Write) verifyHeads(ctx context.Context, keys []string) error {
 	type res struct {
 		key  string
 		head uint64
@@ -432,6 +533,13 @@ func (w *Write) checkHeads(ctx context.Context, keys []string) error {
 		return nil
 	case first.err != nil:
 		return fmt.Errorf("check table %s before writing (nothing was written): %w", first.key, first.err)
+	}
+	if w.ownHead {
+		// The recheck trusted the writer lock: a moved head is a stale
+		// base (another writer published), not drift.
+		if err := w.probeBranch(ctx); err != nil {
+			return err
+		}
 	}
 	pin := w.tables[first.key].pin
 	covered, err := w.g.intentCovers(ctx, w.base.Branch, first.key)
@@ -603,6 +711,9 @@ func (w *Write) effects(ctx context.Context, keys []string, intent *manifest.Int
 		ds, landed, err := w.g.commitExact(ctx, tw.staged)
 		if landed {
 			effects++
+			if ds != nil && tw.real != nil {
+				ds = ds.WithStore(tw.real) // later writes stage through their own
+			}
 			tw.committed = ds
 		}
 		if err != nil {
@@ -695,8 +806,8 @@ func (g *Graph) pendingIntentBarrier(ctx context.Context, tok Token) error {
 // armIntent is Phase A: make the intent durable (the recovery sidecar)
 // before the first durable effect, including a first-touch table fork. An
 // error aborts the write with nothing written.
-func (g *Graph) armIntent(ctx context.Context, in *manifest.Intent) error {
-	return g.recoveryArm(ctx, in)
+func (g *Graph) armIntent(ctx context.Context, in *manifest.Intent, alongside func() error) error {
+	return g.recoveryArm(ctx, in, alongside)
 }
 
 // disarmIntent is Phase D: remove the intent after the publish (or after an

@@ -9,6 +9,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/counter"
+	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/recovery"
 	"github.com/omnigraph-go/omnigraph/table"
@@ -93,6 +94,92 @@ func TestPreArmCheckRefusesUncoveredDrift(t *testing.T) {
 	st := stateOf(t, g, "main")
 	if !sameNames(st.persons, []string{"after", "seed"}) || !sameNames(st.companies, []string{"after", "seed"}) {
 		t.Fatalf("rows after repair and write: %v / %v", st.persons, st.companies)
+	}
+}
+
+// TestExclusiveWriterOverDriftIsRefused: the exclusive writer skips the
+// pre-arm table check on its own head, so drift it did not make (a table
+// version committed behind the lock's back and never published) surfaces
+// at its table commit instead. A two-table write whose second table
+// drifted undoes its first table's commit (published as one recovery
+// commit, as a lost race's undo is) and prepares again; the next
+// attempt probes (its base is no longer its own publish) and refuses the
+// drift as the pre-arm check does: a non-retryable TableDrift, the rows
+// unchanged, the first table's head at its pin, no sidecar left.
+func TestExclusiveWriterOverDriftIsRefused(t *testing.T) {
+	ctx := context.Background()
+	r := newCrashRig(t, "mem")
+	mustWrite(t, r.g, "main", graph.KindMutation, "seed")
+	a, err := graph.Open(ctx, r.fault, graph.OpenOptions{Process: graph.NewProcess(), Actor: "tester", ExclusiveWriter: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, a, "main", graph.KindMutation, "own") // a's own head
+	before := stateOf(t, a, "main")
+	commitStray(t, r.g, recPerson, "stray") // Person sorts after Company
+	_, err = graph.Retry(ctx, 3, func(ctx context.Context) (*graph.Result, error) {
+		_, res, err := twoTableWrite(ctx, a, "main", graph.KindMutation, "x")
+		return res, err
+	})
+	var td *graph.TableDrift
+	if !errors.As(err, &td) || graph.IsRetryable(err) || errors.Is(err, graph.ErrRecoveryRequired) || td.Table != recPerson {
+		t.Fatalf("exclusive write over drift: %v, want a non-retryable TableDrift on %s", err, recPerson)
+	}
+	// The undone first attempt published its restore of Company (one
+	// omnigraph:recovery commit, as any lost race does); the rows are
+	// those before, and Company's head is its pin.
+	after := stateOf(t, a, "main")
+	if !sameNames(after.companies, before.companies) || !sameNames(after.persons, before.persons) || len(after.commits) > len(before.commits)+1 {
+		t.Fatalf("a refused write changed the graph: %+v, before %+v", after, before)
+	}
+	s, _ := a.Snapshot(ctx, "main")
+	pin, _ := s.Pin(recCompany)
+	if h, _ := table.LatestVersion(ctx, r.fault, pin.Path, pin.Branch); h != pin.Version {
+		t.Fatalf("Company head %d, pin %d: a refused write left a table commit", h, pin.Version)
+	}
+	noSidecars(t, a)
+}
+
+// TestStagedFilesGoWithTheArm: a write's new data files are not sent when
+// it stages (Stage sends no request) but in Commit's arm round trip; when
+// storing them fails the write fails before any effect ("nothing was
+// committed", not RecoveryRequired), leaves no sidecar and no change, and
+// the next write lands.
+func TestStagedFilesGoWithTheArm(t *testing.T) {
+	ctx := context.Background()
+	r := newCrashRig(t, "mem")
+	mustWrite(t, r.g, "main", graph.KindMutation, "seed")
+	before := stateOf(t, r.g, "main")
+	cnt := counter.New(r.fault)
+	g, err := graph.Open(ctx, cnt, graph.OpenOptions{Process: graph.NewProcess(), Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := g.BeginWrite(ctx, "main", graph.WriteOptions{Kind: graph.KindMutation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cnt.Reset()
+	for _, k := range []string{recPerson, recCompany} {
+		if err := w.Stage(ctx, k, recAppend("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := cnt.Snapshot(); c.Put != 0 {
+		t.Fatalf("staging sent %s, want no Put", c)
+	}
+	r.fault.FailNth(fault.Put, 1, backend.KindPermanent)
+	_, err = w.Commit(ctx)
+	if err == nil || errors.Is(err, graph.ErrRecoveryRequired) || !strings.Contains(err.Error(), "nothing was committed") {
+		t.Fatalf("commit whose data file was refused: %v", err)
+	}
+	if after := stateOf(t, g, "main"); after.commit != before.commit || !sameNames(after.persons, before.persons) {
+		t.Fatalf("a failed write changed the graph: %+v", after)
+	}
+	noSidecars(t, g)
+	mustWrite(t, g, "main", graph.KindMutation, "next")
+	if st := stateOf(t, g, "main"); !sameNames(st.persons, []string{"next", "seed"}) {
+		t.Fatalf("rows %v", st.persons)
 	}
 }
 
@@ -266,11 +353,16 @@ func TestMaybeLandedErrorsNeverAdviseBlindRetry(t *testing.T) {
 
 // TestExclusiveWriterTrustsOwnPublishesSafely pins OpenOptions.ExclusiveWriter:
 // a handle opened as the root's only writer starts its next write from the
-// head it last published, with no freshness probe of the branch (one List
-// fewer); and when that promise is broken (another process published
-// meanwhile: a lost lock), the pre-arm check still catches the moved head,
-// an insert prepares again and lands on top of the other commit, a strict
-// write is refused as ReadSetChanged, and nothing is lost or duplicated.
+// head it last published, with no freshness probe of the branch or of its
+// tables' heads, neither at BeginWrite nor in the pre-arm check (no List at
+// all); and when that promise is broken (another process published
+// meanwhile: a lost lock), a write whose table the other commit moved is
+// refused before any effect (its table version's put-if-absent fails, and
+// the check it skipped classifies that: ReadSetChanged, retryable),
+// one whose tables it did not touch loses the publish and undoes its own
+// table commit, an insert prepares again and lands on top of the other
+// commit, a strict write is refused as ReadSetChanged, and nothing is lost
+// or duplicated.
 func TestExclusiveWriterTrustsOwnPublishesSafely(t *testing.T) {
 	ctx := context.Background()
 	r := newCrashRig(t, "mem")
@@ -312,6 +404,26 @@ func TestExclusiveWriterTrustsOwnPublishesSafely(t *testing.T) {
 	if _, err := w.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if c := cnt.Snapshot(); c.List != 0 || c.Total != 5 {
+		t.Fatalf("the exclusive writer's own-head write sent %s, want no List and 5 requests (fragment, sidecar, table version, publish, the previous sidecar's delete)", c)
+	}
+
+	// The promise breaks on A's own table: B publishes a Person behind
+	// A's back. A's next write is refused before any effect: the sidecar
+	// is its only conditional put (no table commit, no publish).
+	if _, err := graph.Retry(ctx, 3, func(ctx context.Context) (*graph.Result, error) { return oneTable(b, recPerson, "b-same", false) }); err != nil {
+		t.Fatal(err)
+	}
+	cnt.Reset()
+	if _, err := oneTable(a, recPerson, "a-refused", false); !errors.Is(err, graph.ErrReadSetChanged) || !graph.IsRetryable(err) {
+		t.Fatalf("a write over a foreign commit to its table: %v, want a retryable ReadSetChanged", err)
+	}
+	if c := cnt.Snapshot(); c.CondPut != 2 {
+		t.Fatalf("the refused write sent %s, want two conditional puts (its sidecar, the refused table version) and no effect", c)
+	}
+	if _, err := graph.Retry(ctx, 3, func(ctx context.Context) (*graph.Result, error) { return oneTable(a, recPerson, "a-same", false) }); err != nil {
+		t.Fatal(err)
+	}
 
 	// The promise breaks: B publishes behind A's back.
 	if _, err := graph.Retry(ctx, 3, func(ctx context.Context) (*graph.Result, error) { return oneTable(b, recCompany, "b-behind", false) }); err != nil {
@@ -341,7 +453,7 @@ func TestExclusiveWriterTrustsOwnPublishesSafely(t *testing.T) {
 	assertConverged(t, g, r.fault)
 	st := stateOf(t, g, "main")
 	if st.commit != last.Commit.ID || res.Commit.ID == last.Commit.ID ||
-		!sameNames(st.persons, []string{"a1", "a2", "a3", "seed", "strict2"}) ||
+		!sameNames(st.persons, []string{"a-same", "a1", "a2", "a3", "b-same", "seed", "strict2"}) ||
 		!sameNames(st.companies, []string{"b-again", "b-behind", "seed"}) {
 		t.Fatalf("after the broken promise: %+v", st)
 	}

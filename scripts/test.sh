@@ -4,7 +4,9 @@
 # set, a test on scripts/must-not-skip.txt that skips or does not run fails
 # the run. The example out-of-tree backend (examples/backend-bolt, its own Go
 # module) is vetted and tested from its own directory; any failure or skip
-# there fails the run.
+# there fails the run. scripts/sdk.sh ci lints the OpenAPI document
+# (redocly, pinned), checks the TypeScript SDK for drift and runs its tests
+# against a real server; any failure there fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +32,10 @@ if [ -n "$emulators" ]; then
 fi
 
 mkdir -p test-results
+echo "== go build (the binary the client and SDK tests serve with)"
+go build -o test-results/omnigraph ./cmd/omnigraph
+export OMNIGRAPH_TEST_BIN=$(pwd)/test-results/omnigraph
+
 echo "== go test"
 set +e
 go test -count=1 -json -timeout 30m ${GOTESTFLAGS:-} ./... > test-results/go-test.json
@@ -42,7 +48,17 @@ set +e
 example_rc=$?
 set -e
 
+echo "== OpenAPI lint, the TypeScript SDK's drift check and tests (scripts/sdk.sh ci)"
+set +e
+OMNIGRAPH_BIN=$OMNIGRAPH_TEST_BIN bash scripts/sdk.sh ci
+sdk_rc=$?
+set -e
+
 cat test-results/go-test.json "$example" | go run ./internal/tools/testreport -must-not-skip scripts/must-not-skip.txt
+if [ "$sdk_rc" -ne 0 ]; then
+  echo "scripts/sdk.sh ci failed (exit $sdk_rc): the OpenAPI lint, the SDK drift check or the SDK tests"
+  exit 1
+fi
 if [ "$example_rc" -ne 0 ]; then
   echo "examples/backend-bolt: vet or tests failed (exit $example_rc)"
   exit 1

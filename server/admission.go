@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/omnigraph-go/omnigraph/api"
 )
 
 // Limits bound what the server admits.
@@ -104,7 +106,7 @@ func (a *admission) admit(actor, graphID string) (release func(), f *Failure) {
 }
 
 func (a *admission) busy(format string, args ...any) *Failure {
-	f := fail(http.StatusTooManyRequests, CodeTooManyRequests, format, args...)
+	f := fail(http.StatusTooManyRequests, api.CodeTooManyRequests, format, args...)
 	f.RetryAfter = a.limits.RetryAfter
 	return f
 }
@@ -122,7 +124,7 @@ func (a *admission) isClosed() bool {
 }
 
 func stopping() *Failure {
-	return &Failure{Status: http.StatusServiceUnavailable, Body: ErrorOutput{
+	return &Failure{Status: http.StatusServiceUnavailable, Body: api.ErrorOutput{
 		Error: "the server is stopping and admits no new requests; retry against another server or after it restarts",
 		Class: "server_stopping",
 	}}

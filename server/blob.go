@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/blob"
 )
@@ -21,16 +22,6 @@ import (
 // bytes are streamed a piece at a time (table.BlobPieceSize, the next one
 // fetched while the current one is sent), so a response holds at most two
 // pieces whatever the value's size. HEAD reads no bytes.
-
-// HeaderSnapshotID names the graph commit a blob answer read.
-const HeaderSnapshotID = "Omnigraph-Snapshot-Id"
-
-// BlobRange: a byte range outside the value (416).
-type BlobRange struct {
-	Start  int64 `json:"start"`
-	End    int64 `json:"end"`
-	Length int64 `json:"length"`
-}
 
 // BlobStatInput selects one Blob value (the blob_stat tool).
 type BlobStatInput struct {
@@ -140,7 +131,7 @@ func handleBlob(r *request) (int, any, error) {
 		return 0, nil, err
 	}
 	h := r.w.Header()
-	h.Set(HeaderSnapshotID, c.Snapshot().CommitID())
+	h.Set(api.HeaderSnapshotID, c.Snapshot().CommitID())
 	if c.Value.External() {
 		h.Set("Location", c.Value.URI)
 		h.Set("Cache-Control", "no-store")
@@ -151,8 +142,8 @@ func handleBlob(r *request) (int, any, error) {
 	h.Set("ETag", etag)
 	h.Set("Accept-Ranges", "bytes")
 	if im := r.Header.Values("If-Match"); len(im) > 0 && !etagMatch(im, etag, true) {
-		return 0, nil, &Failure{Status: http.StatusPreconditionFailed, Body: ErrorOutput{
-			Error: "If-Match does not name the value's current ETag " + etag + "; read it again", Code: CodeConflict,
+		return 0, nil, &Failure{Status: http.StatusPreconditionFailed, Body: api.ErrorOutput{
+			Error: "If-Match does not name the value's current ETag " + etag + "; read it again", Code: api.CodeConflict,
 		}}
 	}
 	if inm := r.Header.Values("If-None-Match"); len(inm) > 0 && etagMatch(inm, etag, false) {

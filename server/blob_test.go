@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/local"
 	"github.com/omnigraph-go/omnigraph/graph"
@@ -132,7 +133,7 @@ func TestServerBlob(t *testing.T) {
 
 	st, b, h := get(t, "GET", base+sel("big"), "")
 	if st != 200 || !bytes.Equal(b, big) || h.Get("ETag") != etag || h.Get("Content-Length") != fmt.Sprint(len(big)) ||
-		h.Get("Accept-Ranges") != "bytes" || h.Get("Content-Type") != "application/octet-stream" || h.Get(HeaderSnapshotID) != head.CommitID() {
+		h.Get("Accept-Ranges") != "bytes" || h.Get("Content-Type") != "application/octet-stream" || h.Get(api.HeaderSnapshotID) != head.CommitID() {
 		t.Fatalf("GET big: %d, %d bytes, headers %v", st, len(b), h)
 	}
 	st, b, _ = get(t, "GET", base+sel("small"), "")
@@ -217,7 +218,7 @@ func TestServerBlob(t *testing.T) {
 	}
 	// External: 302, never proxied.
 	st, _, h = get(t, "GET", base+sel("ext"), "")
-	if st != 302 || h.Get("Location") != "https://cdn.example.com/x.bin" || h.Get("Cache-Control") != "no-store" || h.Get(HeaderSnapshotID) == "" {
+	if st != 302 || h.Get("Location") != "https://cdn.example.com/x.bin" || h.Get("Cache-Control") != "no-store" || h.Get(api.HeaderSnapshotID) == "" {
 		t.Fatalf("external: %d %v", st, h)
 	}
 	if st, _, _ = get(t, "HEAD", base+sel("ext"), ""); st != 302 {
@@ -230,7 +231,7 @@ func TestServerBlob(t *testing.T) {
 	if st, b, _ := get(t, "GET", base+sel("small"), ""); st != 200 || string(b) != "new" {
 		t.Fatalf("after the update: %d %q", st, b)
 	}
-	if st, b, h := get(t, "GET", base+sel("small")+"&snapshot="+head.CommitID(), ""); st != 200 || !bytes.Equal(b, small) || h.Get(HeaderSnapshotID) != head.CommitID() {
+	if st, b, h := get(t, "GET", base+sel("small")+"&snapshot="+head.CommitID(), ""); st != 200 || !bytes.Equal(b, small) || h.Get(api.HeaderSnapshotID) != head.CommitID() {
 		t.Fatalf("at the old snapshot: %d %q", st, b)
 	}
 	if st, b, _ := get(t, "GET", base+sel("small")+"&branch=main", ""); st != 200 || string(b) != "new" {

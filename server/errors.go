@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/poison"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
@@ -18,110 +19,29 @@ import (
 	"github.com/omnigraph-go/omnigraph/recovery"
 )
 
-// ErrorCode is the closed set of the envelope's code field. New outcomes
-// (412, 503 recovery_required) omit it and are recognised by status and
-// detail, as upstream does, so an old client never meets a new enum value.
-type ErrorCode string
-
-// The error codes.
-const (
-	CodeUnauthorized     ErrorCode = "unauthorized"
-	CodeForbidden        ErrorCode = "forbidden"
-	CodeBadRequest       ErrorCode = "bad_request"
-	CodeNotFound         ErrorCode = "not_found"
-	CodeMethodNotAllowed ErrorCode = "method_not_allowed"
-	CodeConflict         ErrorCode = "conflict"
-	CodeTooManyRequests  ErrorCode = "too_many_requests"
-	CodeInternal         ErrorCode = "internal"
-)
-
-// ErrorOutput is the error envelope of every non-2xx answer. At most one
-// detail is set.
-type ErrorOutput struct {
-	Error               string               `json:"error"`
-	Code                ErrorCode            `json:"code,omitempty"`
-	MergeConflicts      []merge.Conflict     `json:"merge_conflicts,omitempty"`
-	ReadSetConflict     *ReadSetConflict     `json:"read_set_conflict,omitempty"`
-	KeyConflict         *KeyConflict         `json:"key_conflict,omitempty"`
-	ResourceLimit       *ResourceLimit       `json:"resource_limit,omitempty"`
-	RecoveryRequired    *RecoveryRequired    `json:"recovery_required,omitempty"`
-	PreconditionFailure *PreconditionFailure `json:"precondition_failure,omitempty"`
-	OutcomeUnknown      *OutcomeUnknown      `json:"outcome_unknown,omitempty"`
-	ChangeDiffRefusal   *ChangeDiffRefusal   `json:"change_diff_refusal,omitempty"`
-	BlobRange           *BlobRange           `json:"blob_range,omitempty"`
-	// Class is the failure class of a 500/503 (a storage failure kind,
-	// "lease_lost", "poisoned"...): what the per-request log records.
-	Class string `json:"failure_class,omitempty"`
-}
-
-// ReadSetConflict: the write's branch authority changed before any effect.
-type ReadSetConflict struct {
-	Member   string `json:"member"`
-	Expected string `json:"expected,omitempty"`
-	Actual   string `json:"actual,omitempty"`
-}
-
-// KeyConflict: a strict insert hit an existing id.
-type KeyConflict struct {
-	EntityKind string `json:"entity_kind"`
-	TypeName   string `json:"type_name"`
-	EntityID   string `json:"entity_id,omitempty"`
-}
-
-// ResourceLimit: a request exceeded a ceiling; resource names which.
-type ResourceLimit struct {
-	Resource string `json:"resource"`
-	Limit    int64  `json:"limit"`
-	Actual   int64  `json:"actual,omitempty"`
-}
-
-// RecoveryRequired: an unresolved recovery intent covers the write.
-type RecoveryRequired struct {
-	OperationID string `json:"operation_id,omitempty"`
-}
-
-// PreconditionFailure: the graph-head compare-and-swap lost.
-type PreconditionFailure struct {
-	Expected string `json:"expected"`
-	Actual   string `json:"actual,omitempty"`
-}
-
-// OutcomeUnknown: the write's publication answer was lost; it may have
-// landed. Check says how to find out.
-type OutcomeUnknown struct {
-	Branch   string `json:"branch,omitempty"`
-	CommitID string `json:"commit_id,omitempty"`
-	Check    string `json:"check"`
-}
-
-// ChangeDiffRefusal: a commit's changes cannot be proven.
-type ChangeDiffRefusal struct {
-	Reason string `json:"reason"`
-}
-
 // Failure is an error already mapped to an HTTP answer.
 type Failure struct {
 	Status     int
-	Body       ErrorOutput
+	Body       api.ErrorOutput
 	RetryAfter int // seconds; 0 sends no Retry-After
 }
 
 func (f *Failure) Error() string { return f.Body.Error }
 
-func fail(status int, code ErrorCode, format string, args ...any) *Failure {
-	return &Failure{Status: status, Body: ErrorOutput{Error: fmt.Sprintf(format, args...), Code: code}}
+func fail(status int, code api.ErrorCode, format string, args ...any) *Failure {
+	return &Failure{Status: status, Body: api.ErrorOutput{Error: fmt.Sprintf(format, args...), Code: code}}
 }
 
 func badRequest(format string, args ...any) *Failure {
-	return fail(http.StatusBadRequest, CodeBadRequest, format, args...)
+	return fail(http.StatusBadRequest, api.CodeBadRequest, format, args...)
 }
 
 // errTooLarge is the server's own body limit, raised as a *Failure.
 func tooLarge(resource string, limit, actual int64) *Failure {
-	return &Failure{Status: http.StatusRequestEntityTooLarge, Body: ErrorOutput{
+	return &Failure{Status: http.StatusRequestEntityTooLarge, Body: api.ErrorOutput{
 		Error:         fmt.Sprintf("the request body exceeds the %d-byte limit of this route; nothing was written", limit),
-		Code:          CodeBadRequest,
-		ResourceLimit: &ResourceLimit{Resource: resource, Limit: limit, Actual: actual},
+		Code:          api.CodeBadRequest,
+		ResourceLimit: &api.ResourceLimit{Resource: resource, Limit: limit, Actual: actual},
 	}}
 }
 
@@ -157,112 +77,112 @@ func MapError(err error, graphID string) *Failure {
 	case errors.As(err, &mbe):
 		return tooLarge(mbe.resource, mbe.limit, 0)
 	case errors.Is(err, poison.ErrPoisoned), errors.Is(err, clusterlock.ErrPoisoned):
-		return &Failure{Status: http.StatusServiceUnavailable, Body: ErrorOutput{
+		return &Failure{Status: http.StatusServiceUnavailable, Body: api.ErrorOutput{
 			Error: "an earlier write to the same storage object has an unknown outcome, so this server refuses to write it again until it restarts; nothing was written",
 			Class: "poisoned",
 		}}
 	case errors.As(err, &outcome):
-		return &Failure{Status: http.StatusInternalServerError, Body: ErrorOutput{
+		return &Failure{Status: http.StatusInternalServerError, Body: api.ErrorOutput{
 			Error: fmt.Sprintf("the outcome of commit %s on branch %q is unknown (the storage answer was lost), so the write may have landed: do not send it again before checking: look for commit %s in %s?branch=%s; if it is there the write is done",
 				outcome.CommitID, outcome.Branch, outcome.CommitID, commits, outcome.Branch),
-			Code:           CodeInternal,
-			OutcomeUnknown: &OutcomeUnknown{Branch: outcome.Branch, CommitID: outcome.CommitID, Check: commits + "?branch=" + outcome.Branch},
+			Code:           api.CodeInternal,
+			OutcomeUnknown: &api.OutcomeUnknown{Branch: outcome.Branch, CommitID: outcome.CommitID, Check: commits + "?branch=" + outcome.Branch},
 			Class:          "outcome_unknown",
 		}}
 	case errors.Is(err, manifest.ErrOutcomeUnknown), errors.Is(err, backend.ErrUnknown):
-		return &Failure{Status: http.StatusInternalServerError, Body: ErrorOutput{
+		return &Failure{Status: http.StatusInternalServerError, Body: api.ErrorOutput{
 			Error:          "the outcome of the write is unknown (a storage answer was lost), so it may have landed: do not send it again before checking " + commits,
-			Code:           CodeInternal,
-			OutcomeUnknown: &OutcomeUnknown{Check: commits},
+			Code:           api.CodeInternal,
+			OutcomeUnknown: &api.OutcomeUnknown{Check: commits},
 			Class:          "outcome_unknown",
 		}}
 	case errors.As(err, &rr):
-		return &Failure{Status: http.StatusServiceUnavailable, Body: ErrorOutput{
+		return &Failure{Status: http.StatusServiceUnavailable, Body: api.ErrorOutput{
 			Error: fmt.Sprintf("recovery required for operation %s: the write may still land when it is recovered; do not send it again yet: a restart of the server (a read-write open) resolves it; then check %s and write again only if it did not land",
 				rr.OperationID, commits),
-			RecoveryRequired: &RecoveryRequired{OperationID: rr.OperationID},
+			RecoveryRequired: &api.RecoveryRequired{OperationID: rr.OperationID},
 			Class:            "recovery_required",
 		}}
 	case errors.Is(err, recovery.ErrPending), errors.Is(err, recovery.ErrDeferred):
-		return &Failure{Status: http.StatusServiceUnavailable, Body: ErrorOutput{
+		return &Failure{Status: http.StatusServiceUnavailable, Body: api.ErrorOutput{
 			Error:            "a recovery intent is pending on this graph; a restart of the server (a read-write open) resolves it",
-			RecoveryRequired: &RecoveryRequired{},
+			RecoveryRequired: &api.RecoveryRequired{},
 			Class:            "recovery_required",
 		}}
 	case errors.Is(err, clusterlock.ErrLeaseLost), errors.Is(err, clusterlock.ErrNotHeld):
-		return &Failure{Status: http.StatusServiceUnavailable, Body: ErrorOutput{
+		return &Failure{Status: http.StatusServiceUnavailable, Body: api.ErrorOutput{
 			Error: "this server no longer holds the graph's writer lock and is stopping; nothing was written; send the write to the server that holds it",
 			Class: "lease_lost",
 		}}
 	case errors.As(err, &pf):
-		return &Failure{Status: http.StatusPreconditionFailed, Body: ErrorOutput{
+		return &Failure{Status: http.StatusPreconditionFailed, Body: api.ErrorOutput{
 			Error:               fmt.Sprintf("the head of branch %q is %s, not %s; nothing was written: read the branch again and retry with the new commit id", pf.Branch, pf.Actual, pf.Expected),
-			PreconditionFailure: &PreconditionFailure{Expected: pf.Expected, Actual: pf.Actual},
+			PreconditionFailure: &api.PreconditionFailure{Expected: pf.Expected, Actual: pf.Actual},
 		}}
 	case errors.As(err, &rs):
-		return &Failure{Status: http.StatusConflict, Body: ErrorOutput{
+		return &Failure{Status: http.StatusConflict, Body: api.ErrorOutput{
 			Error:           fmt.Sprintf("branch %q changed while the write was prepared (%s); nothing was written: run it again", rs.Branch, rs.Member),
-			Code:            CodeConflict,
-			ReadSetConflict: &ReadSetConflict{Member: rs.Member, Expected: rs.Expected, Actual: rs.Actual},
+			Code:            api.CodeConflict,
+			ReadSetConflict: &api.ReadSetConflict{Member: rs.Member, Expected: rs.Expected, Actual: rs.Actual},
 		}}
 	case errors.As(err, &kc):
-		return &Failure{Status: http.StatusConflict, Body: ErrorOutput{
+		return &Failure{Status: http.StatusConflict, Body: api.ErrorOutput{
 			Error:       userText(kc),
-			Code:        CodeConflict,
-			KeyConflict: &KeyConflict{EntityKind: kc.EntityKind, TypeName: kc.TypeName, EntityID: kc.EntityID},
+			Code:        api.CodeConflict,
+			KeyConflict: &api.KeyConflict{EntityKind: kc.EntityKind, TypeName: kc.TypeName, EntityID: kc.EntityID},
 		}}
 	case errors.As(err, &mc):
-		cs := mc.Conflicts
-		if cs == nil {
-			cs = []merge.Conflict{}
+		cs := make([]api.MergeConflict, len(mc.Conflicts))
+		for i, c := range mc.Conflicts {
+			cs[i] = api.MergeConflict{EntityKind: c.EntityKind, TypeName: c.TypeName, EntityID: c.EntityID, Kind: string(c.Kind), Message: c.Message}
 		}
-		return &Failure{Status: http.StatusConflict, Body: ErrorOutput{Error: userText(mc), Code: CodeConflict, MergeConflicts: cs}}
+		return &Failure{Status: http.StatusConflict, Body: api.ErrorOutput{Error: userText(mc), Code: api.CodeConflict, MergeConflicts: cs}}
 	case errors.Is(err, merge.ErrMergeTooLarge):
-		return &Failure{Status: http.StatusRequestEntityTooLarge, Body: ErrorOutput{
+		return &Failure{Status: http.StatusRequestEntityTooLarge, Body: api.ErrorOutput{
 			Error:         "the merge's delta exceeds the per-merge change limit; nothing was written",
-			Code:          CodeBadRequest,
-			ResourceLimit: &ResourceLimit{Resource: "merge_changes", Limit: merge.DefaultMaxChanges},
+			Code:          api.CodeBadRequest,
+			ResourceLimit: &api.ResourceLimit{Resource: "merge_changes", Limit: merge.DefaultMaxChanges},
 		}}
 	case errors.Is(err, merge.ErrParentlessCommit):
-		return &Failure{Status: http.StatusConflict, Body: ErrorOutput{Error: "the commit has no parent, so its changes cannot be computed", Code: CodeConflict, ChangeDiffRefusal: &ChangeDiffRefusal{Reason: "parentless_commit"}}}
+		return &Failure{Status: http.StatusConflict, Body: api.ErrorOutput{Error: "the commit has no parent, so its changes cannot be computed", Code: api.CodeConflict, ChangeDiffRefusal: &api.ChangeDiffRefusal{Reason: "parentless_commit"}}}
 	case errors.Is(err, merge.ErrSchemaBoundary):
-		return &Failure{Status: http.StatusConflict, Body: ErrorOutput{Error: "the commit crosses a schema change, so its changes cannot be computed", Code: CodeConflict, ChangeDiffRefusal: &ChangeDiffRefusal{Reason: "schema_boundary"}}}
+		return &Failure{Status: http.StatusConflict, Body: api.ErrorOutput{Error: "the commit crosses a schema change, so its changes cannot be computed", Code: api.CodeConflict, ChangeDiffRefusal: &api.ChangeDiffRefusal{Reason: "schema_boundary"}}}
 	case errors.As(err, &br):
-		return &Failure{Status: http.StatusRequestedRangeNotSatisfiable, Body: ErrorOutput{Error: userText(br), Code: CodeBadRequest, BlobRange: &BlobRange{Start: br.Start, End: br.End, Length: br.Length}}}
+		return &Failure{Status: http.StatusRequestedRangeNotSatisfiable, Body: api.ErrorOutput{Error: userText(br), Code: api.CodeBadRequest, BlobRange: &api.BlobRange{Start: br.Start, End: br.End, Length: br.Length}}}
 	case errors.Is(err, blob.ErrNotFound):
-		return fail(http.StatusNotFound, CodeNotFound, "%s", userText(err))
+		return fail(http.StatusNotFound, api.CodeNotFound, "%s", userText(err))
 	case errors.Is(err, blob.ErrExternal):
 		return badRequest("%s", userText(err))
 	case errors.Is(err, blob.ErrIntegrity):
-		return &Failure{Status: http.StatusInternalServerError, Body: ErrorOutput{
-			Error: "the Blob value's stored bytes are missing or damaged; see the server log", Code: CodeInternal, Class: "blob_integrity",
+		return &Failure{Status: http.StatusInternalServerError, Body: api.ErrorOutput{
+			Error: "the Blob value's stored bytes are missing or damaged; see the server log", Code: api.CodeInternal, Class: "blob_integrity",
 		}}
 	case errors.Is(err, graph.ErrNoGraph):
-		return fail(http.StatusNotFound, CodeNotFound, "the graph holds no data at its storage location")
+		return fail(http.StatusNotFound, api.CodeNotFound, "the graph holds no data at its storage location")
 	case errors.Is(err, manifest.ErrBranchNotFound):
-		return fail(http.StatusNotFound, CodeNotFound, "%s", userText(err))
+		return fail(http.StatusNotFound, api.CodeNotFound, "%s", userText(err))
 	case errors.Is(err, manifest.ErrCommitNotFound):
-		return fail(http.StatusNotFound, CodeNotFound, "%s", userText(err))
+		return fail(http.StatusNotFound, api.CodeNotFound, "%s", userText(err))
 	case errors.Is(err, manifest.ErrBranchExists), errors.Is(err, manifest.ErrBranchOverlap),
 		errors.Is(err, graph.ErrHasDescendants), errors.Is(err, manifest.ErrHeadMoved):
-		return fail(http.StatusConflict, CodeConflict, "%s", userText(err))
+		return fail(http.StatusConflict, api.CodeConflict, "%s", userText(err))
 	case errors.Is(err, graph.ErrTableDrift):
-		return fail(http.StatusConflict, CodeConflict, "a table of this branch drifted from its last commit and no recovery intent covers it; nothing was written: an operator must run 'omnigraph repair' on the graph")
+		return fail(http.StatusConflict, api.CodeConflict, "a table of this branch drifted from its last commit and no recovery intent covers it; nothing was written: an operator must run 'omnigraph repair' on the graph")
 	case errors.Is(err, graph.ErrReadOnly):
-		return fail(http.StatusForbidden, CodeForbidden, "this server is a read-only replica; send writes to the primary")
+		return fail(http.StatusForbidden, api.CodeForbidden, "this server is a read-only replica; send writes to the primary")
 	case errors.As(err, &qe), errors.Is(err, gq.ErrInvalidQuery), errors.Is(err, graph.ErrInvalidInput),
 		errors.Is(err, pg.ErrInvalidValue), errors.Is(err, pg.ErrInvalidSchema), errors.Is(err, graph.ErrInvalidSchema),
 		errors.Is(err, graph.ErrNotARead), errors.Is(err, graph.ErrInvalidBranch):
 		return badRequest("%s", userText(err))
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return &Failure{Status: http.StatusServiceUnavailable, Body: ErrorOutput{
+		return &Failure{Status: http.StatusServiceUnavailable, Body: api.ErrorOutput{
 			Error: "the request was cancelled or timed out; if it was a write, check " + commits + " before sending it again",
 			Class: "cancelled",
 		}}
 	case errors.Is(err, graph.ErrUnfencedStore), errors.Is(err, manifest.ErrStamp),
 		errors.Is(err, manifest.ErrCorrupt), errors.Is(err, recovery.ErrCorruptSidecar):
-		return &Failure{Status: http.StatusInternalServerError, Body: ErrorOutput{
-			Error: "the graph's storage is not in a state this server can use; see the server log", Code: CodeInternal, Class: "graph_state",
+		return &Failure{Status: http.StatusInternalServerError, Body: api.ErrorOutput{
+			Error: "the graph's storage is not in a state this server can use; see the server log", Code: api.CodeInternal, Class: "graph_state",
 		}}
 	}
 	// A typed unknown outcome was answered above, so KindUnknown here is
@@ -272,9 +192,9 @@ func MapError(err error, graphID string) *Failure {
 	if k := backend.KindOf(err); k != backend.KindNone && k != backend.KindUnknown {
 		class = "storage_" + k.String()
 	}
-	return &Failure{Status: http.StatusInternalServerError, Body: ErrorOutput{
+	return &Failure{Status: http.StatusInternalServerError, Body: api.ErrorOutput{
 		Error: "the request failed inside the server (failure class " + class + "); if it was a write, check " + commits + " before sending it again",
-		Code:  CodeInternal,
+		Code:  api.CodeInternal,
 		Class: class,
 	}}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph/export"
 )
 
@@ -53,8 +54,8 @@ func TestServerExportCut(t *testing.T) {
 		}()
 		s.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/graphs/default/export", nil))
 	}()
-	if w.Code != 200 || w.Body.Len() == 0 || w.Body.Len() > 100<<10 || w.Header().Get(TrailerExportEntities) != "" {
-		t.Fatalf("cut export: status %d, %d bytes, trailer %q", w.Code, w.Body.Len(), w.Header().Get(TrailerExportEntities))
+	if w.Code != 200 || w.Body.Len() == 0 || w.Body.Len() > 100<<10 || w.Header().Get(api.TrailerExportEntities) != "" {
+		t.Fatalf("cut export: status %d, %d bytes, trailer %q", w.Code, w.Body.Len(), w.Header().Get(api.TrailerExportEntities))
 	}
 	if s.adm.isClosed() || fatal != 0 {
 		t.Fatalf("a cut export must not stop the server: closed %v, fatal %d", s.adm.isClosed(), fatal)

@@ -10,182 +10,18 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/export"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/graph/query"
 )
 
-// Request and response bodies (components.schemas in the OpenAPI document).
-type (
-	// Health is GET /healthz.
-	Health struct {
-		Status  string `json:"status"`
-		Version string `json:"version"`
-		Graphs  int    `json:"graphs"`
-		Mode    string `json:"mode"` // "read-write" or "read-only"
-	}
-	// GraphList is GET /graphs.
-	GraphList struct {
-		Graphs []GraphItem `json:"graphs"`
-	}
-	// GraphItem is one served graph.
-	GraphItem struct {
-		GraphID string `json:"graph_id"`
-	}
-	// QueryRequest is POST query.
-	QueryRequest struct {
-		Query    string         `json:"query" jsonschema:"the .gq source of one or more read queries"`
-		Name     string         `json:"name,omitempty" jsonschema:"which declared query to run, when the source declares several"`
-		Params   map[string]any `json:"params,omitempty" jsonschema:"the query's parameters by name"`
-		Branch   string         `json:"branch,omitempty" jsonschema:"the branch to read (default main)"`
-		Snapshot string         `json:"snapshot,omitempty" jsonschema:"a graph commit id to read instead of a branch head"`
-	}
-	// ReadOutput is a query's answer.
-	ReadOutput struct {
-		QueryName     string            `json:"query_name"`
-		Target        ReadTarget        `json:"target"`
-		RowCount      int               `json:"row_count"`
-		Columns       []string          `json:"columns"`
-		Rows          []json.RawMessage `json:"rows"`
-		GraphCommitID string            `json:"graph_commit_id"`
-	}
-	// ReadTarget is what a query read.
-	ReadTarget struct {
-		Branch   string `json:"branch,omitempty"`
-		Snapshot string `json:"snapshot,omitempty"`
-	}
-	// MutateRequest is POST mutate.
-	MutateRequest struct {
-		Query  string         `json:"query" jsonschema:"the .gq source of one or more mutations"`
-		Name   string         `json:"name,omitempty" jsonschema:"which declared mutation to run, when the source declares several"`
-		Params map[string]any `json:"params,omitempty" jsonschema:"the mutation's parameters by name"`
-		Branch string         `json:"branch,omitempty" jsonschema:"the branch to write (default main)"`
-	}
-	// ChangeOutput is a mutation's answer; Commit is null when nothing
-	// changed.
-	ChangeOutput struct {
-		Branch        string        `json:"branch"`
-		QueryName     string        `json:"query_name,omitempty"`
-		AffectedNodes int           `json:"affected_nodes"`
-		AffectedEdges int           `json:"affected_edges"`
-		ActorID       string        `json:"actor_id,omitempty"`
-		Commit        *CommitOutput `json:"commit"`
-		Warnings      []string      `json:"warnings,omitempty"`
-	}
-	// CommitOutput is one commit.
-	CommitOutput struct {
-		GraphCommitID        string `json:"graph_commit_id"`
-		GraphBranch          string `json:"graph_branch,omitempty"`
-		GraphManifestVersion uint64 `json:"graph_manifest_version"`
-		ParentCommitID       string `json:"parent_commit_id,omitempty"`
-		MergedParentCommitID string `json:"merged_parent_commit_id,omitempty"`
-		ActorID              string `json:"actor_id,omitempty"`
-		CreatedAt            int64  `json:"created_at"` // unix microseconds
-	}
-	// CommitList is GET commits.
-	CommitList struct {
-		Commits []CommitOutput `json:"commits"`
-	}
-	// LoadRequest is POST load: a graph batch inline, as NDJSON text in
-	// Data or as the same line objects in Records (exactly one of them).
-	LoadRequest struct {
-		Data    string           `json:"data,omitempty" jsonschema:"the graph batch as NDJSON text: one {\"type\":T,\"data\":{...}} or {\"edge\":E,\"from\":src,\"to\":dst,\"data\":{...}} per line"`
-		Records []map[string]any `json:"records,omitempty" jsonschema:"the graph batch as an array of line objects (instead of data)"`
-		Branch  string           `json:"branch,omitempty" jsonschema:"the branch to load into (default main); it must exist unless from is given"`
-		From    string           `json:"from,omitempty" jsonschema:"create the branch from this one first when it does not exist"`
-		Mode    string           `json:"mode,omitempty" jsonschema:"merge (upsert, default), append (strict insert) or overwrite (replace each type in the batch)"`
-	}
-	// LoadOutput is a load's answer.
-	LoadOutput struct {
-		Branch        string         `json:"branch"`
-		BaseBranch    string         `json:"base_branch,omitempty"`
-		BranchCreated bool           `json:"branch_created"`
-		Mode          string         `json:"mode"`
-		Nodes         int            `json:"nodes"`
-		Edges         int            `json:"edges"`
-		Types         map[string]int `json:"types"`
-		TotalEntities int            `json:"total_entities"`
-		ActorID       string         `json:"actor_id,omitempty"`
-		Commit        *CommitOutput  `json:"commit"`
-		Warnings      []string       `json:"warnings,omitempty"`
-	}
-	// SnapshotOutput is GET snapshot.
-	SnapshotOutput struct {
-		GraphBranch           string          `json:"graph_branch"`
-		GraphManifestVersion  uint64          `json:"graph_manifest_version"`
-		GraphCommitID         string          `json:"graph_commit_id"`
-		InternalSchemaVersion int             `json:"internal_schema_version"`
-		SchemaIdentity        string          `json:"schema_identity"`
-		Datasets              []DatasetOutput `json:"datasets"`
-	}
-	// DatasetOutput is one table of a snapshot.
-	DatasetOutput struct {
-		TypeName                string `json:"type_name"`
-		EntityKind              string `json:"entity_kind"`
-		PublishedDatasetVersion uint64 `json:"published_dataset_version"`
-		EntityCount             int64  `json:"entity_count"`
-		NativeDatasetBranch     string `json:"native_dataset_branch,omitempty"`
-	}
-	// SchemaOutput is GET schema.
-	SchemaOutput struct {
-		SchemaSource   string `json:"schema_source"`
-		SchemaIdentity string `json:"schema_identity"`
-		Branch         string `json:"branch"`
-	}
-	// BranchList is GET branches.
-	BranchList struct {
-		Branches []string `json:"branches"`
-	}
-	// BranchCreateRequest is POST branches.
-	BranchCreateRequest struct {
-		Name string `json:"name" jsonschema:"the new branch"`
-		From string `json:"from,omitempty" jsonschema:"the branch whose head it starts from (default main)"`
-	}
-	// BranchCreateOutput answers a branch create.
-	BranchCreateOutput struct {
-		Name          string `json:"name"`
-		From          string `json:"from"`
-		GraphCommitID string `json:"graph_commit_id"`
-		ActorID       string `json:"actor_id,omitempty"`
-	}
-	// BranchDeleteOutput answers a branch delete.
-	BranchDeleteOutput struct {
-		Name    string `json:"name"`
-		ActorID string `json:"actor_id,omitempty"`
-	}
-	// MergeRequest is POST branches/merge.
-	MergeRequest struct {
-		Source       string `json:"source" jsonschema:"the branch to merge"`
-		Target       string `json:"target,omitempty" jsonschema:"the branch to merge into (default main)"`
-		DeleteBranch bool   `json:"delete_branch,omitempty" jsonschema:"delete the source branch after the merge lands"`
-	}
-	// MergeOutput answers a merge. A failed delete of the source is
-	// reported here, never as an error: the merge landed.
-	MergeOutput struct {
-		Source            string        `json:"source"`
-		Target            string        `json:"target"`
-		Outcome           string        `json:"outcome"`
-		ActorID           string        `json:"actor_id,omitempty"`
-		Commit            *CommitOutput `json:"commit,omitempty"`
-		Inserted          int           `json:"inserted"`
-		Updated           int           `json:"updated"`
-		Deleted           int           `json:"deleted"`
-		BranchDeleted     *bool         `json:"branch_deleted,omitempty"`
-		BranchDeleteError string        `json:"branch_delete_error,omitempty"`
-	}
-	// ChangesOutput is GET commits/{id}/changes.
-	ChangesOutput struct {
-		Cause   CommitOutput   `json:"cause"`
-		Changes []merge.Change `json:"changes"`
-	}
-)
-
-func commitOutput(c *graph.CommitInfo) *CommitOutput {
+func commitOutput(c *graph.CommitInfo) *api.CommitOutput {
 	if c == nil {
 		return nil
 	}
-	o := &CommitOutput{GraphCommitID: c.ID, GraphBranch: c.Branch, GraphManifestVersion: c.ManifestVersion, ActorID: c.Actor, CreatedAt: c.Micros}
+	o := &api.CommitOutput{GraphCommitID: c.ID, GraphBranch: c.Branch, GraphManifestVersion: c.ManifestVersion, ActorID: c.Actor, CreatedAt: c.Micros, CleanedUp: c.CleanedUp}
 	if len(c.Parents) > 0 {
 		o.ParentCommitID = c.Parents[0]
 	}
@@ -200,7 +36,7 @@ func commitOutput(c *graph.CommitInfo) *CommitOutput {
 func (r *request) decode(v any) error {
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return &Failure{Status: http.StatusUnsupportedMediaType, Body: ErrorOutput{Error: "the body must be JSON: send Content-Type: application/json", Code: CodeBadRequest}}
+		return &Failure{Status: http.StatusUnsupportedMediaType, Body: api.ErrorOutput{Error: "the body must be JSON: send Content-Type: application/json", Code: api.CodeBadRequest}}
 	}
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -228,27 +64,27 @@ func handleHealth(r *request) (int, any, error) {
 	if r.s.cfg.ReadOnly {
 		mode = "read-only"
 	}
-	return 200, Health{Status: "ok", Version: r.s.cfg.Version, Graphs: len(r.s.ids), Mode: mode}, nil
+	return 200, api.Health{Status: "ok", Version: r.s.cfg.Version, Graphs: len(r.s.ids), Mode: mode}, nil
 }
 
 func handleOpenAPI(r *request) (int, any, error) {
-	return 200, OpenAPI(r.s.cfg.Version, r.s.cfg.Tokens != nil), nil
+	return 200, OpenAPI(r.s.cfg.Tokens != nil), nil
 }
 
 // handleGraphs lists the graphs the actor may read (graph-wide).
 func handleGraphs(r *request) (int, any, error) {
-	out := GraphList{Graphs: []GraphItem{}}
+	out := api.GraphList{Graphs: []api.GraphItem{}}
 	for _, id := range r.s.ids {
 		if !r.s.allowed(r.actor, id, ActionRead) {
 			continue
 		}
-		out.Graphs = append(out.Graphs, GraphItem{GraphID: id})
+		out.Graphs = append(out.Graphs, api.GraphItem{GraphID: id})
 	}
 	return 200, out, nil
 }
 
 func handleQuery(r *request) (int, any, error) {
-	var q QueryRequest
+	var q api.QueryRequest
 	if err := r.decode(&q); err != nil {
 		return 0, nil, err
 	}
@@ -256,8 +92,8 @@ func handleQuery(r *request) (int, any, error) {
 	return 200, out, err
 }
 
-func readOutput(res *query.Result, q QueryRequest) ReadOutput {
-	out := ReadOutput{QueryName: res.QueryName, RowCount: len(res.Rows), Columns: res.ColumnNames(), Rows: make([]json.RawMessage, len(res.Rows)), GraphCommitID: res.CommitID}
+func readOutput(res *query.Result, q api.QueryRequest) api.ReadOutput {
+	out := api.ReadOutput{QueryName: res.QueryName, RowCount: len(res.Rows), Columns: res.ColumnNames(), Rows: make([]json.RawMessage, len(res.Rows)), GraphCommitID: res.CommitID}
 	if out.Columns == nil {
 		out.Columns = []string{}
 	}
@@ -273,26 +109,26 @@ func readOutput(res *query.Result, q QueryRequest) ReadOutput {
 }
 
 func handleMutate(r *request) (int, any, error) {
-	if len(r.Header.Values(HeaderIfGraphCommit)) > 0 {
-		return 0, nil, badRequest("%s goes with POST /graphs/%s/mutate/if-graph-commit; this route never writes conditionally", HeaderIfGraphCommit, r.graphID)
+	if len(r.Header.Values(api.HeaderIfGraphCommit)) > 0 {
+		return 0, nil, badRequest("%s goes with POST /graphs/%s/mutate/if-graph-commit; this route never writes conditionally", api.HeaderIfGraphCommit, r.graphID)
 	}
 	return mutateWith(r, "")
 }
 
 func handleMutateIf(r *request) (int, any, error) {
-	vs := r.Header.Values(HeaderIfGraphCommit)
+	vs := r.Header.Values(api.HeaderIfGraphCommit)
 	if len(vs) != 1 {
-		return 0, nil, badRequest("send the %s header exactly once, with the raw commit id the branch head must be", HeaderIfGraphCommit)
+		return 0, nil, badRequest("send the %s header exactly once, with the raw commit id the branch head must be", api.HeaderIfGraphCommit)
 	}
 	v := strings.TrimSpace(vs[0])
 	if v == "" || v == "*" || strings.ContainsAny(v, `",`) || strings.HasPrefix(v, "W/") {
-		return 0, nil, badRequest("%s takes one raw commit id (no '*', quotes, W/ or lists)", HeaderIfGraphCommit)
+		return 0, nil, badRequest("%s takes one raw commit id (no '*', quotes, W/ or lists)", api.HeaderIfGraphCommit)
 	}
 	return mutateWith(r, v)
 }
 
 func mutateWith(r *request, ifCommit string) (int, any, error) {
-	var m MutateRequest
+	var m api.MutateRequest
 	if err := r.decode(&m); err != nil {
 		return 0, nil, err
 	}
@@ -303,7 +139,7 @@ func mutateWith(r *request, ifCommit string) (int, any, error) {
 func handleLoadNDJSON(r *request) (int, any, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/x-ndjson" {
-		return 0, nil, &Failure{Status: http.StatusUnsupportedMediaType, Body: ErrorOutput{Error: "the body must be a graph batch: send Content-Type: application/x-ndjson", Code: CodeBadRequest}}
+		return 0, nil, &Failure{Status: http.StatusUnsupportedMediaType, Body: api.ErrorOutput{Error: "the body must be a graph batch: send Content-Type: application/x-ndjson", Code: api.CodeBadRequest}}
 	}
 	qv := r.URL.Query()
 	out, err := r.opLoad(r.Body, qv.Get("branch"), qv.Get("from"), qv.Get("mode"))
@@ -311,22 +147,13 @@ func handleLoadNDJSON(r *request) (int, any, error) {
 }
 
 func handleLoadJSON(r *request) (int, any, error) {
-	var in LoadRequest
+	var in api.LoadRequest
 	if err := r.decode(&in); err != nil {
 		return 0, nil, err
 	}
 	out, err := r.opLoadJSON(in)
 	return 200, out, err
 }
-
-// Headers of an export answer.
-const (
-	// HeaderGraphCommit is the commit an export read.
-	HeaderGraphCommit = "Omnigraph-Graph-Commit"
-	// TrailerExportEntities is set after the last line of a complete
-	// export: the number of lines. A body without it was cut short.
-	TrailerExportEntities = "Omnigraph-Export-Entities"
-)
 
 // handleExport streams one snapshot as graph-batch NDJSON. Every check
 // (policy, branch, types) happens before the first byte, so those
@@ -376,7 +203,7 @@ func handleExport(r *request) (int, any, error) {
 		panic(http.ErrAbortHandler)
 	}
 	ew.start()
-	r.w.Header().Set(TrailerExportEntities, strconv.Itoa(res.Nodes+res.Edges))
+	r.w.Header().Set(api.TrailerExportEntities, strconv.Itoa(res.Nodes+res.Edges))
 	return 0, nil, nil
 }
 
@@ -394,8 +221,8 @@ func (e *exportWriter) start() {
 	e.started = true
 	h := e.w.Header()
 	h.Set("Content-Type", "application/x-ndjson")
-	h.Set(HeaderGraphCommit, e.commit)
-	h.Set("Trailer", TrailerExportEntities)
+	h.Set(api.HeaderGraphCommit, e.commit)
+	h.Set("Trailer", api.TrailerExportEntities)
 	e.w.WriteHeader(http.StatusOK)
 }
 
@@ -422,7 +249,7 @@ func handleBranches(r *request) (int, any, error) {
 }
 
 func handleBranchCreate(r *request) (int, any, error) {
-	var b BranchCreateRequest
+	var b api.BranchCreateRequest
 	if err := r.decode(&b); err != nil {
 		return 0, nil, err
 	}
@@ -436,7 +263,7 @@ func handleBranchDelete(r *request) (int, any, error) {
 }
 
 func handleMerge(r *request) (int, any, error) {
-	var m MergeRequest
+	var m api.MergeRequest
 	if err := r.decode(&m); err != nil {
 		return 0, nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/omnigraph-go/omnigraph/api"
 )
 
 // TestServerLoadJSON: POST load takes the batch inline, as NDJSON text in
@@ -102,7 +104,7 @@ func TestServerExport(t *testing.T) {
 	head := m["commit"].(map[string]any)["graph_commit_id"].(string)
 
 	st, h, tr, lines := getExport(t, base, g0+"/export", "")
-	if st != 200 || h.Get("Content-Type") != "application/x-ndjson" || h.Get(HeaderGraphCommit) != head {
+	if st != 200 || h.Get("Content-Type") != "application/x-ndjson" || h.Get(api.HeaderGraphCommit) != head {
 		t.Fatalf("export: %d %v", st, h)
 	}
 	want := []string{
@@ -110,11 +112,11 @@ func TestServerExport(t *testing.T) {
 		`{"type":"Person","data":{"age":20,"id":"bo","name":"bo"}}`,
 		`{"type":"Person","data":{"age":null,"id":"cy","name":"cy"}}`,
 	}
-	if strings.Join(lines, "\n") != strings.Join(want, "\n") || tr.Get(TrailerExportEntities) != "3" {
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") || tr.Get(api.TrailerExportEntities) != "3" {
 		t.Fatalf("export lines:\n%s\ntrailer %v", strings.Join(lines, "\n"), tr)
 	}
 	st, h, tr, lines = getExport(t, base, g0+"/export?snapshot="+first+"&type=Person", "")
-	if st != 200 || h.Get(HeaderGraphCommit) != first || len(lines) != 2 || tr.Get(TrailerExportEntities) != "2" {
+	if st != 200 || h.Get(api.HeaderGraphCommit) != first || len(lines) != 2 || tr.Get(api.TrailerExportEntities) != "2" {
 		t.Fatalf("snapshot export: %d %v %v", st, lines, tr)
 	}
 	for _, tc := range []struct {
@@ -154,7 +156,7 @@ func TestServerExportPolicy(t *testing.T) {
 	if st != 403 || h.Get("Content-Type") != "application/json" || len(lines) != 1 || !strings.Contains(lines[0], `"forbidden"`) {
 		t.Fatalf("alice export: %d %v", st, lines)
 	}
-	if st, _, tr, _ := getExport(t, base, "/graphs/default/export", secrets["ops"]); st != 200 || tr.Get(TrailerExportEntities) != "0" {
+	if st, _, tr, _ := getExport(t, base, "/graphs/default/export", secrets["ops"]); st != 200 || tr.Get(api.TrailerExportEntities) != "0" {
 		t.Fatalf("ops export: %d %v", st, tr)
 	}
 }

@@ -5,13 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 )
 
@@ -55,7 +58,7 @@ type (
 	// MutateInput is MutateRequest plus the optional head precondition of
 	// mutate/if-graph-commit.
 	MutateInput struct {
-		MutateRequest
+		api.MutateRequest
 		IfGraphCommit string `json:"if_graph_commit,omitempty" jsonschema:"write only while the branch head is this commit id (as the Omnigraph-If-Graph-Commit header); a stale head fails with status 412"`
 	}
 )
@@ -64,19 +67,8 @@ type (
 // status the same failure gets on its route and the error envelope.
 type ToolError struct {
 	Status int `json:"status"`
-	ErrorOutput
+	api.ErrorOutput
 	RetryAfter int `json:"retry_after_seconds,omitempty"`
-}
-
-// JSONRPCMessage is the body of the MCP endpoint in the OpenAPI
-// document: one JSON-RPC 2.0 message (the MCP specification has the rest).
-type JSONRPCMessage struct {
-	JSONRPC string `json:"jsonrpc"`
-	ID      any    `json:"id,omitempty"`
-	Method  string `json:"method,omitempty"`
-	Params  any    `json:"params,omitempty"`
-	Result  any    `json:"result,omitempty"`
-	Error   any    `json:"error,omitempty"`
 }
 
 type requestKey struct{}
@@ -110,13 +102,13 @@ func destructive(d bool) *mcp.ToolAnnotations {
 func mcpTools() []mcpTool {
 	return []mcpTool{
 		tool("graph_query", ActionRead, "Run a read query (.gq source) on one snapshot of a branch or on a commit (snapshot); rows come back as JSON objects, with graph_commit_id (the head read)", readOnly(),
-			func(r *request, in QueryRequest) (any, error) { return r.opQuery(in) }),
+			func(r *request, in api.QueryRequest) (any, error) { return r.opQuery(in) }),
 		tool("graph_mutate", ActionChange, "Run a mutation (.gq source) as one commit on a branch; with if_graph_commit it writes only while the branch head is that commit", destructive(true),
 			func(r *request, in MutateInput) (any, error) {
 				return r.opMutate(in.MutateRequest, strings.TrimSpace(in.IfGraphCommit))
 			}),
 		tool("graph_load", ActionLoad, "Load a graph batch as one commit: NDJSON text in data (lines {\"type\":T,\"data\":{...}} or {\"edge\":E,\"from\":src,\"to\":dst,\"data\":{...}}) or the same objects in records; mode merge (upsert, default), append (strict insert) or overwrite", destructive(true),
-			func(r *request, in LoadRequest) (any, error) { return r.opLoadJSON(in) }),
+			func(r *request, in api.LoadRequest) (any, error) { return r.opLoadJSON(in) }),
 		tool("graph_snapshot", ActionRead, "A branch head: manifest version, commit and per-type table versions and row counts", readOnly(),
 			func(r *request, in BranchInput) (any, error) { return r.opSnapshot(in.Branch) }),
 		tool("schema_get", ActionRead, "The accepted .pg schema source of a branch", readOnly(),
@@ -124,11 +116,11 @@ func mcpTools() []mcpTool {
 		tool("branch_list", ActionRead, "List the live branches", readOnly(),
 			func(r *request, _ NoInput) (any, error) { return r.opBranches() }),
 		tool("branch_create", ActionBranchCreate, "Create a branch from the head of another (default main)", destructive(false),
-			func(r *request, in BranchCreateRequest) (any, error) { return r.opBranchCreate(in) }),
+			func(r *request, in api.BranchCreateRequest) (any, error) { return r.opBranchCreate(in) }),
 		tool("branch_delete", ActionBranchDelete, "Delete a branch", destructive(true),
 			func(r *request, in BranchNameInput) (any, error) { return r.opBranchDelete(in.Name) }),
 		tool("branch_merge", ActionBranchMerge, "Merge a branch into another (default main); conflicts fail with status 409 and merge_conflicts", destructive(true),
-			func(r *request, in MergeRequest) (any, error) { return r.opMerge(in) }),
+			func(r *request, in api.MergeRequest) (any, error) { return r.opMerge(in) }),
 		tool("commit_list", ActionRead, "The commits reachable from a branch head, newest first", readOnly(),
 			func(r *request, in CommitsInput) (any, error) { return r.opCommits(in.Branch, in.Limit) }),
 		tool("commit_get", ActionRead, "One commit", readOnly(),
@@ -152,7 +144,7 @@ func mcpTools() []mcpTool {
 // again with json.Number, as the HTTP routes decode bodies, so integer
 // parameters keep their precision.
 func tool[In any](name string, act Action, desc string, ann *mcp.ToolAnnotations, op func(*request, In) (any, error)) mcpTool {
-	t := &mcp.Tool{Name: name, Description: desc, Annotations: ann}
+	t := &mcp.Tool{Name: name, Description: desc, Annotations: ann, InputSchema: inputSchema[In]()}
 	return mcpTool{tool: t, action: act, add: func(s *Server, ms *mcp.Server, t *mcp.Tool) {
 		mcp.AddTool(ms, t, func(ctx context.Context, req *mcp.CallToolRequest, _ In) (*mcp.CallToolResult, any, error) {
 			hr, _ := ctx.Value(requestKey{}).(*request)
@@ -189,6 +181,37 @@ func tool[In any](name string, act Action, desc string, ann *mcp.ToolAnnotations
 			return nil, out, nil
 		})
 	}}
+}
+
+// inputSchema is the tool's input schema inferred from In, with every
+// type list of a nullable member (["null","array"] for a slice, the same
+// for a map) narrowed to its one non-null type: portable MCP clients warn
+// on type lists, and no tool argument means anything by null.
+func inputSchema[In any]() *jsonschema.Schema {
+	s, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("server: the input schema of %T: %v", *new(In), err))
+	}
+	var narrow func(*jsonschema.Schema)
+	narrow = func(s *jsonschema.Schema) {
+		if s == nil {
+			return
+		}
+		if len(s.Types) == 2 && slices.Contains(s.Types, "null") {
+			for _, t := range s.Types {
+				if t != "null" {
+					s.Type, s.Types = t, nil
+				}
+			}
+		}
+		for _, p := range s.Properties {
+			narrow(p)
+		}
+		narrow(s.Items)
+		narrow(s.AdditionalProperties)
+	}
+	narrow(s)
+	return s
 }
 
 // runTool runs one tool's operation with the same panic containment as

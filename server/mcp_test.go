@@ -291,7 +291,7 @@ func TestMCPRawJSONRPC(t *testing.T) {
 	mustStatus(t, "raw tools/call", st, 200, m)
 	res, _ := m["result"].(map[string]any)
 	if h.Get("Content-Type") != "application/json" || h.Get("Mcp-Session-Id") != "" || res == nil ||
-		fmt.Sprint(res["structuredContent"]) != "map[branches:[main]]" || res["isError"] == true {
+		fmt.Sprint(res["structuredContent"]) != "map[branches:[main] heads:[map[graph_manifest_version:1 incarnation:1 name:main]]]" || res["isError"] == true {
 		t.Fatalf("raw tools/call: %v %v", h, m)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/load"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
@@ -28,12 +29,12 @@ func orMain(b string) string {
 	return b
 }
 
-func (r *request) opQuery(q QueryRequest) (ReadOutput, error) {
+func (r *request) opQuery(q api.QueryRequest) (api.ReadOutput, error) {
 	if strings.TrimSpace(q.Query) == "" {
-		return ReadOutput{}, badRequest("query is required: the .gq source of a read query")
+		return api.ReadOutput{}, badRequest("query is required: the .gq source of a read query")
 	}
 	if q.Branch != "" && q.Snapshot != "" {
-		return ReadOutput{}, badRequest("read either a branch or a snapshot, not both")
+		return api.ReadOutput{}, badRequest("read either a branch or a snapshot, not both")
 	}
 	var snap *graph.Snapshot
 	var err error
@@ -41,43 +42,43 @@ func (r *request) opQuery(q QueryRequest) (ReadOutput, error) {
 		// A snapshot may be of any branch: reading one needs read on
 		// the whole graph.
 		if err := r.authorize(ActionRead, "", ""); err != nil {
-			return ReadOutput{}, err
+			return api.ReadOutput{}, err
 		}
 		snap, err = r.g.SnapshotAt(r.Context(), q.Snapshot)
 	} else {
 		if err := r.authorize(ActionRead, orMain(q.Branch), ""); err != nil {
-			return ReadOutput{}, err
+			return api.ReadOutput{}, err
 		}
 		snap, err = r.g.Snapshot(r.Context(), q.Branch)
 	}
 	if err != nil {
-		return ReadOutput{}, err
+		return api.ReadOutput{}, err
 	}
 	res, err := query.Run(r.Context(), snap, q.Query, q.Name, q.Params)
 	if err != nil {
-		return ReadOutput{}, err
+		return api.ReadOutput{}, err
 	}
 	return readOutput(res, q), nil
 }
 
-func (r *request) opMutate(m MutateRequest, ifCommit string) (ChangeOutput, error) {
+func (r *request) opMutate(m api.MutateRequest, ifCommit string) (api.ChangeOutput, error) {
 	if strings.TrimSpace(m.Query) == "" {
-		return ChangeOutput{}, badRequest("query is required: the .gq source of a mutation")
+		return api.ChangeOutput{}, badRequest("query is required: the .gq source of a mutation")
 	}
 	branch := orMain(m.Branch)
 	if err := r.authorize(ActionChange, branch, ""); err != nil {
-		return ChangeOutput{}, err
+		return api.ChangeOutput{}, err
 	}
 	release, err := r.admitWrite()
 	if err != nil {
-		return ChangeOutput{}, err
+		return api.ChangeOutput{}, err
 	}
 	defer release()
 	res, err := mutate.Query(r.Context(), r.g, m.Query, m.Name, mutate.Options{Branch: m.Branch, Params: m.Params, IfCommit: ifCommit, Actor: r.actorID()})
 	if err != nil {
-		return ChangeOutput{}, err
+		return api.ChangeOutput{}, err
 	}
-	out := ChangeOutput{Branch: branch, QueryName: m.Name, AffectedNodes: res.AffectedNodes, AffectedEdges: res.AffectedEdges, ActorID: r.actor, Commit: commitOutput(res.Commit), Warnings: res.Warnings}
+	out := api.ChangeOutput{Branch: branch, QueryName: m.Name, AffectedNodes: res.AffectedNodes, AffectedEdges: res.AffectedEdges, ActorID: r.actor, Commit: commitOutput(res.Commit), Warnings: res.Warnings}
 	if res.Commit != nil {
 		out.ActorID = res.Commit.Actor
 		r.wrote(branch)
@@ -88,37 +89,37 @@ func (r *request) opMutate(m MutateRequest, ifCommit string) (ChangeOutput, erro
 // opLoad loads a graph batch read from body. The policy is checked before
 // the body is read: load on the branch, and branch_create too when from
 // names a base (the branch is created from it if missing).
-func (r *request) opLoad(body io.Reader, branch, from, modeS string) (LoadOutput, error) {
+func (r *request) opLoad(body io.Reader, branch, from, modeS string) (api.LoadOutput, error) {
 	branch = orMain(branch)
 	if modeS == "" {
 		modeS = string(load.Merge)
 	}
 	mode, err := load.ParseMode(modeS)
 	if err != nil {
-		return LoadOutput{}, badRequest("%s", err.Error())
+		return api.LoadOutput{}, badRequest("%s", err.Error())
 	}
 	if err := r.authorize(ActionLoad, branch, ""); err != nil {
-		return LoadOutput{}, err
+		return api.LoadOutput{}, err
 	}
 	if from != "" {
 		if err := r.authorize(ActionBranchCreate, from, branch); err != nil {
-			return LoadOutput{}, err
+			return api.LoadOutput{}, err
 		}
 	}
 	release, err := r.admitWrite()
 	if err != nil {
-		return LoadOutput{}, err
+		return api.LoadOutput{}, err
 	}
 	defer release()
-	out := LoadOutput{Branch: branch, Mode: string(mode), ActorID: r.actor}
+	out := api.LoadOutput{Branch: branch, Mode: string(mode), ActorID: r.actor}
 	if from != "" {
 		if _, err := r.g.Snapshot(r.Context(), branch); errors.Is(err, manifest.ErrBranchNotFound) {
 			if _, err := r.g.CreateBranch(r.Context(), branch, from); err != nil {
-				return LoadOutput{}, err
+				return api.LoadOutput{}, err
 			}
 			out.BranchCreated, out.BaseBranch = true, from
 		} else if err != nil {
-			return LoadOutput{}, err
+			return api.LoadOutput{}, err
 		}
 	}
 	res, err := load.Run(r.Context(), r.g, body, load.Options{Branch: branch, Mode: mode, Actor: r.actorID()})
@@ -131,7 +132,7 @@ func (r *request) opLoad(body io.Reader, branch, from, modeS string) (LoadOutput
 				r.s.log.Warn("could not delete the branch a refused load created", "graph", r.graphID, "failure_class", MapError(derr, r.graphID).Body.Class)
 			}
 		}
-		return LoadOutput{}, err
+		return api.LoadOutput{}, err
 	}
 	out.Nodes, out.Edges, out.Types, out.TotalEntities = res.Nodes, res.Edges, res.Types, res.Nodes+res.Edges
 	out.Commit, out.Warnings = commitOutput(res.Commit), res.Warnings
@@ -145,9 +146,9 @@ func (r *request) opLoad(body io.Reader, branch, from, modeS string) (LoadOutput
 }
 
 // opLoadJSON loads a batch sent inline (POST load, the graph_load tool).
-func (r *request) opLoadJSON(in LoadRequest) (LoadOutput, error) {
+func (r *request) opLoadJSON(in api.LoadRequest) (api.LoadOutput, error) {
 	if (in.Data == "") == (len(in.Records) == 0) {
-		return LoadOutput{}, badRequest("send the batch in exactly one of data (NDJSON text) or records (an array of line objects)")
+		return api.LoadOutput{}, badRequest("send the batch in exactly one of data (NDJSON text) or records (an array of line objects)")
 	}
 	if in.Data != "" {
 		return r.opLoad(strings.NewReader(in.Data), in.Branch, in.From, in.Mode)
@@ -157,133 +158,134 @@ func (r *request) opLoadJSON(in LoadRequest) (LoadOutput, error) {
 	enc.SetEscapeHTML(false)
 	for i, rec := range in.Records {
 		if err := enc.Encode(rec); err != nil {
-			return LoadOutput{}, badRequest("records[%d]: %v", i, err)
+			return api.LoadOutput{}, badRequest("records[%d]: %v", i, err)
 		}
 	}
 	return r.opLoad(&buf, in.Branch, in.From, in.Mode)
 }
 
-func (r *request) opSnapshot(branch string) (SnapshotOutput, error) {
+func (r *request) opSnapshot(branch string) (api.SnapshotOutput, error) {
 	branch = orMain(branch)
 	if err := r.authorize(ActionRead, branch, ""); err != nil {
-		return SnapshotOutput{}, err
+		return api.SnapshotOutput{}, err
 	}
 	snap, err := r.g.Snapshot(r.Context(), branch)
 	if err != nil {
-		return SnapshotOutput{}, err
+		return api.SnapshotOutput{}, err
 	}
 	stats, err := snap.TableStats(r.Context())
 	if err != nil {
-		return SnapshotOutput{}, err
+		return api.SnapshotOutput{}, err
 	}
-	out := SnapshotOutput{GraphBranch: snap.Branch(), GraphManifestVersion: snap.Version(), GraphCommitID: snap.CommitID(),
-		InternalSchemaVersion: snap.Stamp(), SchemaIdentity: snap.SchemaIdentity(), Datasets: []DatasetOutput{}}
+	out := api.SnapshotOutput{GraphBranch: snap.Branch(), GraphManifestVersion: snap.Version(), GraphCommitID: snap.CommitID(),
+		InternalSchemaVersion: snap.Stamp(), SchemaIdentity: snap.SchemaIdentity(), Datasets: []api.DatasetOutput{}}
 	for _, st := range stats {
 		kind, name := "node", st.Key
 		if k, n, ok := strings.Cut(st.Key, ":"); ok {
 			kind, name = k, n
 		}
-		out.Datasets = append(out.Datasets, DatasetOutput{TypeName: name, EntityKind: kind, PublishedDatasetVersion: st.Version, EntityCount: st.Rows, NativeDatasetBranch: st.Branch})
+		out.Datasets = append(out.Datasets, api.DatasetOutput{TypeName: name, EntityKind: kind, PublishedDatasetVersion: st.Version, EntityCount: st.Rows, NativeDatasetBranch: st.Branch})
 	}
 	return out, nil
 }
 
-func (r *request) opSchema(branch string) (SchemaOutput, error) {
+func (r *request) opSchema(branch string) (api.SchemaOutput, error) {
 	branch = orMain(branch)
 	if err := r.authorize(ActionRead, branch, ""); err != nil {
-		return SchemaOutput{}, err
+		return api.SchemaOutput{}, err
 	}
 	snap, err := r.g.Snapshot(r.Context(), branch)
 	if err != nil {
-		return SchemaOutput{}, err
+		return api.SchemaOutput{}, err
 	}
 	cat, err := snap.Catalog(r.Context())
 	if err != nil {
-		return SchemaOutput{}, err
+		return api.SchemaOutput{}, err
 	}
-	return SchemaOutput{SchemaSource: cat.Source, SchemaIdentity: cat.Identity, Branch: snap.Branch()}, nil
+	return api.SchemaOutput{SchemaSource: cat.Source, SchemaIdentity: cat.Identity, Branch: snap.Branch()}, nil
 }
 
-func (r *request) opBranches() (BranchList, error) {
+func (r *request) opBranches() (api.BranchList, error) {
 	if err := r.authorize(ActionRead, "", ""); err != nil {
-		return BranchList{}, err
+		return api.BranchList{}, err
 	}
 	bs, err := r.g.Branches(r.Context())
 	if err != nil {
-		return BranchList{}, err
+		return api.BranchList{}, err
 	}
-	out := BranchList{Branches: []string{}}
+	out := api.BranchList{Branches: []string{}, Heads: []api.BranchHead{}}
 	for _, b := range bs {
 		out.Branches = append(out.Branches, b.Name)
+		out.Heads = append(out.Heads, api.BranchHead{Name: b.Name, Incarnation: b.Incarnation, GraphManifestVersion: b.Version})
 	}
 	return out, nil
 }
 
-func (r *request) opBranchCreate(b BranchCreateRequest) (BranchCreateOutput, error) {
+func (r *request) opBranchCreate(b api.BranchCreateRequest) (api.BranchCreateOutput, error) {
 	if b.Name == "" {
-		return BranchCreateOutput{}, badRequest("name is required")
+		return api.BranchCreateOutput{}, badRequest("name is required")
 	}
 	b.From = orMain(b.From)
 	if err := r.authorize(ActionBranchCreate, b.From, b.Name); err != nil {
-		return BranchCreateOutput{}, err
+		return api.BranchCreateOutput{}, err
 	}
 	release, err := r.admitWrite()
 	if err != nil {
-		return BranchCreateOutput{}, err
+		return api.BranchCreateOutput{}, err
 	}
 	defer release()
 	snap, err := r.g.CreateBranch(r.Context(), b.Name, b.From)
 	if err != nil {
-		return BranchCreateOutput{}, err
+		return api.BranchCreateOutput{}, err
 	}
 	r.icebergAfter(b.Name)
-	return BranchCreateOutput{Name: b.Name, From: b.From, GraphCommitID: snap.CommitID(), ActorID: r.actor}, nil
+	return api.BranchCreateOutput{Name: b.Name, From: b.From, GraphCommitID: snap.CommitID(), Incarnation: snap.Entry().Incarnation, ActorID: r.actor}, nil
 }
 
-func (r *request) opBranchDelete(name string) (BranchDeleteOutput, error) {
+func (r *request) opBranchDelete(name string) (api.BranchDeleteOutput, error) {
 	if name == "" {
-		return BranchDeleteOutput{}, badRequest("name is required")
+		return api.BranchDeleteOutput{}, badRequest("name is required")
 	}
 	if err := r.authorize(ActionBranchDelete, "", name); err != nil {
-		return BranchDeleteOutput{}, err
+		return api.BranchDeleteOutput{}, err
 	}
 	release, err := r.admitWrite()
 	if err != nil {
-		return BranchDeleteOutput{}, err
+		return api.BranchDeleteOutput{}, err
 	}
 	defer release()
 	if err := r.g.DeleteBranch(r.Context(), name); err != nil {
-		return BranchDeleteOutput{}, err
+		return api.BranchDeleteOutput{}, err
 	}
 	r.icebergAfter(icebergEveryBranch)
-	return BranchDeleteOutput{Name: name, ActorID: r.actor}, nil
+	return api.BranchDeleteOutput{Name: name, ActorID: r.actor}, nil
 }
 
-func (r *request) opMerge(m MergeRequest) (MergeOutput, error) {
+func (r *request) opMerge(m api.MergeRequest) (api.MergeOutput, error) {
 	if m.Source == "" {
-		return MergeOutput{}, badRequest("source is required: the branch to merge")
+		return api.MergeOutput{}, badRequest("source is required: the branch to merge")
 	}
 	m.Target = orMain(m.Target)
 	if err := r.authorize(ActionBranchMerge, m.Source, m.Target); err != nil {
-		return MergeOutput{}, err
+		return api.MergeOutput{}, err
 	}
 	if m.DeleteBranch {
 		// Checked before the merge, so a denied delete changes nothing.
 		if err := r.authorize(ActionBranchDelete, "", m.Source); err != nil {
-			return MergeOutput{}, err
+			return api.MergeOutput{}, err
 		}
 	}
 	release, err := r.admitWrite()
 	if err != nil {
-		return MergeOutput{}, err
+		return api.MergeOutput{}, err
 	}
 	defer release()
 	res, err := merge.Run(r.Context(), r.g, m.Source, m.Target, merge.Options{Actor: r.actorID()})
 	if err != nil {
-		return MergeOutput{}, err
+		return api.MergeOutput{}, err
 	}
-	out := MergeOutput{Source: res.Source, Target: res.Target, Outcome: string(res.Outcome), ActorID: r.actor, Commit: commitOutput(res.Commit),
-		Inserted: res.Inserted, Updated: res.Updated, Deleted: res.Deleted}
+	out := api.MergeOutput{Source: res.Source, Target: res.Target, Outcome: string(res.Outcome), SourceCommit: res.SourceCommit, BaseCommit: res.BaseCommit,
+		ActorID: r.actor, Commit: commitOutput(res.Commit), Inserted: res.Inserted, Updated: res.Updated, Deleted: res.Deleted, Warnings: res.Warnings}
 	if res.Commit != nil {
 		r.wrote(res.Target)
 	}
@@ -300,58 +302,59 @@ func (r *request) opMerge(m MergeRequest) (MergeOutput, error) {
 	return out, nil
 }
 
-func (r *request) opCommits(branch string, limit int) (CommitList, error) {
+func (r *request) opCommits(branch string, limit int) (api.CommitList, error) {
 	branch = orMain(branch)
 	if limit < 0 {
-		return CommitList{}, badRequest("limit must be 0 (all) or a positive whole number")
+		return api.CommitList{}, badRequest("limit must be 0 (all) or a positive whole number")
 	}
 	if err := r.authorize(ActionRead, branch, ""); err != nil {
-		return CommitList{}, err
+		return api.CommitList{}, err
 	}
 	cs, err := r.g.Commits(r.Context(), branch, limit)
 	if err != nil {
-		return CommitList{}, err
+		return api.CommitList{}, err
 	}
-	out := CommitList{Commits: []CommitOutput{}}
+	out := api.CommitList{Commits: []api.CommitOutput{}}
 	for i := range cs {
 		out.Commits = append(out.Commits, *commitOutput(&cs[i]))
 	}
 	return out, nil
 }
 
-func (r *request) opCommit(id string) (CommitOutput, error) {
+func (r *request) opCommit(id string) (api.CommitOutput, error) {
 	if id == "" {
-		return CommitOutput{}, badRequest("commit_id is required")
+		return api.CommitOutput{}, badRequest("commit_id is required")
 	}
 	if err := r.authorize(ActionRead, "", ""); err != nil {
-		return CommitOutput{}, err
+		return api.CommitOutput{}, err
 	}
 	c, err := r.g.Commit(r.Context(), id)
 	if err != nil {
-		return CommitOutput{}, err
+		return api.CommitOutput{}, err
 	}
 	return *commitOutput(&c), nil
 }
 
-func (r *request) opChanges(id string, f merge.Filter) (ChangesOutput, error) {
+func (r *request) opChanges(id string, f merge.Filter) (api.ChangesOutput, error) {
 	switch f.Op {
 	case "", merge.OpInsert, merge.OpUpdate, merge.OpDelete:
 	default:
-		return ChangesOutput{}, badRequest("op must be insert, update or delete, not %q", f.Op)
+		return api.ChangesOutput{}, badRequest("op must be insert, update or delete, not %q", f.Op)
 	}
 	if err := r.authorize(ActionRead, "", ""); err != nil {
-		return ChangesOutput{}, err
+		return api.ChangesOutput{}, err
 	}
 	c, err := r.g.Commit(r.Context(), id)
 	if err != nil {
-		return ChangesOutput{}, err
+		return api.ChangesOutput{}, err
 	}
 	cs, err := merge.CommitChanges(r.Context(), r.g, id, f)
 	if err != nil {
-		return ChangesOutput{}, err
+		return api.ChangesOutput{}, err
 	}
-	if cs == nil {
-		cs = []merge.Change{}
+	out := api.ChangesOutput{Cause: *commitOutput(&c), Changes: make([]api.Change, len(cs))}
+	for i, ch := range cs {
+		out.Changes[i] = api.Change{EntityKind: ch.EntityKind, TypeName: ch.TypeName, ID: ch.ID, Op: string(ch.Op), Before: ch.Before, After: ch.After, From: ch.From, To: ch.To}
 	}
-	return ChangesOutput{Cause: *commitOutput(&c), Changes: cs}, nil
+	return out, nil
 }

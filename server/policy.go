@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"github.com/cedar-policy/cedar-go"
+
+	"github.com/omnigraph-go/omnigraph/api"
 )
 
 // Action is a policy action.
@@ -187,7 +189,7 @@ func (r *request) authorize(act Action, branch, target string) error {
 	if b := q.resourceBranch(); b != "" {
 		what = fmt.Sprintf("branch %q", b)
 	}
-	return fail(http.StatusForbidden, CodeForbidden, "the policy does not allow actor %q to %s on %s of graph %q", q.Actor, act, what, q.Graph)
+	return fail(http.StatusForbidden, api.CodeForbidden, "the policy does not allow actor %q to %s on %s of graph %q", q.Actor, act, what, q.Graph)
 }
 
 // allowed is authorize without the 403 (filtering lists).

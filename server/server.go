@@ -19,6 +19,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
 )
 
@@ -143,11 +144,11 @@ func New(cfg Config) (*Server, error) {
 	for _, m := range []string{"GET", "DELETE"} {
 		s.mux.HandleFunc(m+" /graphs/{graph_id}/mcp", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", "POST")
-			writeFailure(w, fail(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "the MCP endpoint is stateless: POST JSON-RPC messages to it"))
+			writeFailure(w, fail(http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, "the MCP endpoint is stateless: POST JSON-RPC messages to it"))
 		})
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeFailure(w, fail(http.StatusNotFound, CodeNotFound, "no such route: %s %s (see GET /openapi.json)", r.Method, r.URL.Path))
+		writeFailure(w, fail(http.StatusNotFound, api.CodeNotFound, "no such route: %s %s (see GET /openapi.json)", r.Method, r.URL.Path))
 	})
 	return s, nil
 }
@@ -288,7 +289,7 @@ func (s *Server) prepare(rt Route, req *request) *Failure {
 	if rt.Auth && s.cfg.Tokens != nil {
 		actor, err := s.cfg.Tokens.Authenticate(req.Request)
 		if err != nil {
-			return fail(http.StatusUnauthorized, CodeUnauthorized, "%s", err.Error())
+			return fail(http.StatusUnauthorized, api.CodeUnauthorized, "%s", err.Error())
 		}
 		req.actor = actor
 	}
@@ -299,12 +300,12 @@ func (s *Server) prepare(rt Route, req *request) *Failure {
 		}
 		g, ok := s.graphs[id]
 		if !ok {
-			return fail(http.StatusNotFound, CodeNotFound, "no graph %q on this server (see GET /graphs)", id)
+			return fail(http.StatusNotFound, api.CodeNotFound, "no graph %q on this server (see GET /graphs)", id)
 		}
 		req.graphID, req.g = id, g
 	}
 	if rt.Write && s.cfg.ReadOnly {
-		return fail(http.StatusForbidden, CodeForbidden, "this server is a read-only replica; send writes to the primary")
+		return fail(http.StatusForbidden, api.CodeForbidden, "this server is a read-only replica; send writes to the primary")
 	}
 	limit, timeout := s.cfg.Limits.BodyBytes, s.cfg.Limits.BodyTimeout
 	if rt.Stream {
@@ -325,9 +326,9 @@ func (s *Server) prepare(rt Route, req *request) *Failure {
 func (s *Server) panicked(what, graphID string) *Failure {
 	s.log.Error("handler panicked", "route", what, "stack", string(debug.Stack()))
 	s.stop("panic", graphID)
-	return &Failure{Status: http.StatusInternalServerError, Body: ErrorOutput{
+	return &Failure{Status: http.StatusInternalServerError, Body: api.ErrorOutput{
 		Error: "the request failed inside the server and its outcome is unknown; if it was a write, check GET /graphs/" + graphID + "/commits before sending it again",
-		Code:  CodeInternal, OutcomeUnknown: &OutcomeUnknown{Check: "GET /graphs/" + graphID + "/commits"}, Class: "panic",
+		Code:  api.CodeInternal, OutcomeUnknown: &api.OutcomeUnknown{Check: "GET /graphs/" + graphID + "/commits"}, Class: "panic",
 	}}
 }
 
@@ -357,7 +358,7 @@ func (s *Server) stopOn(r *request, err error, f *Failure) *Failure {
 		g := *f
 		commits := "GET /graphs/" + r.graphID + "/commits"
 		g.Body.Error = "the write failed inside the server with no evidence of what it did (failure class " + f.Body.Class + "), so its outcome is unknown and the server stops; check " + commits + " once it has restarted before sending it again"
-		g.Body.OutcomeUnknown = &OutcomeUnknown{Check: commits}
+		g.Body.OutcomeUnknown = &api.OutcomeUnknown{Check: commits}
 		f = &g
 	}
 	s.stop(cause, r.graphID)
@@ -369,7 +370,7 @@ func (s *Server) stopOn(r *request, err error, f *Failure) *Failure {
 // in prepare; MCP tools meet it here).
 func (r *request) admitWrite() (func(), error) {
 	if r.s.cfg.ReadOnly {
-		return nil, fail(http.StatusForbidden, CodeForbidden, "this server is a read-only replica; send writes to the primary")
+		return nil, fail(http.StatusForbidden, api.CodeForbidden, "this server is a read-only replica; send writes to the primary")
 	}
 	release, f := r.s.adm.admit(actorOrAnon(r.actor), r.graphID)
 	if f != nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/backend/local"
 	"github.com/omnigraph-go/omnigraph/graph"
 )
@@ -175,19 +176,19 @@ func TestServerRoutesEndToEnd(t *testing.T) {
 
 	// Conditional mutate: a stale head is 412 and writes nothing; the
 	// fresh head lands.
-	st, m = c.json("POST", g0+"/mutate/if-graph-commit", `{"query":"mutation m() { insert Person { name: \"dee\" } }"}`, HeaderIfGraphCommit, loadCommit)
+	st, m = c.json("POST", g0+"/mutate/if-graph-commit", `{"query":"mutation m() { insert Person { name: \"dee\" } }"}`, api.HeaderIfGraphCommit, loadCommit)
 	mustStatus(t, "stale conditional mutate", st, 412, m)
 	pf := m["precondition_failure"].(map[string]any)
 	if pf["expected"] != loadCommit || pf["actual"] != head || m["code"] != nil {
 		t.Fatalf("412 body: %v", m)
 	}
-	st, m = c.json("POST", g0+"/mutate/if-graph-commit", `{"query":"mutation m() { insert Person { name: \"dee\" } }"}`, HeaderIfGraphCommit, head)
+	st, m = c.json("POST", g0+"/mutate/if-graph-commit", `{"query":"mutation m() { insert Person { name: \"dee\" } }"}`, api.HeaderIfGraphCommit, head)
 	mustStatus(t, "fresh conditional mutate", st, 200, m)
 	st, m = c.json("POST", g0+"/mutate/if-graph-commit", `{"query":"mutation m() { insert Person { name: \"eve\" } }"}`)
 	mustStatus(t, "conditional mutate without header", st, 400, m)
-	st, m = c.json("POST", g0+"/mutate/if-graph-commit", `{"query":"mutation m() { insert Person { name: \"eve\" } }"}`, HeaderIfGraphCommit, "*")
+	st, m = c.json("POST", g0+"/mutate/if-graph-commit", `{"query":"mutation m() { insert Person { name: \"eve\" } }"}`, api.HeaderIfGraphCommit, "*")
 	mustStatus(t, "conditional mutate with *", st, 400, m)
-	st, m = c.json("POST", g0+"/mutate", `{"query":"mutation m() { insert Person { name: \"eve\" } }"}`, HeaderIfGraphCommit, head)
+	st, m = c.json("POST", g0+"/mutate", `{"query":"mutation m() { insert Person { name: \"eve\" } }"}`, api.HeaderIfGraphCommit, head)
 	mustStatus(t, "plain mutate with the header", st, 400, m)
 
 	// A strict insert of an existing id: 409 key_conflict.
@@ -446,7 +447,7 @@ func TestOpenAPIMatchesMux(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := OpenAPI("v", true)
+	doc := OpenAPI(true)
 	b, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/local"
 	"github.com/omnigraph-go/omnigraph/graph"
@@ -273,7 +274,7 @@ func TestAdmittedWriteOutlivesItsClient(t *testing.T) {
 	defer clear()
 	hr := httptest.NewRequestWithContext(ctx, "POST", "/graphs/default/mutate", nil)
 	r := &request{Request: hr, s: s, graphID: "default", g: g}
-	out, err := r.opMutate(MutateRequest{Query: `mutation m() { insert Person { name: "gone" } }`}, "")
+	out, err := r.opMutate(api.MutateRequest{Query: `mutation m() { insert Person { name: "gone" } }`}, "")
 	if err != nil || out.Commit == nil {
 		t.Fatalf("the write whose client went away: %+v, %v", out, err)
 	}
@@ -297,7 +298,7 @@ func TestAdmittedWriteOutlivesItsClient(t *testing.T) {
 	})
 	defer clear()
 	r = &request{Request: httptest.NewRequestWithContext(ctx2, "POST", "/graphs/default/mutate", nil), s: s, graphID: "default", g: g}
-	if _, err := r.opMutate(MutateRequest{Query: `mutation m() { insert Person { name: "cut" } }`}, ""); !errors.Is(err, context.Canceled) {
+	if _, err := r.opMutate(api.MutateRequest{Query: `mutation m() { insert Person { name: "cut" } }`}, ""); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a write in flight at Close: %v, want it cancelled", err)
 	}
 }

@@ -27,8 +27,9 @@ import (
 // Edge rows are numbered like Scan returns them: the live rows of the
 // version's fragments, fragment after fragment, in row order.
 // A missing or undecodable index file is ignored (the adjacency is built
-// from the data). The index
-// file (_indices/<uuid>/adj.idx) holds:
+// from the data). The index file (_indices/<uuid>/adj.idx) is written in
+// format 2 (adjcodec.go: the sorted values front-coded, each row's two
+// dense endpoints packed in blocks). Format 1, written before, still reads:
 //
 //	magic "OGADJ01\n", then little-endian uint32s:
 //	nodes, edges, dictionary bytes
@@ -51,7 +52,7 @@ import (
 const (
 	// AdjacencyKind is Index.Kind of an adjacency index.
 	AdjacencyKind = "adjacency"
-	adjMagic      = "OGADJ01\n"
+	adjMagic      = "OGADJ01\n" // format 1, read only
 )
 
 // Adjacency is the loaded adjacency of one version. It is immutable and
@@ -357,9 +358,9 @@ func groupRows(nodes int, key []int32) (off, rows []int32) {
 
 var adjCRC = crc32.MakeTable(crc32.Castagnoli)
 
-// decodeAdjacency reads an index file and derives Src and Dst from the
-// groupings.
-func decodeAdjacency(b []byte) (*Adjacency, error) {
+// decodeAdjacency1 reads a format-1 index file and derives Src and Dst
+// from the groupings.
+func decodeAdjacency1(b []byte) (*Adjacency, error) {
 	bad := func(what string) error { return errorf(ErrCorrupt, "adjacency index: %s", what) }
 	if !bytes.HasPrefix(b, []byte(adjMagic)) || len(b) < len(adjMagic)+16 {
 		return nil, bad("bad magic")
@@ -437,9 +438,9 @@ func ungroup(off, rows, key []int32) error {
 // buildAdjacencyIndex writes the adjacency index of m's live edge rows on
 // (from, to) as a new index file under root (through ds's store and cache,
 // reusing what prev, an older index, still holds; see adjacencyFile).
-func buildAdjacencyIndex(ctx context.Context, ds *Dataset, root string, m *Manifest, prev *Index, from, to string) (Index, string, error) {
+func buildAdjacencyIndex(ctx context.Context, ds *Dataset, root string, m *Manifest, prev *Index, from, to string, tracked map[string]*trackedEnds) (Index, string, error) {
 	view := &Dataset{store: ds.store, path: ds.path, m: m, schema: ds.schema, cache: ds.cache}
-	data, edges, err := view.adjacencyFile(ctx, prev, from, to)
+	data, edges, err := view.adjacencyFile(ctx, prev, from, to, tracked)
 	if err != nil {
 		return Index{}, "", err
 	}
@@ -467,13 +468,12 @@ const adjacencyWaveBytes = 64 << 20
 // adjacencyFile computes the index file of this version's adjacency on
 // (from, to) and its edge row count, in memory bounded by the result: per
 // edge row its two dense endpoints (8 bytes), per distinct endpoint value
-// the value and about 24 bytes, and the file itself, written once into a
-// buffer of its exact size. The rows prev's file holds as they are now are
+// the value and about 24 bytes, and the file itself (a few bytes an edge). The rows prev's file holds as they are now are
 // copied from it; every other fragment is fetched (a wave at a time, in
 // parallel) and decoded one row group at a time, its two columns only,
 // nothing of it kept or cached. The bytes are those of the adjacency the
 // version loads (Dataset.Adjacency) written in the file format.
-func (ds *Dataset) adjacencyFile(ctx context.Context, prev *Index, from, to string) ([]byte, int64, error) {
+func (ds *Dataset) adjacencyFile(ctx context.Context, prev *Index, from, to string, tracked map[string]*trackedEnds) ([]byte, int64, error) {
 	fi, ti, err := adjacencyColumns(ds.schema, from, to)
 	if err != nil {
 		return nil, 0, err
@@ -515,6 +515,17 @@ func (ds *Dataset) adjacencyFile(ctx context.Context, prev *Index, from, to stri
 		}
 		pos += f.LiveRows()
 	}
+	if e := trackedAll(tracked, frags, read, from, to); base == nil && e != nil {
+		// Every fragment to read was interned by one tracker as it was
+		// written: its values are the dictionary, its rows the numbers.
+		for _, i := range read {
+			t := tracked[frags[i].ID]
+			copy(src[at[i]:], t.src)
+			copy(dst[at[i]:], t.dst)
+		}
+		data, err := e.in.encode(src, dst)
+		return data, n, err
+	}
 	for lo := 0; lo < len(read); {
 		hi, size := lo+1, frags[read[lo]].Size
 		for hi < len(read) && hi-lo < readParallelism && size+frags[read[hi]].Size <= adjacencyWaveBytes {
@@ -542,6 +553,23 @@ func (ds *Dataset) adjacencyFile(ctx context.Context, prev *Index, from, to stri
 	}
 	data, err := in.encode(src, dst)
 	return data, n, err
+}
+
+// trackedAll returns the one Endpoints (on from, to) that tracked every
+// fragment of frags listed in read, each with all its rows live; nil if
+// there is none.
+func trackedAll(tracked map[string]*trackedEnds, frags []Fragment, read []int, from, to string) *Endpoints {
+	var e *Endpoints
+	for _, i := range read {
+		f := frags[i]
+		t := tracked[f.ID]
+		if t == nil || f.Deletion != nil || int64(len(t.src)) != f.Rows || f.LiveRows() != f.Rows ||
+			t.e.from != from || t.e.to != to || (e != nil && t.e != e) {
+			return nil
+		}
+		e = t.e
+	}
+	return e
 }
 
 // adjacencySource is where an index build reads one fragment's endpoint
@@ -647,13 +675,14 @@ const (
 )
 
 // interner numbers distinct strings densely in the order first seen. It
-// finds them with an open-addressing table of int32s: about 24 bytes per
-// value besides its bytes, against about 64 for a map[string]int32 of
-// clones.
+// finds them with an open-addressing table of slots tagged with the high
+// half of the value's hash (a probe past other values compares tags, not
+// strings): about 28 bytes per value besides its bytes, against about 64
+// for a map[string]int32 of clones.
 type interner struct {
 	vals  [][]string // dense number d is vals[d/internVals][d%internVals]
 	n     int
-	slots []int32 // 1 + dense number; 0 is free
+	slots []uint64 // tag<<32 | 1 + dense number; 0 is free
 	seed  maphash.Seed
 	block strings.Builder
 }
@@ -674,8 +703,10 @@ func (in *interner) intern(v string, copyValue bool) int32 {
 	if 4*(in.n+1) > 3*len(in.slots) {
 		in.grow()
 	}
+	h := maphash.String(in.seed, v)
+	tag := h >> 32 << 32
 	mask := uint64(len(in.slots) - 1)
-	for i := maphash.String(in.seed, v) & mask; ; i = (i + 1) & mask {
+	for i := h & mask; ; i = (i + 1) & mask {
 		e := in.slots[i]
 		if e == 0 {
 			if copyValue {
@@ -687,11 +718,11 @@ func (in *interner) intern(v string, copyValue bool) int32 {
 			blk := &in.vals[len(in.vals)-1]
 			*blk = append(*blk, v)
 			in.n++
-			in.slots[i] = int32(in.n)
+			in.slots[i] = tag | uint64(in.n)
 			return int32(in.n - 1)
 		}
-		if in.val(e-1) == v {
-			return e - 1
+		if e&^0xffffffff == tag && in.val(int32(uint32(e))-1) == v {
+			return int32(uint32(e)) - 1
 		}
 	}
 }
@@ -711,19 +742,21 @@ func (in *interner) copy(v string) string {
 
 func (in *interner) grow() {
 	n := max(1024, 2*len(in.slots))
-	in.slots = make([]int32, n)
+	in.slots = make([]uint64, n)
 	mask := uint64(n - 1)
 	in.each(func(d int32, v string) {
-		i := maphash.String(in.seed, v) & mask
+		h := maphash.String(in.seed, v)
+		i := h & mask
 		for in.slots[i] != 0 {
 			i = (i + 1) & mask
 		}
-		in.slots[i] = d + 1
+		in.slots[i] = h>>32<<32 | uint64(d+1)
 	})
 }
 
-// encode writes the index file of the edge rows whose dense endpoints are
-// src and dst (renumbered in place to the values' ranks).
+// encode writes the index file (format 2, adjcodec.go) of the edge rows
+// whose dense endpoints are src and dst (renumbered in place to the
+// values' ranks).
 func (in *interner) encode(src, dst []int32) ([]byte, error) {
 	nodes := in.n
 	order := make([]int32, nodes)
@@ -742,67 +775,7 @@ func (in *interner) encode(src, dst []int32) ([]byte, error) {
 			}
 		}
 	}
-	var dictLen int
-	in.each(func(_ int32, v string) { dictLen += len(v) })
-	if dictLen > math.MaxUint32 {
-		return nil, errorf(ErrInvalid, "adjacency index: the endpoint values take %d bytes, at most %d", dictLen, uint32(math.MaxUint32))
-	}
-	b := make([]byte, len(adjMagic)+12+4*(nodes+1)+dictLen+2*4*(nodes+1+len(src))+4)
-	w := copy(b, adjMagic)
-	put := func(v uint32) {
-		binary.LittleEndian.PutUint32(b[w:], v)
-		w += 4
-	}
-	put(uint32(nodes))
-	put(uint32(len(src)))
-	put(uint32(dictLen))
-	var off uint32
-	for _, d := range order {
-		put(off)
-		off += uint32(len(in.val(d)))
-	}
-	put(off)
-	for _, d := range order {
-		w += copy(b[w:], in.val(d))
-	}
-	*in = interner{} // the values are in the file now
-	scratch := make([]int32, nodes+1)
-	w = writeGroups(b, w, scratch, src)
-	w = writeGroups(b, w, scratch, dst)
-	binary.LittleEndian.PutUint32(b[w:], crc32.Checksum(b[:w], adjCRC))
-	return b, nil
-}
-
-// writeGroups writes at b[w:] the grouping of rows by key that groupRows
-// computes (nodes+1 offsets, then the rows of each group ascending),
-// followed by the rows in no group (a null endpoint), ascending, so the
-// section holds one entry per row. off is scratch of nodes+1 entries.
-// It returns the position after the section.
-func writeGroups(b []byte, w int, off, key []int32) int {
-	clear(off)
-	for _, k := range key {
-		if k >= 0 {
-			off[k+1]++
-		}
-	}
-	for i := 1; i < len(off); i++ {
-		off[i] += off[i-1]
-	}
-	for _, o := range off {
-		binary.LittleEndian.PutUint32(b[w:], uint32(o))
-		w += 4
-	}
-	rows := b[w : w+4*len(key)]
-	grouped := off[len(off)-1]
-	for r, k := range key {
-		at := &grouped
-		if k >= 0 {
-			at = &off[k] // off[k] now counts up through group k
-		}
-		binary.LittleEndian.PutUint32(rows[4*int(*at):], uint32(r))
-		*at++
-	}
-	return w + len(rows)
+	return encodeAdjacency2(nodes, func(i int) string { return in.val(order[i]) }, src, dst)
 }
 
 func replaceAdjacency(m *Manifest, ix Index) {
@@ -824,7 +797,7 @@ func (ds *Dataset) StageCreateAdjacencyIndex(ctx context.Context, from, to strin
 	}
 	st, m := ds.newStage()
 	m.Version = ds.m.Version + 1
-	ix, key, err := buildAdjacencyIndex(ctx, ds, ds.root(), m, m.adjacencyIndex(from, to), from, to)
+	ix, key, err := buildAdjacencyIndex(ctx, ds, ds.root(), m, m.adjacencyIndex(from, to), from, to, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -864,7 +837,7 @@ func (st *Staged) AddAdjacencyIndex(ctx context.Context, from, to string) error 
 	if ds.cache == nil {
 		ds.cache = NewCache(0)
 	}
-	ix, key, err := buildAdjacencyIndex(ctx, ds, branchRoot(st.Path, st.Branch), st.Manifest, st.Manifest.adjacencyIndex(from, to), from, to)
+	ix, key, err := buildAdjacencyIndex(ctx, ds, branchRoot(st.Path, st.Branch), st.Manifest, st.Manifest.adjacencyIndex(from, to), from, to, st.tracked)
 	if err != nil {
 		return err
 	}

@@ -190,6 +190,9 @@ type Staged struct {
 	store backend.StorageAdapter
 	cache *Cache // the staging version's, inherited by the committed one
 	empty bool
+	// tracked holds, per fragment id, the endpoints its writer interned
+	// (FragmentWriter.TrackEndpoints), for AddAdjacencyIndex.
+	tracked map[string]*trackedEnds
 }
 
 // Empty reports that the stage changes nothing (a delete predicate that

@@ -366,3 +366,12 @@ func validateRecords(s *arrow.Schema, key string, recs []arrow.Record) error {
 	}
 	return nil
 }
+
+// WithStore returns this version read and staged through s, a wrapper of
+// the store it was opened on (the write pipeline's, which holds new data
+// files until the commit round trip). The cache is shared.
+func (ds *Dataset) WithStore(s backend.StorageAdapter) *Dataset {
+	c := *ds
+	c.store = s
+	return &c
+}

@@ -32,6 +32,10 @@ type FragmentWriter struct {
 	plain     []string
 	pschema   *arrow.Schema   // the schema as written (parquetSchema)
 	blobs     map[string]bool // store keys of the stored Blob values written
+	// track, when set, interns the endpoint columns trackCols of every row
+	// written (TrackEndpoints).
+	track     *trackedEnds
+	trackCols [2]int
 }
 
 // NewFragmentWriter starts a fragment of schema s whose key column is
@@ -68,6 +72,14 @@ func (fw *FragmentWriter) Write(rec arrow.Record) error {
 	}
 	if err := checkBlobs(fw.schema, rec, fw.blobs); err != nil {
 		return err
+	}
+	if fw.track != nil {
+		s, ok1 := rec.Column(fw.trackCols[0]).(stringArray)
+		d, ok2 := rec.Column(fw.trackCols[1]).(stringArray)
+		if !ok1 || !ok2 {
+			return errorf(ErrInvalid, "track endpoints: an endpoint column is not a string column")
+		}
+		fw.trackRows([2]stringArray{s, d}, int(n))
 	}
 	pr := toParquet(fw.pschema, rec)
 	err := fw.w.Write(pr)
@@ -367,6 +379,12 @@ func (ds *Dataset) putFragments(ctx context.Context, st *Staged, m *Manifest, fw
 		}
 		m.Fragments = append(m.Fragments, fw.fragment(id, rel, blobs))
 		st.Files = append(st.Files, key)
+		if fw.track != nil && int64(len(fw.track.src)) == fw.rows {
+			if st.tracked == nil {
+				st.tracked = map[string]*trackedEnds{}
+			}
+			st.tracked[id] = fw.track
+		}
 	}
 	return nil
 }

@@ -521,7 +521,7 @@ func (ds *Dataset) StageCompact(ctx context.Context, opts CompactOptions) (*Stag
 			m.Indexes = append(m.Indexes, *prev)
 			continue
 		}
-		nix, key, err := buildAdjacencyIndex(ctx, ds, ds.root(), m, prev, cols[0], cols[1])
+		nix, key, err := buildAdjacencyIndex(ctx, ds, ds.root(), m, prev, cols[0], cols[1], nil)
 		if err != nil {
 			return nil, err
 		}

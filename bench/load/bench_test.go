@@ -1,9 +1,13 @@
-// Package load benchmarks `omnigraph load` against the plainest way to turn
-// the same NDJSON into Parquet: encoding/json into typed structs, Arrow
-// builders, pqarrow with zstd. Both run as child processes on the same
-// generated file in the same run, so the bench reports each one's rows/s
-// and peak RSS (the child's max RSS from the kernel), their ratio, and RSS
-// as a multiple of the input size.
+// Package load benchmarks `omnigraph load` against two ways to turn the
+// same NDJSON into Parquet: the plainest (encoding/json into typed structs,
+// Arrow builders, pqarrow with zstd, ids minted as the load mints them) and
+// DuckDB (read_json, then COPY ... (FORMAT parquet, COMPRESSION zstd) of
+// each type, on every core, ids for the edges from uuid()). All three run
+// as child processes on the same generated file in the same run, so the
+// bench reports each one's rows/s and peak RSS (the child's max RSS from the
+// kernel), omnigraph's rows/s over each baseline's (ratio-pqarrow,
+// ratio-duckdb), RSS as a multiple of the input size, and the bytes each
+// wrote (the graph's over pqarrow's: bytes-x-pqarrow).
 //
 //	cd bench/load && go test -run '^$' -bench . -benchtime 1x
 //
@@ -18,16 +22,23 @@ import (
 	"bufio"
 	"bytes"
 	crand "crypto/rand"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -52,8 +63,10 @@ edge Link: Item -> Item {
 // envBaseline makes the test binary the baseline child: it converts the
 // NDJSON file named by the variable into Parquet files in the directory
 // named by envOut, then exits.
+// envDuck likewise makes it the DuckDB child.
 const (
 	envBaseline = "OMNIGRAPH_BENCH_BASELINE_IN"
+	envDuck     = "OMNIGRAPH_BENCH_DUCKDB_IN"
 	envOut      = "OMNIGRAPH_BENCH_BASELINE_OUT"
 )
 
@@ -65,7 +78,44 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if in := os.Getenv(envDuck); in != "" {
+		if err := duckBaseline(in, os.Getenv(envOut)); err != nil {
+			fmt.Fprintln(os.Stderr, "duckdb:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
+}
+
+// duckBaseline converts the NDJSON at in to Item and Link Parquet files in
+// out with DuckDB on every core: the file read once into a table (typed
+// columns given, no sampling), then one zstd COPY per type with the
+// columns the graph stores (an edge id from uuid()).
+func duckBaseline(in, out string) error {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	stmts := []string{
+		fmt.Sprintf(`SET threads TO %d`, runtime.NumCPU()),
+		`SET preserve_insertion_order = true`,
+		fmt.Sprintf(`CREATE TABLE raw AS SELECT * FROM read_json(%s, format = 'newline_delimited',
+  columns = {type: 'VARCHAR', edge: 'VARCHAR', "from": 'VARCHAR', "to": 'VARCHAR',
+             data: 'STRUCT(key VARCHAR, n BIGINT, label VARCHAR, w DOUBLE)'})`, q(in)),
+		fmt.Sprintf(`COPY (SELECT data.key AS id, data.key AS key, data.n AS n, data.label AS label
+  FROM raw WHERE type = 'Item') TO %s (FORMAT parquet, COMPRESSION zstd)`, q(filepath.Join(out, "item.parquet"))),
+		fmt.Sprintf(`COPY (SELECT uuid()::VARCHAR AS id, "from" AS src, "to" AS dst, data.w AS w
+  FROM raw WHERE edge = 'Link') TO %s (FORMAT parquet, COMPRESSION zstd)`, q(filepath.Join(out, "link.parquet"))),
+	}
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
 }
 
 func rowCount() int {
@@ -105,22 +155,58 @@ func generate(path string, n int) (int64, error) {
 	return st.Size(), f.Close()
 }
 
-// child runs a command and returns its wall time and peak RSS in bytes.
-func child(cmd *exec.Cmd) (time.Duration, int64, error) {
+// child runs a command and returns its wall time, CPU time (user and
+// system) and peak RSS in bytes.
+func child(cmd *exec.Cmd) (time.Duration, time.Duration, int64, error) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s: %w: %s", cmd.Args[0], err, stderr.String())
+		return 0, 0, 0, fmt.Errorf("%s: %w: %s", cmd.Args[0], err, stderr.String())
 	}
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	if !ok {
-		return wall, 0, nil
+		return wall, cpu, 0, nil
 	}
-	return wall, ru.Maxrss * 1024, nil // Linux reports KiB
+	return wall, cpu, ru.Maxrss * 1024, nil // Linux reports KiB
 }
+
+// median of xs (sorted in place).
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	if len(xs) == 0 {
+		return 0
+	}
+	return xs[len(xs)/2]
+}
+
+// dirBytes is the size of every file under dir.
+func dirBytes(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	return n, err
+}
+
+// run is one child's outcome.
+type run struct {
+	wall, cpu time.Duration
+	rss       int64
+	bytes     int64
+}
+
+func (r run) rate(n int) float64 { return float64(n) / r.wall.Seconds() }
 
 func BenchmarkLoadVsParquet(b *testing.B) {
 	n := rowCount()
@@ -143,44 +229,79 @@ func BenchmarkLoadVsParquet(b *testing.B) {
 	if err := os.WriteFile(schemaFile, []byte(schema), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
 	mb := func(x int64) float64 { return float64(x) / (1 << 20) }
+	measure := func(out string, cmd *exec.Cmd) run {
+		wall, cpu, rss, err := child(cmd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bytes, err := dirBytes(out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.RemoveAll(out); err != nil {
+			b.Fatal(err)
+		}
+		return run{wall, cpu, rss, bytes}
+	}
+	baselineCmd := func(env, out string) *exec.Cmd {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		c := exec.Command(self)
+		c.Env = append(os.Environ(), env+"="+data, envOut+"="+out)
+		return c
+	}
+	// Per iteration: omnigraph's rows/s over DuckDB's and pqarrow's, its
+	// CPU seconds over DuckDB's, its RSS over the input; medians reported.
+	var xDuck, xPq, cpuDuck, rssIn []float64
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {
 		g := filepath.Join(dir, fmt.Sprintf("graph-%d", it))
 		if out, err := exec.Command(bin, "init", "--schema", schemaFile, g).CombinedOutput(); err != nil {
 			b.Fatalf("init: %v\n%s", err, out)
 		}
-		loadWall, loadRSS, err := child(exec.Command(bin, "load", "--data", data, "--mode", "append", g))
-		if err != nil {
-			b.Fatal(err)
-		}
-		out := filepath.Join(dir, fmt.Sprintf("parquet-%d", it))
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		self, err := os.Executable()
-		if err != nil {
-			b.Fatal(err)
-		}
-		bc := exec.Command(self)
-		bc.Env = append(os.Environ(), envBaseline+"="+data, envOut+"="+out)
-		baseWall, baseRSS, err := child(bc)
-		if err != nil {
-			b.Fatal(err)
-		}
-		loadRate := float64(n) / loadWall.Seconds()
-		baseRate := float64(n) / baseWall.Seconds()
-		b.ReportMetric(loadRate, "load_rows/s")
-		b.ReportMetric(baseRate, "parquet_rows/s")
-		b.ReportMetric(loadRate/baseRate, "ratio")
-		b.ReportMetric(mb(loadRSS), "load_rss_MiB")
-		b.ReportMetric(mb(baseRSS), "parquet_rss_MiB")
-		b.ReportMetric(float64(loadRSS)/float64(size), "load_rss/input")
-		b.Logf("%d rows (%.0f MiB NDJSON): omnigraph load %.2fs %.0f rows/s peak RSS %.0f MiB (%.2fx input); "+
-			"encoding/json+pqarrow %.2fs %.0f rows/s peak RSS %.0f MiB (%.2fx input); rows/s ratio %.2f",
-			n, mb(size), loadWall.Seconds(), loadRate, mb(loadRSS), float64(loadRSS)/float64(size),
-			baseWall.Seconds(), baseRate, mb(baseRSS), float64(baseRSS)/float64(size), loadRate/baseRate)
+		og := measure(g, exec.Command(bin, "load", "--data", data, "--mode", "append", g))
+		pq := filepath.Join(dir, fmt.Sprintf("parquet-%d", it))
+		pqr := measure(pq, baselineCmd(envBaseline, pq))
+		dk := filepath.Join(dir, fmt.Sprintf("duckdb-%d", it))
+		dkr := measure(dk, baselineCmd(envDuck, dk))
+		xDuck = append(xDuck, og.rate(n)/dkr.rate(n))
+		xPq = append(xPq, og.rate(n)/pqr.rate(n))
+		cpuDuck = append(cpuDuck, og.cpu.Seconds()/dkr.cpu.Seconds())
+		rssIn = append(rssIn, float64(og.rss)/float64(size))
+		b.ReportMetric(og.rate(n), "load_rows/s")
+		b.ReportMetric(pqr.rate(n), "parquet_rows/s")
+		b.ReportMetric(dkr.rate(n), "duckdb_rows/s")
+
+		b.ReportMetric(mb(og.rss), "load_rss_MiB")
+		b.ReportMetric(mb(pqr.rss), "parquet_rss_MiB")
+		b.ReportMetric(mb(dkr.rss), "duckdb_rss_MiB")
+
+		b.ReportMetric(float64(og.bytes)/float64(pqr.bytes), "bytes-x-pqarrow")
+		b.ReportMetric(0, "ns/op")
+		b.Logf("%d rows (%.0f MiB NDJSON), %d cores:\n"+
+			"  omnigraph load        %6.2fs (cpu %5.2fs) %9.0f rows/s  peak RSS %5.0f MiB (%.2fx input)  wrote %6.1f MiB\n"+
+			"  encoding/json+pqarrow %6.2fs (cpu %5.2fs) %9.0f rows/s  peak RSS %5.0f MiB (%.2fx input)  wrote %6.1f MiB\n"+
+			"  duckdb                %6.2fs (cpu %5.2fs) %9.0f rows/s  peak RSS %5.0f MiB (%.2fx input)  wrote %6.1f MiB\n"+
+			"  omnigraph rows/s over pqarrow's %.2f, over duckdb's %.2f; bytes over pqarrow's %.2f",
+			n, mb(size), runtime.NumCPU(),
+			og.wall.Seconds(), og.cpu.Seconds(), og.rate(n), mb(og.rss), float64(og.rss)/float64(size), mb(og.bytes),
+			pqr.wall.Seconds(), pqr.cpu.Seconds(), pqr.rate(n), mb(pqr.rss), float64(pqr.rss)/float64(size), mb(pqr.bytes),
+			dkr.wall.Seconds(), dkr.cpu.Seconds(), dkr.rate(n), mb(dkr.rss), float64(dkr.rss)/float64(size), mb(dkr.bytes),
+			og.rate(n)/pqr.rate(n), og.rate(n)/dkr.rate(n), float64(og.bytes)/float64(pqr.bytes))
 	}
+	// Medians over the iterations: a shared machine makes single runs noisy.
+	b.ReportMetric(median(xPq), "ratio-pqarrow")
+	b.ReportMetric(median(xDuck), "ratio-duckdb")
+	b.ReportMetric(median(cpuDuck), "cpu-x-duckdb")
+	b.ReportMetric(median(rssIn), "load_rss/input")
+	b.Logf("medians over %d runs: rows/s over duckdb's %.2f, over pqarrow's %.2f; CPU seconds over duckdb's %.2f; peak RSS over input %.2f",
+		b.N, median(xDuck), median(xPq), median(cpuDuck), median(rssIn))
 }
 
 // The baseline's typed lines.

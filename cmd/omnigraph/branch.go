@@ -5,6 +5,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/omnigraph-go/omnigraph/api"
+	"github.com/omnigraph-go/omnigraph/graph"
 )
 
 // branchSubcommands are the subcommands of "omnigraph branch". Other command
@@ -46,25 +49,44 @@ func branchCreateCmd(a *app) *cobra.Command {
 			"live name cannot be a path prefix of another live name (review vs review/x).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) (err error) {
-			g, done, err := t.openWrite(c.Context(), "branch create")
+			var commit string
+			var incarnation uint64
+			sg, err := t.serverGraph(c)
 			if err != nil {
 				return err
 			}
-			defer done(&err)
-			snap, err := g.CreateBranch(c.Context(), args[0], from)
-			if err != nil {
-				return err
+			if sg != nil {
+				out, err := sg.CreateBranch(c.Context(), api.BranchCreateRequest{Name: args[0], From: from})
+				if err != nil {
+					return t.remoteErr(err)
+				}
+				commit, incarnation = out.GraphCommitID, out.Incarnation
+			} else {
+				// err stays the named result: done reports a failed lock
+				// release through it.
+				var g *graph.Graph
+				var done func(*error)
+				if g, done, err = t.openWrite(c.Context(), "branch create"); err != nil {
+					return err
+				}
+				defer done(&err)
+				var snap *graph.Snapshot
+				if snap, err = g.CreateBranch(c.Context(), args[0], from); err != nil {
+					return err
+				}
+				commit, incarnation = snap.CommitID(), snap.Entry().Incarnation
 			}
-			out := map[string]any{"branch": args[0], "from": from, "commit": snap.CommitID(), "incarnation": snap.Entry().Incarnation}
+			out := map[string]any{"branch": args[0], "from": from, "commit": commit, "incarnation": incarnation}
 			if t.json {
 				return writeJSON(a.stdout, out)
 			}
-			fmt.Fprintf(a.stdout, "created branch %s from %s at commit %s\n", args[0], from, snap.CommitID())
+			fmt.Fprintf(a.stdout, "created branch %s from %s at commit %s\n", args[0], from, commit)
 			return nil
 		},
 	}
 	c.Flags().StringVar(&from, "from", "main", "branch to fork from")
 	t.addStore(c)
+	t.addServer(c)
 	t.addJSON(c)
 	t.addActor(c)
 	t.addWait(c)
@@ -78,14 +100,28 @@ func branchListCmd(a *app) *cobra.Command {
 		Short: "List the live branches",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			g, done, err := t.openGraph(c.Context(), false)
+			var bs []graph.BranchInfo
+			sg, err := t.serverGraph(c)
 			if err != nil {
 				return err
 			}
-			defer done()
-			bs, err := g.Branches(c.Context())
-			if err != nil {
-				return err
+			if sg != nil {
+				out, err := sg.Branches(c.Context())
+				if err != nil {
+					return t.remoteErr(err)
+				}
+				for _, h := range out.Heads {
+					bs = append(bs, graph.BranchInfo{Name: h.Name, Incarnation: h.Incarnation, Version: h.GraphManifestVersion})
+				}
+			} else {
+				g, done, err := t.openGraph(c.Context(), false)
+				if err != nil {
+					return err
+				}
+				defer done()
+				if bs, err = g.Branches(c.Context()); err != nil {
+					return err
+				}
 			}
 			if t.json {
 				return writeJSON(a.stdout, map[string]any{"branches": bs})
@@ -99,6 +135,7 @@ func branchListCmd(a *app) *cobra.Command {
 		},
 	}
 	t.addStore(c)
+	t.addServer(c)
 	t.addJSON(c)
 	return c
 }
@@ -110,13 +147,26 @@ func branchDeleteCmd(a *app) *cobra.Command {
 		Short: "Delete a branch (refused while branches forked from it are live)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) (err error) {
-			g, done, err := t.openWrite(c.Context(), "branch delete")
+			sg, err := t.serverGraph(c)
 			if err != nil {
 				return err
 			}
-			defer done(&err)
-			if err := g.DeleteBranch(c.Context(), args[0]); err != nil {
-				return err
+			if sg != nil {
+				if _, err := sg.DeleteBranch(c.Context(), args[0]); err != nil {
+					return t.remoteErr(err)
+				}
+			} else {
+				// err stays the named result: done reports a failed lock
+				// release through it.
+				var g *graph.Graph
+				var done func(*error)
+				if g, done, err = t.openWrite(c.Context(), "branch delete"); err != nil {
+					return err
+				}
+				defer done(&err)
+				if err = g.DeleteBranch(c.Context(), args[0]); err != nil {
+					return err
+				}
 			}
 			if t.json {
 				return writeJSON(a.stdout, map[string]any{"branch": args[0], "deleted": true})
@@ -126,6 +176,7 @@ func branchDeleteCmd(a *app) *cobra.Command {
 		},
 	}
 	t.addStore(c)
+	t.addServer(c)
 	t.addJSON(c)
 	t.addActor(c)
 	t.addWait(c)

@@ -50,14 +50,29 @@ func commitListCmd(a *app) *cobra.Command {
 			if limit < 0 {
 				return usagef("--limit must be 0 (all) or more")
 			}
-			g, done, err := t.openGraph(c.Context(), false)
+			var cs []graph.CommitInfo
+			sg, err := t.serverGraph(c)
 			if err != nil {
 				return err
 			}
-			defer done()
-			cs, err := g.Commits(c.Context(), branch, limit)
-			if err != nil {
-				return err
+			if sg != nil {
+				out, err := sg.Commits(c.Context(), branch, limit)
+				if err != nil {
+					return t.remoteErr(err)
+				}
+				cs = []graph.CommitInfo{}
+				for i := range out.Commits {
+					cs = append(cs, *commitInfo(&out.Commits[i]))
+				}
+			} else {
+				g, done, err := t.openGraph(c.Context(), false)
+				if err != nil {
+					return err
+				}
+				defer done()
+				if cs, err = g.Commits(c.Context(), branch, limit); err != nil {
+					return err
+				}
 			}
 			if t.json {
 				return writeJSON(a.stdout, map[string]any{"branch": branch, "commits": cs})
@@ -73,6 +88,7 @@ func commitListCmd(a *app) *cobra.Command {
 	c.Flags().StringVar(&branch, "branch", "main", "branch whose history to list")
 	c.Flags().IntVar(&limit, "limit", 0, "list at most this many commits (0: all)")
 	t.addStore(c)
+	t.addServer(c)
 	t.addJSON(c)
 	return c
 }
@@ -96,14 +112,26 @@ func commitShowCmd(a *app) *cobra.Command {
 		Short: "Show one commit",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			g, done, err := t.openGraph(c.Context(), false)
+			var ci graph.CommitInfo
+			sg, err := t.serverGraph(c)
 			if err != nil {
 				return err
 			}
-			defer done()
-			ci, err := g.Commit(c.Context(), args[0])
-			if err != nil {
-				return err
+			if sg != nil {
+				out, err := sg.Commit(c.Context(), args[0])
+				if err != nil {
+					return t.remoteErr(err)
+				}
+				ci = *commitInfo(out)
+			} else {
+				g, done, err := t.openGraph(c.Context(), false)
+				if err != nil {
+					return err
+				}
+				defer done()
+				if ci, err = g.Commit(c.Context(), args[0]); err != nil {
+					return err
+				}
 			}
 			if t.json {
 				return writeJSON(a.stdout, ci)
@@ -118,6 +146,7 @@ func commitShowCmd(a *app) *cobra.Command {
 		},
 	}
 	t.addStore(c)
+	t.addServer(c)
 	t.addJSON(c)
 	return c
 }

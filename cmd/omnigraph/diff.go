@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/omnigraph-go/omnigraph/api"
+	"github.com/omnigraph-go/omnigraph/client"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/manifest"
@@ -44,13 +46,15 @@ func parseChangeFilter(typ, op string, limit int) (merge.Filter, error) {
 	return f, nil
 }
 
-func printChanges(a *app, cs []merge.Change) {
+// printChanges prints changes as the API has them (values as JSON renders
+// them), whichever mode read them.
+func printChanges(a *app, cs []api.Change) {
 	for _, c := range cs {
 		line := fmt.Sprintf("%-6s %s %s %q", c.Op, c.EntityKind, c.TypeName, c.ID)
 		if c.EntityKind == "edge" {
 			line += fmt.Sprintf(" (%s -> %s)", c.From, c.To)
 		}
-		if c.Op == merge.OpUpdate {
+		if c.Op == string(merge.OpUpdate) {
 			line += " " + changedColumns(c.Before, c.After)
 		}
 		fmt.Fprintln(a.stdout, line)
@@ -86,17 +90,36 @@ func commitChangesCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			g, done, err := t.openGraph(c.Context(), false)
+			var cs []api.Change
+			sg, err := t.serverGraph(c)
 			if err != nil {
 				return err
 			}
-			defer done()
-			cs, err := merge.CommitChanges(c.Context(), g, args[0], f)
-			if err != nil {
-				return err
+			if sg != nil {
+				out, err := sg.CommitChanges(c.Context(), args[0], client.ChangesOptions{Type: f.Type, Op: string(f.Op), Limit: f.Limit})
+				if err != nil {
+					return t.remoteErr(err)
+				}
+				cs = out.Changes
+			} else {
+				g, done, err := t.openGraph(c.Context(), false)
+				if err != nil {
+					return err
+				}
+				defer done()
+				mc, err := merge.CommitChanges(c.Context(), g, args[0], f)
+				if err != nil {
+					return err
+				}
+				if cs, err = wireChanges(mc); err != nil {
+					return err
+				}
+			}
+			if cs == nil {
+				cs = []api.Change{}
 			}
 			if t.json {
-				return writeJSON(a.stdout, map[string]any{"commit": args[0], "changes": nonNil(cs)})
+				return writeJSON(a.stdout, map[string]any{"commit": args[0], "changes": cs})
 			}
 			printChanges(a, cs)
 			return nil
@@ -104,6 +127,7 @@ func commitChangesCmd(a *app) *cobra.Command {
 	}
 	cf.add(c)
 	t.addStore(c)
+	t.addServer(c)
 	t.addJSON(c)
 	return c
 }
@@ -163,7 +187,11 @@ func diffCmd(a *app) *cobra.Command {
 			if t.json {
 				return writeJSON(a.stdout, map[string]any{"from": args[0], "to": args[1], "changes": nonNil(cs)})
 			}
-			printChanges(a, cs)
+			wire, err := wireChanges(cs)
+			if err != nil {
+				return err
+			}
+			printChanges(a, wire)
 			return nil
 		},
 	}

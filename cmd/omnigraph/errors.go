@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/client"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/blob"
@@ -122,6 +123,10 @@ var errorCodes = []struct {
 func errorCode(err error, exit int) string {
 	if exit == exitUsage {
 		return "usage"
+	}
+	var se *client.Error
+	if errors.As(err, &se) {
+		return remoteErrorCode(se)
 	}
 	var outcome *graph.OutcomeUnknown
 	if errors.As(err, &outcome) {

@@ -25,6 +25,8 @@ type graphTarget struct {
 	json  bool
 	actor string
 	wait  time.Duration // --wait of the commands that take the cluster lock
+	// server, token and graphID are --server mode (remote.go).
+	server, token, graphID string
 	// blobBases are the --external-blob-base locations whose URIs writes
 	// may store in Blob properties (graph.ExternalBlobPolicy).
 	blobBases []string

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/omnigraph-go/omnigraph/client"
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/load"
 )
 
@@ -33,6 +35,13 @@ func init() {
 			Args: cobra.MaximumNArgs(1),
 			RunE: func(c *cobra.Command, args []string) (err error) {
 				ctx := c.Context()
+				sg, err := t.serverGraph(c)
+				if err != nil {
+					return err
+				}
+				if len(args) == 1 && sg != nil {
+					return usagef("give the graph once: --server URL (and --graph ID) goes without a positional URL")
+				}
 				if len(args) == 1 {
 					if t.store != "" && t.store != args[0] {
 						return usagef("give the graph location once: either URL or --store URL")
@@ -59,21 +68,35 @@ func init() {
 					in = f
 				}
 				cr := &countingReader{r: in, size: inputSize(in)}
-				g, done, err := t.openWrite(ctx, "load")
-				if err != nil {
-					return err
+				var res *load.Result
+				var bar *loadProgress
+				if sg != nil {
+					bar = newProgress(a.stderr, cr, true)
+					out, err := sg.Load(ctx, cr, client.LoadOptions{Branch: branch, Mode: string(m)})
+					if err != nil {
+						return t.remoteErr(err)
+					}
+					res = loadResult(out)
+				} else {
+					// err stays the named result: done reports a failed
+					// lock release through it.
+					var g *graph.Graph
+					var done func(*error)
+					if g, done, err = t.openWrite(ctx, "load"); err != nil {
+						return err
+					}
+					defer done(&err)
+					opts := load.Options{Branch: branch, Mode: m, Replace: replace}
+					bar = newProgress(a.stderr, cr, quiet)
+					opts.Progress = bar.update
+					res, err = load.Run(ctx, g, cr, opts)
+					bar.finish()
+					if err != nil {
+						return err
+					}
+					// After the result is printed, before the lock is released.
+					defer auto.run(ctx, g, res.Commit)
 				}
-				defer done(&err)
-				opts := load.Options{Branch: branch, Mode: m, Replace: replace}
-				bar := newProgress(a.stderr, cr, quiet)
-				opts.Progress = bar.update
-				res, err := load.Run(ctx, g, cr, opts)
-				bar.finish()
-				if err != nil {
-					return err
-				}
-				// After the result is printed, before the lock is released.
-				defer auto.run(ctx, g, res.Commit)
 				for _, w := range res.Warnings {
 					fmt.Fprintln(a.stderr, "warning:", w)
 				}
@@ -95,6 +118,7 @@ func init() {
 			},
 		}
 		t.addStore(c)
+		t.addServer(c)
 		t.addJSON(c)
 		t.addActor(c)
 		t.addExternalBlobs(c)

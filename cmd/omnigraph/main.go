@@ -31,5 +31,6 @@ func cliMain(args []string) int {
 	if log, err := newLogger(os.Stderr); err == nil {
 		slog.SetDefault(log)
 	}
+	defer startProfiles(os.Stderr)()
 	return run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 }

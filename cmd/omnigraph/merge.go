@@ -6,7 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/client"
+	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 )
 
@@ -61,34 +64,62 @@ func branchMergeCmd(a *app) *cobra.Command {
 			if src == into {
 				return usagef("SRC and --into name the same branch %q; merge into another branch", src)
 			}
-			g, done, err := t.openWrite(c.Context(), "branch merge")
+			sg, err := t.serverGraph(c)
 			if err != nil {
 				return err
 			}
-			defer done(&err)
-			res, err := merge.Run(c.Context(), g, src, into, merge.Options{})
-			var mc *merge.MergeConflicts
-			if errors.As(err, &mc) {
+			conflicts := func(cs []merge.Conflict, err error) error {
 				if t.json {
-					out := mergeOutput{Result: &merge.Result{Source: src, Target: into, Outcome: "conflict"}, Conflicts: mc.Conflicts}
+					out := mergeOutput{Result: &merge.Result{Source: src, Target: into, Outcome: "conflict"}, Conflicts: cs}
 					if werr := writeJSON(a.stdout, out); werr != nil {
 						return werr
 					}
 				}
 				return exitCodeError{code: exitMergeConflict, err: err}
 			}
-			if err != nil {
-				return err
-			}
-			out := mergeOutput{Result: res}
-			if deleteBranch {
-				ok := true
-				if derr := g.DeleteBranch(c.Context(), src); derr != nil {
-					ok = false
-					out.BranchDeleteError = backend.Redact(derr.Error())
+			var res *merge.Result
+			var out mergeOutput
+			if sg != nil {
+				ro, err := sg.Merge(c.Context(), api.MergeRequest{Source: src, Target: into, DeleteBranch: deleteBranch})
+				var ce *client.Error
+				if errors.As(err, &ce) && len(ce.Details.MergeConflicts) > 0 {
+					return conflicts(mergeConflicts(ce.Details.MergeConflicts), serverError{ce})
+				}
+				if err != nil {
+					return t.remoteErr(err)
+				}
+				res = mergeResult(ro)
+				out = mergeOutput{Result: res, BranchDeleted: ro.BranchDeleted, BranchDeleteError: ro.BranchDeleteError}
+				if ro.BranchDeleted != nil && !*ro.BranchDeleted {
 					fmt.Fprintf(a.stderr, "warning: the merge succeeded, but deleting branch %s failed: %s\n", src, out.BranchDeleteError)
 				}
-				out.BranchDeleted = &ok
+			} else {
+				// err stays the named result: done reports a failed lock
+				// release through it.
+				var g *graph.Graph
+				var done func(*error)
+				if g, done, err = t.openWrite(c.Context(), "branch merge"); err != nil {
+					return err
+				}
+				defer done(&err)
+				res, err = merge.Run(c.Context(), g, src, into, merge.Options{})
+				var mc *merge.MergeConflicts
+				if errors.As(err, &mc) {
+					return conflicts(mc.Conflicts, err)
+				}
+				if err != nil {
+					return err
+				}
+				out = mergeOutput{Result: res}
+				if deleteBranch {
+					ok := true
+					if derr := g.DeleteBranch(c.Context(), src); derr != nil {
+						ok = false
+						out.BranchDeleteError = backend.Redact(derr.Error())
+						fmt.Fprintf(a.stderr, "warning: the merge succeeded, but deleting branch %s failed: %s\n", src, out.BranchDeleteError)
+					}
+					out.BranchDeleted = &ok
+				}
 			}
 			if t.json {
 				return writeJSON(a.stdout, out)
@@ -112,6 +143,7 @@ func branchMergeCmd(a *app) *cobra.Command {
 	c.Flags().StringVar(&into, "into", "main", "branch to merge into")
 	c.Flags().BoolVar(&deleteBranch, "delete-branch", false, "delete SRC after a successful merge")
 	t.addStore(c)
+	t.addServer(c)
 	t.addJSON(c)
 	t.addActor(c)
 	t.addWait(c)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/omnigraph-go/omnigraph/api"
+	"github.com/omnigraph-go/omnigraph/client"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
 )
@@ -34,7 +36,7 @@ func init() {
 				if (file == "") == (expr == "") {
 					return usagef("give the mutation once: --query FILE.gq [NAME] or -e 'insert Person { ... }'")
 				}
-				if t.store == "" && len(args) > 0 {
+				if t.store == "" && t.server == "" && len(args) > 0 {
 					t.store, args = args[len(args)-1], args[:len(args)-1]
 				}
 				if len(args) > 1 {
@@ -58,20 +60,40 @@ func init() {
 				if err != nil {
 					return err
 				}
-				g, done, err := t.openWrite(ctx, "mutate")
+				sg, err := t.serverGraph(c)
 				if err != nil {
 					return err
 				}
-				defer done(&err)
-				res, err := mutate.Query(ctx, g, src, name, mutate.Options{Branch: branch, Params: p, IfCommit: ifCommit})
-				if errors.Is(err, graph.ErrPreconditionFailed) {
-					return exitCodeError{code: exitConflict, err: err}
+				var res *mutate.Result
+				if sg != nil {
+					var opts []client.WriteOption
+					if ifCommit != "" {
+						opts = append(opts, client.IfGraphCommit(ifCommit))
+					}
+					out, err := sg.Mutate(ctx, api.MutateRequest{Query: src, Name: name, Params: p, Branch: branch}, opts...)
+					if err != nil {
+						return t.remoteErr(err)
+					}
+					res = mutateResult(out)
+				} else {
+					// err stays the named result: done reports a failed
+					// lock release through it.
+					var g *graph.Graph
+					var done func(*error)
+					if g, done, err = t.openWrite(ctx, "mutate"); err != nil {
+						return err
+					}
+					defer done(&err)
+					res, err = mutate.Query(ctx, g, src, name, mutate.Options{Branch: branch, Params: p, IfCommit: ifCommit})
+					if errors.Is(err, graph.ErrPreconditionFailed) {
+						return exitCodeError{code: exitConflict, err: err}
+					}
+					if err != nil {
+						return err
+					}
+					// After the result is printed, before the lock is released.
+					defer auto.run(ctx, g, res.Commit)
 				}
-				if err != nil {
-					return err
-				}
-				// After the result is printed, before the lock is released.
-				defer auto.run(ctx, g, res.Commit)
 				for _, w := range res.Warnings {
 					fmt.Fprintln(a.stderr, "warning:", w)
 				}
@@ -88,6 +110,7 @@ func init() {
 			},
 		}
 		t.addStore(c)
+		t.addServer(c)
 		t.addJSON(c)
 		t.addActor(c)
 		t.addExternalBlobs(c)

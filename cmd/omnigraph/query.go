@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/query"
 )
@@ -68,6 +69,17 @@ func init() {
 				if err != nil {
 					return err
 				}
+				sg, err := t.serverGraph(c)
+				if err != nil {
+					return err
+				}
+				if sg != nil {
+					out, err := sg.Query(ctx, api.QueryRequest{Query: src, Name: name, Params: p, Branch: branch, Snapshot: snapshot})
+					if err != nil {
+						return t.remoteErr(err)
+					}
+					return writeQueryResult(a.stdout, queryRows{QueryName: out.QueryName, Columns: out.Columns, Rows: out.Rows, CommitID: out.GraphCommitID}, format)
+				}
 				g, done, err := t.openGraph(ctx, false)
 				if err != nil {
 					return err
@@ -86,7 +98,7 @@ func init() {
 				if err != nil {
 					return err
 				}
-				return writeQueryResult(a.stdout, res, format)
+				return writeQueryResult(a.stdout, localRows(res), format)
 			},
 		}
 		c.Flags().StringVar(&file, "query", "", "the .gq file holding the query (pick one of several with NAME)")
@@ -97,6 +109,7 @@ func init() {
 		c.Flags().StringVar(&snapshot, "snapshot", "", "commit id to read instead of a branch head (time travel)")
 		c.Flags().StringVar(&format, "format", "table", "output format: "+strings.Join(queryFormats, ", "))
 		t.addStore(c)
+		t.addServer(c)
 		return c
 	})
 }
@@ -221,29 +234,164 @@ func quoteText(s string) string {
 	return b.String()
 }
 
-func writeQueryResult(w io.Writer, res *query.Result, format string) error {
-	cols := res.ColumnNames()
-	cell := func(i, j int) string { return queryCell(res.JSONValue(i, j)) }
+// queryRows is a query's answer as both modes have it: each row the JSON
+// object of its columns (query.Result.JSONRow locally, the HTTP API's
+// rows with --server), so every format prints from the same bytes.
+type queryRows struct {
+	QueryName string            `json:"query_name"`
+	RowCount  int               `json:"row_count"`
+	Columns   []string          `json:"columns"`
+	Rows      []json.RawMessage `json:"rows"`
+	CommitID  string            `json:"graph_commit_id"`
+}
+
+func localRows(res *query.Result) queryRows {
+	out := queryRows{QueryName: res.QueryName, Columns: res.ColumnNames(), Rows: make([]json.RawMessage, len(res.Rows)), CommitID: res.CommitID}
+	for i := range res.Rows {
+		out.Rows[i] = res.JSONRow(i)
+	}
+	return out
+}
+
+// cells splits a row object into its values, in column order.
+func (q queryRows) cells(i int) ([]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(q.Rows[i]))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("row %d is not a JSON object", i+1)
+	}
+	var vals []json.RawMessage
+	for dec.More() {
+		if _, err := dec.Token(); err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		vals = append(vals, v)
+	}
+	if len(vals) != len(q.Columns) {
+		return nil, fmt.Errorf("row %d has %d values for %d columns", i+1, len(vals), len(q.Columns))
+	}
+	return vals, nil
+}
+
+// cellValue decodes one JSON value for the text formats: a string as a
+// Go string, null as nil, numbers and booleans as their JSON text, lists
+// and objects as compact JSON (key order kept, no HTML escapes).
+func cellValue(raw json.RawMessage) any {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return nil
+	case raw[0] == '"':
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+	case raw[0] == '{' || raw[0] == '[':
+		var b bytes.Buffer
+		if compactJSON(json.NewDecoder(bytes.NewReader(raw)), &b) == nil {
+			return json.RawMessage(b.Bytes())
+		}
+	}
+	return json.RawMessage(raw)
+}
+
+// compactJSON writes the next value of dec compactly, keeping key order,
+// with strings encoded without HTML escapes.
+func compactJSON(dec *json.Decoder, b *bytes.Buffer) error {
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch v := tok.(type) {
+	case json.Delim:
+		end := byte('}')
+		if v == '[' {
+			end = ']'
+		}
+		b.WriteByte(byte(v))
+		for first := true; dec.More(); first = false {
+			if !first {
+				b.WriteByte(',')
+			}
+			if v == '{' {
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				writeJSONString(b, k.(string))
+				b.WriteByte(':')
+			}
+			if err := compactJSON(dec, b); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return err
+		}
+		b.WriteByte(end)
+	case string:
+		writeJSONString(b, v)
+	case json.Number:
+		b.WriteString(v.String())
+	case bool:
+		fmt.Fprint(b, v)
+	case nil:
+		b.WriteString("null")
+	}
+	return nil
+}
+
+func writeJSONString(b *bytes.Buffer, s string) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	b.Truncate(b.Len() - 1) // Encode's newline
+}
+
+func writeQueryResult(w io.Writer, res queryRows, format string) error {
+	res.RowCount = len(res.Rows)
+	if res.Columns == nil {
+		res.Columns = []string{}
+	}
+	cols := res.Columns
 	switch format {
 	case "json":
 		return writeJSON(w, res)
 	case "jsonl":
-		for i := range res.Rows {
-			if _, err := fmt.Fprintf(w, "%s\n", res.JSONRow(i)); err != nil {
+		for _, r := range res.Rows {
+			if _, err := fmt.Fprintf(w, "%s\n", r); err != nil {
 				return err
 			}
 		}
 		return nil
+	}
+	rows := make([][]any, len(res.Rows))
+	for i := range res.Rows {
+		vals, err := res.cells(i)
+		if err != nil {
+			return err
+		}
+		rows[i] = make([]any, len(vals))
+		for j, v := range vals {
+			rows[i][j] = cellValue(v)
+		}
+	}
+	cell := func(i, j int) string { return queryCell(rows[i][j]) }
+	switch format {
 	case "csv":
 		cw := csv.NewWriter(w)
 		if err := cw.Write(cols); err != nil {
 			return err
 		}
-		for i := range res.Rows {
+		for i := range rows {
 			rec := make([]string, len(cols))
 			for j := range cols {
 				// CSV has its own quoting: strings go in as they are.
-				switch v := res.JSONValue(i, j).(type) {
+				switch v := rows[i][j].(type) {
 				case nil:
 				case string:
 					rec[j] = v
@@ -262,7 +410,7 @@ func writeQueryResult(w io.Writer, res *query.Result, format string) error {
 		for _, c := range cols {
 			width = max(width, len(c))
 		}
-		for i := range res.Rows {
+		for i := range rows {
 			if i > 0 {
 				fmt.Fprintln(w)
 			}
@@ -270,12 +418,12 @@ func writeQueryResult(w io.Writer, res *query.Result, format string) error {
 				fmt.Fprintf(w, "%-*s  %s\n", width, c, cell(i, j))
 			}
 		}
-		_, err := fmt.Fprintf(w, "(%d %s, commit %s)\n", len(res.Rows), queryPlural(len(res.Rows), "row", "rows"), res.CommitID)
+		_, err := fmt.Fprintf(w, "(%d %s, commit %s)\n", len(rows), queryPlural(len(rows), "row", "rows"), res.CommitID)
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(cols, "\t"))
-	for i := range res.Rows {
+	for i := range rows {
 		cells := make([]string, len(cols))
 		for j := range cols {
 			cells[j] = cell(i, j)
@@ -285,7 +433,7 @@ func writeQueryResult(w io.Writer, res *query.Result, format string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "(%d %s, commit %s)\n", len(res.Rows), queryPlural(len(res.Rows), "row", "rows"), res.CommitID)
+	_, err := fmt.Fprintf(w, "(%d %s, commit %s)\n", len(rows), queryPlural(len(rows), "row", "rows"), res.CommitID)
 	return err
 }
 

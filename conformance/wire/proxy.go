@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,7 @@ type Proxy struct {
 	target *url.URL
 	mu     sync.Mutex
 	seen   []Request
+	gen    int // counts Resets
 	rules  []*Rule
 }
 
@@ -43,6 +45,9 @@ type Request struct {
 	Path   string
 	Query  url.Values
 	Header http.Header
+	// Start is when the proxy received the request, End when it finished
+	// answering it (zero while it is in flight).
+	Start, End time.Time
 }
 
 // Rule makes the proxy misbehave on matching requests.
@@ -119,12 +124,52 @@ func (p *Proxy) Reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.seen, p.rules = nil, nil
+	p.gen++
+}
+
+// Requests returns a copy of the requests received, in arrival order.
+func (p *Proxy) Requests() []Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Request(nil), p.seen...)
+}
+
+// RoundTrips is the critical-path depth of finished requests: a request's
+// depth is 1 + the largest depth of any request that finished before it
+// started, and the answer is the largest depth. N requests sent together
+// cost 1; N sent one after another cost N. (Give the store a latency well
+// above scheduling delays, so requests sent together overlap.)
+func RoundTrips(reqs []Request) int {
+	sorted := append([]Request(nil), reqs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Start.Before(sorted[j].Start) })
+	depth := make([]int, len(sorted))
+	most := 0
+	for i, r := range sorted {
+		depth[i] = 1
+		for j := 0; j < i; j++ {
+			if !sorted[j].End.IsZero() && !sorted[j].End.After(r.Start) && depth[j]+1 > depth[i] {
+				depth[i] = depth[j] + 1
+			}
+		}
+		if !r.End.IsZero() {
+			most = max(most, depth[i])
+		}
+	}
+	return most
 }
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
-	req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone()}
+	req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone(), Start: time.Now()}
 	p.mu.Lock()
 	p.seen = append(p.seen, req)
+	at, gen := len(p.seen)-1, p.gen
+	defer func() {
+		p.mu.Lock()
+		if p.gen == gen { // not Reset meanwhile
+			p.seen[at].End = time.Now()
+		}
+		p.mu.Unlock()
+	}()
 	var rule *Rule
 	for _, ru := range p.rules {
 		if ru.Times > 0 && (ru.Match == nil || ru.Match(req)) {

@@ -101,12 +101,20 @@ type bulkColumn struct {
 	prop int // index into bulkTable.props for roleProp
 }
 
-// pendingEnd is an edge endpoint not found among the file's nodes when its
-// line was read.
+// pendingEnd is an edge endpoint value not among the file's nodes (of its
+// type): its first line and row in the table's rows as written.
 type pendingEnd struct {
 	line int32
-	edge string // the edge's id
+	row  int64
 	node string // the endpoint
+}
+
+// lineRun says that rows row..row+n-1 of a table came from lines
+// line..line+n-1.
+type lineRun struct {
+	line int32
+	row  int64
+	n    int64
 }
 
 // bulkTable is one table's share of a columnar load.
@@ -127,8 +135,17 @@ type bulkTable struct {
 	// line of each wins (as in the original), applied once parsing ends.
 	dupEdges map[string]bool
 	rows     int
-	frags    []*table.FragmentWriter
-	cur      *table.FragmentWriter
+	// frags are the closed fragments, set when the encoder finished;
+	// written keeps them as written (before duplicate edges are dropped)
+	// for the rows pending endpoints name.
+	frags, written []*table.FragmentWriter
+	// ends interns an edge table's endpoints as its fragments encode;
+	// runs map its rows to lines.
+	ends *table.Endpoints
+	runs []lineRun
+	// enc encodes the table's row groups on its own goroutine (started by
+	// the first flush), in the order flushed.
+	enc *encoder
 	// pending endpoints of an edge table, in line order, per side.
 	pendSrc, pendDst []pendingEnd
 	newFrag          func() (*table.FragmentWriter, error)
@@ -252,8 +269,19 @@ func (bl *bulkLoad) table(n *pg.NodeType, e *pg.EdgeType) (*bulkTable, error) {
 	t.seen = make([]bool, len(t.props))
 	bl.byType[k] = t
 	bl.tables = append(bl.tables, t)
+	// An edge table's writers intern its endpoints as they encode, so the
+	// traversal index is built without reading the fragments back.
+	var ends *table.Endpoints
+	if e != nil {
+		ends = table.NewEndpoints(pg.ColSrc, pg.ColDst)
+		t.ends = ends
+	}
 	t.newFrag = func() (*table.FragmentWriter, error) {
-		return table.NewFragmentWriter(t.schema, pg.ColID, plain...)
+		fw, err := table.NewFragmentWriter(t.schema, pg.ColID, plain...)
+		if err == nil && ends != nil {
+			err = fw.TrackEndpoints(ends)
+		}
+		return fw, err
 	}
 	return t, nil
 }
@@ -288,6 +316,13 @@ func (bl *bulkLoad) read(r io.Reader, progress func(string, int64)) error {
 	for _, t := range bl.tables {
 		if err := t.flush(true); err != nil {
 			return err
+		}
+	}
+	for _, t := range bl.tables {
+		if t.edge != nil {
+			if err := bl.pendingEnds(t); err != nil {
+				return err
+			}
 		}
 	}
 	if progress != nil {
@@ -346,11 +381,10 @@ func (bl *bulkLoad) add(fl fastLine, n int) error {
 	if t.edge != nil {
 		bl.res.Edges++
 		bl.res.Types[t.edge.Name]++
-		if !bl.staged(t.edge.From, fl.from) {
-			t.pendSrc = append(t.pendSrc, pendingEnd{line: int32(n), edge: id, node: string(fl.from)})
-		}
-		if !bl.staged(t.edge.To, fl.to) {
-			t.pendDst = append(t.pendDst, pendingEnd{line: int32(n), edge: id, node: string(fl.to)})
+		if k := len(t.runs) - 1; k >= 0 && t.runs[k].line+int32(t.runs[k].n) == int32(n) {
+			t.runs[k].n++
+		} else {
+			t.runs = append(t.runs, lineRun{line: int32(n), row: int64(t.rows), n: 1})
 		}
 	} else {
 		bl.res.Nodes++
@@ -380,8 +414,8 @@ func (bl *bulkLoad) add(fl fastLine, n int) error {
 	return nil
 }
 
-// staged reports whether the file so far holds node id of type name.
-func (bl *bulkLoad) staged(name string, id []byte) bool {
+// staged reports whether the file holds node id of type name.
+func (bl *bulkLoad) staged(name string, id string) bool {
 	n, ok := bl.cat.Node(name)
 	if !ok {
 		return false
@@ -390,34 +424,194 @@ func (bl *bulkLoad) staged(name string, id []byte) bool {
 	if t == nil {
 		return false
 	}
-	return t.ids.has(string(id))
+	return t.ids.has(id)
 }
 
-// flush encodes the builder's rows as one row group; last closes the open
-// fragment.
+// pendingEnds lists, once the file is read, the endpoint values of edge
+// table t that no node line of the file gives (per side, each value at its
+// first row, in line order): the ones checkEndpoints looks up on the
+// branch. Each distinct value is looked up once (its rows share its dense
+// number in the table's Endpoints), not once a line.
+func (bl *bulkLoad) pendingEnds(t *bulkTable) error {
+	const ( // a value's state: looked up or not, and pending on which side
+		unknown    = 0
+		inFile     = 1
+		notInFile  = 2
+		pendingBit = 4 // << side
+	)
+	// One state per endpoint type: an edge type between nodes of one type
+	// looks each value up once for both sides.
+	state := [2][]uint8{make([]uint8, t.ends.Len())}
+	if state[1] = state[0]; t.edge.To != t.edge.From {
+		state[1] = make([]uint8, t.ends.Len())
+	}
+	types := [2]string{t.edge.From, t.edge.To}
+	pend := [2]*[]pendingEnd{&t.pendSrc, &t.pendDst}
+	var row int64
+	for _, fw := range t.frags {
+		src, dst := fw.Endpoints()
+		if int64(len(src)) != fw.Rows() {
+			return fmt.Errorf("load %s: a fragment's endpoints were not tracked", t.key)
+		}
+		for r := range src {
+			for side, d := range [2]int32{src[r], dst[r]} {
+				if d < 0 || state[side][d]&(inFile|pendingBit<<side) != 0 {
+					continue // in the file, or already pending on this side
+				}
+				v := t.ends.Value(d)
+				if state[side][d] == unknown {
+					state[side][d] = inFile
+					if !bl.staged(types[side], v) {
+						state[side][d] = notInFile
+					}
+				}
+				if state[side][d]&notInFile != 0 {
+					state[side][d] |= pendingBit << side
+					*pend[side] = append(*pend[side], pendingEnd{line: t.lineOf(row + int64(r)), row: row + int64(r), node: v})
+				}
+			}
+		}
+		row += int64(len(src))
+	}
+	t.written = t.frags
+	return nil
+}
+
+// lineOf returns the line row r of the table came from.
+func (t *bulkTable) lineOf(r int64) int32 {
+	k := sort.Search(len(t.runs), func(i int) bool { return t.runs[i].row > r }) - 1
+	return t.runs[k].line + int32(r-t.runs[k].row)
+}
+
+// edgeID returns the id of row r as written (for an error report).
+func (t *bulkTable) edgeID(r int64) string {
+	for _, fw := range t.written {
+		if r < fw.Rows() {
+			id, err := fw.Key(r)
+			if err != nil {
+				return ""
+			}
+			return id
+		}
+		r -= fw.Rows()
+	}
+	return ""
+}
+
+// flush hands the builder's rows, as one row group, to the table's
+// encoder; last waits for the encoder to close the open fragment and sets
+// t.frags.
 func (t *bulkTable) flush(last bool) error {
 	if t.rb.Field(0).Len() > 0 {
-		rec := t.rb.NewRecordBatch()
-		defer rec.Release()
-		if t.cur == nil {
-			fw, err := t.newFrag()
-			if err != nil {
-				return err
-			}
-			t.cur = fw
+		if t.enc == nil {
+			t.enc = startEncoder(t)
 		}
-		if err := t.cur.Write(rec); err != nil {
-			return fmt.Errorf("encode rows of %s: %w", t.key, err)
-		}
-	}
-	if t.cur != nil && (last || t.cur.Rows() >= fragmentRows) {
-		if err := t.cur.Close(); err != nil {
+		if err := t.enc.send(t.rb.NewRecordBatch()); err != nil {
 			return err
 		}
-		t.frags = append(t.frags, t.cur)
-		t.cur = nil
 	}
-	return nil
+	if !last || t.enc == nil {
+		return nil
+	}
+	frags, err := t.enc.finish()
+	t.frags = frags
+	return err
+}
+
+// encoderQueue bounds the row groups waiting for a table's encoder: the
+// parser runs at most this far ahead (memory: that many row groups).
+const encoderQueue = 4
+
+// An encoder turns one table's row groups into fragment files (Parquet
+// encoding and compression, the endpoint interning of an edge table) on a
+// goroutine of its own, in the order they are sent, so parsing and
+// encoding run on different cores. A new fragment starts every
+// fragmentRows rows.
+type encoder struct {
+	recs chan arrow.Record
+	done chan struct{}
+	// set by the goroutine, read after done
+	frags []*table.FragmentWriter
+	err   error
+	// failed is closed when the goroutine fails, so send stops waiting.
+	failed chan struct{}
+	closed bool
+}
+
+func startEncoder(t *bulkTable) *encoder {
+	e := &encoder{recs: make(chan arrow.Record, encoderQueue), done: make(chan struct{}), failed: make(chan struct{})}
+	go e.run(t.key, t.newFrag)
+	return e
+}
+
+func (e *encoder) run(key string, newFrag func() (*table.FragmentWriter, error)) {
+	defer close(e.done)
+	var cur *table.FragmentWriter
+	fail := func(err error) {
+		if e.err == nil {
+			e.err = err
+			close(e.failed)
+		}
+	}
+	for rec := range e.recs {
+		if e.err != nil {
+			rec.Release() // drain after a failure
+			continue
+		}
+		if cur == nil {
+			fw, err := newFrag()
+			if err != nil {
+				fail(err)
+				rec.Release()
+				continue
+			}
+			cur = fw
+		}
+		err := cur.Write(rec)
+		rec.Release()
+		if err != nil {
+			fail(fmt.Errorf("encode rows of %s: %w", key, err))
+			continue
+		}
+		if cur.Rows() >= fragmentRows {
+			if err := cur.Close(); err != nil {
+				fail(err)
+				continue
+			}
+			e.frags = append(e.frags, cur)
+			cur = nil
+		}
+	}
+	if cur != nil && e.err == nil {
+		if err := cur.Close(); err != nil {
+			fail(err)
+			return
+		}
+		e.frags = append(e.frags, cur)
+	}
+}
+
+// send queues one row group (the encoder releases it); it fails once the
+// encoder has failed.
+func (e *encoder) send(rec arrow.Record) error {
+	select {
+	case e.recs <- rec:
+		return nil
+	case <-e.failed: // e.err is set before failed closes
+		rec.Release()
+		return e.err
+	}
+}
+
+// finish closes the queue, waits for the goroutine and returns the closed
+// fragments. It may be called more than once.
+func (e *encoder) finish() ([]*table.FragmentWriter, error) {
+	if !e.closed {
+		e.closed = true
+		close(e.recs)
+	}
+	<-e.done
+	return e.frags, e.err
 }
 
 // attempt validates the parsed file against w's snapshot and commits it.
@@ -546,7 +740,7 @@ func (bl *bulkLoad) checkEndpoints(ctx context.Context, snap *graph.Snapshot, t 
 		var ids []string
 		dedup := map[string]bool{}
 		for _, pe := range side.pend {
-			if !bl.staged(n.Name, []byte(pe.node)) && !dedup[pe.node] {
+			if !bl.staged(n.Name, pe.node) && !dedup[pe.node] {
 				dedup[pe.node] = true
 				ids = append(ids, pe.node)
 			}
@@ -570,7 +764,7 @@ func (bl *bulkLoad) checkEndpoints(ctx context.Context, snap *graph.Snapshot, t 
 				return &change.Violation{
 					InputError: graph.InputErrorf(where, "edge %s: %s %q not found in %s; insert that %s first (or earlier in the same write), or fix the %s value",
 						e.Name, side.col, pe.node, n.Name, n.Name, side.word).(*graph.InputError),
-					Kind: change.ViolationEndpoint, EntityKind: "edge", TypeName: e.Name, EntityID: pe.edge,
+					Kind: change.ViolationEndpoint, EntityKind: "edge", TypeName: e.Name, EntityID: t.edgeID(pe.row),
 				}
 			}
 		}
@@ -645,9 +839,13 @@ func stringsOf(a arrow.Array) *array.String {
 	return s
 }
 
-// release frees the builders.
+// release stops the encoders (a load that failed while reading leaves them
+// running) and frees the builders.
 func (bl *bulkLoad) release() {
 	for _, t := range bl.tables {
+		if t.enc != nil {
+			t.enc.finish() //nolint:errcheck // the load already failed or finished
+		}
 		t.rb.Release()
 	}
 }

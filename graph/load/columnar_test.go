@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -608,4 +609,55 @@ func TestNullVectorBetweenValues(t *testing.T) {
 	if dumps[0] != dumps[1] {
 		t.Fatalf("the paths store different rows:\ncolumnar: %s\nrows:     %s", dumps[0], dumps[1])
 	}
+}
+
+// TestColumnarEndpointViolationNamesTheEdge: a missing endpoint is
+// reported at its first line, source side first, with the edge's id, as the
+// row path reports it, when the edges span several fragments, an edge id
+// is given twice before it, its value appears again later, and nodes the
+// edges name come later in the file or are committed.
+func TestColumnarEndpointViolationNamesTheEdge(t *testing.T) {
+	defer func(rg int, fr int64) { rowGroupRows, fragmentRows = rg, fr }(rowGroupRows, fragmentRows)
+	rowGroupRows, fragmentRows = 4, 12
+	var lines []string
+	for i := 0; i < 30; i++ {
+		lines = append(lines, fmt.Sprintf(`{"edge":"Knows","from":"p%d","to":"old","data":{"id":"k%d"}}`, i%7, i))
+	}
+	lines = append(lines, `{"edge":"Knows","from":"p1","to":"p2","data":{"id":"k3"}}`) // k3 again: the last wins
+	for _, bad := range []string{
+		`{"edge":"Knows","from":"p2","to":"ghost","data":{"id":"k-dst"}}`,
+		`{"edge":"Knows","from":"nobody","to":"p3","data":{"id":"k-src"}}`,
+		`{"edge":"Knows","from":"nobody","to":"ghost","data":{"id":"k-both"}}`,
+	} {
+		lines = append(lines, bad)
+	}
+	for i := 0; i < 7; i++ {
+		lines = append(lines, fmt.Sprintf(`{"type":"Person","data":{"handle":"p%d","name":"P"}}`, i))
+	}
+	check := func(lines []string, want, edge string) {
+		t.Helper()
+		data := strings.Join(lines, "\n") + "\n"
+		var got [2]string
+		for i, rows := range []bool{false, true} {
+			r := newColRig(t)
+			_, err := r.run(t, data, rows)
+			var v *change.Violation
+			if !errors.As(err, &v) || v.Kind != change.ViolationEndpoint {
+				t.Fatalf("rows=%v: %v, want an endpoint violation", rows, err)
+			}
+			got[i] = fmt.Sprintf("%s | %s %s %s", err, v.EntityKind, v.TypeName, v.EntityID)
+		}
+		if got[0] != got[1] || !strings.Contains(got[0], want) || !strings.HasSuffix(got[0], "| edge Knows "+edge) {
+			t.Fatalf("columnar: %s\nrows:     %s\nwant %q and the edge %s", got[0], got[1], want, edge)
+		}
+	}
+	check(lines, `line 33: edge Knows: src "nobody" not found in Person`, "k-src")
+	// "ghost" is missing as a destination first (line 32), then as a
+	// source (line 39): the source side is reported first.
+	nodes := lines[len(lines)-7:]
+	check(slices.Concat(lines[:32], []string{`{"edge":"Knows","from":"p1","to":"p2"}`,
+		`{"edge":"Knows","from":"p3","to":"p4"}`, `{"edge":"Knows","from":"ghost","to":"p4","data":{"id":"k-ghost"}}`}, nodes),
+		`line 35: edge Knows: src "ghost" not found in Person`, "k-ghost")
+	// Only destinations missing: the first one.
+	check(slices.Concat(lines[:32], nodes), `line 32: edge Knows: dst "ghost" not found`, "k-dst")
 }

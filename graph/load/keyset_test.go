@@ -39,9 +39,11 @@ func TestKeySet(t *testing.T) {
 	}
 }
 
-// TestKeySetMemory: adding 200,000 ids of 11 bytes allocates at most 45
-// bytes an id in all (38: the entries and the tables as they grow), where
-// a map[string]int32 of cloned strings allocates 86.
+// TestKeySetMemory: adding 200,000 ids of 11 bytes allocates at most 62
+// bytes an id in all (59: the entries, 16, and the tagged 8-byte slots of
+// the tables as they grow; 38 with untagged 4-byte slots, which read 2.5
+// entries a lookup instead of one), where a map[string]int32 of cloned
+// strings allocates 86.
 func TestKeySetMemory(t *testing.T) {
 	keys := make([]string, 200_000)
 	for i := range keys {
@@ -59,7 +61,7 @@ func TestKeySetMemory(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	per := float64(after.TotalAlloc-before.TotalAlloc) / float64(len(keys))
 	t.Logf("%.1f bytes an id", per)
-	if per > 45 || s.len() != len(keys) {
-		t.Fatalf("%.1f bytes an id allocated, more than 45", per)
+	if per > 62 || s.len() != len(keys) {
+		t.Fatalf("%.1f bytes an id allocated, more than 62", per)
 	}
 }

@@ -83,16 +83,19 @@ func bigGraph(t *testing.T, depth int) (*graph.Graph, *fragMeter, *fault.Injecto
 // real table commits: after optimize, a one-row keyed insert through a
 // warm writer handle (ExclusiveWriter, as the server and CLI open it) into
 // a 100,000-node table whose key falls inside the existing fragment's key
-// range costs at most 8 requests in at most 5 serial round trips and reads
+// range costs at most 6 requests in at most 4 serial round trips and reads
 // no fragment byte, at depth 10 and at depth 2,000 alike. The requests: the
-// ranged GET of the key index page; the fragment PUT; the pre-arm check
-// (table head List, branch head List) beside the recovery sidecar's create
-// and the previous sidecar's delete; the table version; the publish.
+// ranged GET of the key index page; the fragment PUT beside the recovery
+// sidecar's create and the previous sidecar's delete; the table version;
+// the publish. (Issue 31: the exclusive writer no longer probes the branch
+// and table heads it published itself, and the fragment goes with the arm;
+// it was 8 requests in 5 round trips.) TestKeyedInsertBudgetOnTheWireS3
+// counts the same on the wire.
 func TestKeyedInsertBudgetOnLargeTable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 100,000-node table and 1,000 commits")
 	}
-	const maxRequests, maxRoundTrips = 8, 5
+	const maxRequests, maxRoundTrips = 6, 4
 	ctx := context.Background()
 	var got []counter.Counts
 	for _, depth := range []int{10, 2000} {

@@ -27,3 +27,7 @@ func RunWire(t *testing.T, w Wire) { wire.Run(t, w) }
 
 // IsMethod is wire.IsMethod.
 func IsMethod(m string) func(Request) bool { return wire.IsMethod(m) }
+
+// RoundTrips is wire.RoundTrips: the critical-path depth of requests the
+// proxy saw.
+func RoundTrips(reqs []Request) int { return wire.RoundTrips(reqs) }

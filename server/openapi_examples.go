@@ -1,0 +1,92 @@
+package server
+
+import (
+	"encoding/json"
+
+	"github.com/omnigraph-go/omnigraph/api"
+)
+
+// example is the request and the answer the document shows for a route.
+// They are typed values of the route's own request and response types, so
+// an example cannot name a member the server refuses; the lint checks them
+// against the schemas too (no-invalid-media-type-examples).
+type example struct {
+	Request, Response any
+}
+
+const (
+	exCommit  = "01JZ6Y3M2Q8K4T7V9W0XAB1CDE"
+	exParent  = "01JZ6Y1F0R5N2P8S6T4UVW3XYZ"
+	exMerged  = "01JZ6Y2H7J9K3M5N8P0QRS2TUV"
+	exCreated = int64(1767600000000000)
+)
+
+func exCommitOutput(branch string, version uint64) *api.CommitOutput {
+	return &api.CommitOutput{GraphCommitID: exCommit, GraphBranch: branch, GraphManifestVersion: version, ParentCommitID: exParent, ActorID: "alice", CreatedAt: exCreated}
+}
+
+// examples are by operation id; TestOpenAPIExamples requires one for every
+// route of the table.
+var examples = map[string]example{
+	"health":     {Response: api.Health{Status: "ok", Version: "v0.4.0", Graphs: 1, Mode: "read-write"}},
+	"openapi":    {},
+	"listGraphs": {Response: api.GraphList{Graphs: []api.GraphItem{{GraphID: "default"}}}},
+	"query": {
+		Request: api.QueryRequest{Query: "query adults($city: String, $min: I32) { match { $p: Person { city: $city } $p.age >= $min } return { $p.handle, $p.age } order { $p.age desc } }", Params: map[string]any{"city": "Berlin", "min": 30}, Branch: "main"},
+		Response: api.ReadOutput{QueryName: "adults", Target: api.ReadTarget{Branch: "main"}, RowCount: 1, Columns: []string{"p.handle", "p.age"},
+			Rows: []json.RawMessage{json.RawMessage(`{"p.handle":"carol","p.age":36}`)}, GraphCommitID: exCommit},
+	},
+	"mutate": {
+		Request:  api.MutateRequest{Query: `mutation add($h: String, $name: String, $age: I32) { insert Person { handle: $h, name: $name, age: $age } }`, Params: map[string]any{"h": "quinn", "name": "Quinn Park", "age": 34}, Branch: "main"},
+		Response: api.ChangeOutput{Branch: "main", QueryName: "add", AffectedNodes: 1, ActorID: "alice", Commit: exCommitOutput("main", 7)},
+	},
+	"mutateIfGraphCommit": {
+		Request:  api.MutateRequest{Query: `mutation older($h: String) { update Person set { age: 35 } where handle = $h }`, Params: map[string]any{"h": "quinn"}},
+		Response: api.ChangeOutput{Branch: "main", QueryName: "older", AffectedNodes: 1, ActorID: "alice", Commit: exCommitOutput("main", 8)},
+	},
+	"load": {
+		Request: api.LoadRequest{Records: []map[string]any{
+			{"type": "Person", "data": map[string]any{"handle": "ada", "name": "Ada Lovelace", "age": 36}},
+			{"edge": "Knows", "from": "ada", "to": "alice", "data": map[string]any{"since": "2026-01-05"}},
+		}, Branch: "import", From: "main", Mode: "merge"},
+		Response: api.LoadOutput{Branch: "import", BaseBranch: "main", BranchCreated: true, Mode: "merge", Nodes: 1, Edges: 1,
+			Types: map[string]int{"Person": 1, "Knows": 1}, TotalEntities: 2, ActorID: "alice", Commit: exCommitOutput("import", 2)},
+	},
+	"export": {Response: "{\"type\":\"Person\",\"data\":{\"handle\":\"ada\",\"name\":\"Ada Lovelace\",\"age\":36}}\n{\"edge\":\"Knows\",\"from\":\"ada\",\"to\":\"alice\",\"data\":{\"since\":\"2026-01-05\"}}\n"},
+	"loadNdjson": {
+		Request: "{\"type\":\"Person\",\"data\":{\"handle\":\"ada\",\"name\":\"Ada Lovelace\",\"age\":36}}\n{\"edge\":\"Knows\",\"from\":\"ada\",\"to\":\"alice\"}\n",
+		Response: api.LoadOutput{Branch: "main", Mode: "merge", Nodes: 1, Edges: 1, Types: map[string]int{"Person": 1, "Knows": 1},
+			TotalEntities: 2, ActorID: "alice", Commit: exCommitOutput("main", 9)},
+	},
+	"mcp": {
+		Request:  api.JSONRPCMessage{JSONRPC: "2.0", ID: 1, Method: "tools/call", Params: map[string]any{"name": "branch_list", "arguments": map[string]any{}}},
+		Response: api.JSONRPCMessage{JSONRPC: "2.0", ID: 1, Result: map[string]any{"structuredContent": map[string]any{"branches": []string{"main"}}}},
+	},
+	"getSnapshot": {Response: api.SnapshotOutput{GraphBranch: "main", GraphManifestVersion: 7, GraphCommitID: exCommit, InternalSchemaVersion: 1, SchemaIdentity: "sha256:4f2a",
+		Datasets: []api.DatasetOutput{{TypeName: "Person", EntityKind: "node", PublishedDatasetVersion: 3, EntityCount: 42}}}},
+	"getSchema":    {Response: api.SchemaOutput{SchemaSource: "node Person {\n  handle: String @key\n  name: String\n  age: I32?\n}\n", SchemaIdentity: "sha256:4f2a", Branch: "main"}},
+	"listBranches": {Response: api.BranchList{Branches: []string{"main", "review"}, Heads: []api.BranchHead{{Name: "main", Incarnation: 1, GraphManifestVersion: 7}, {Name: "review", Incarnation: 1, GraphManifestVersion: 2}}}},
+	"createBranch": {
+		Request:  api.BranchCreateRequest{Name: "review", From: "main"},
+		Response: api.BranchCreateOutput{Name: "review", From: "main", GraphCommitID: exCommit, Incarnation: 1, ActorID: "alice"},
+	},
+	"mergeBranch": {
+		Request: api.MergeRequest{Source: "review", Target: "main", DeleteBranch: true},
+		Response: api.MergeOutput{Source: "review", Target: "main", Outcome: "merged", SourceCommit: exMerged, BaseCommit: exParent, ActorID: "alice",
+			Commit:   &api.CommitOutput{GraphCommitID: exCommit, GraphBranch: "main", GraphManifestVersion: 8, ParentCommitID: exParent, MergedParentCommitID: exMerged, ActorID: "alice", CreatedAt: exCreated},
+			Inserted: 2, Updated: 1, BranchDeleted: boolPtr(true)},
+	},
+	"deleteBranch": {Response: api.BranchDeleteOutput{Name: "review", ActorID: "alice"}},
+	"listCommits":  {Response: api.CommitList{Commits: []api.CommitOutput{*exCommitOutput("main", 7)}}},
+	"getCommit":    {Response: *exCommitOutput("main", 7)},
+	"getCommitChanges": {Response: api.ChangesOutput{Cause: *exCommitOutput("main", 7), Changes: []api.Change{
+		{EntityKind: "node", TypeName: "Person", ID: "quinn", Op: "insert", After: map[string]any{"handle": "quinn", "name": "Quinn Park", "age": 34}},
+		{EntityKind: "node", TypeName: "Person", ID: "ada", Op: "update", Before: map[string]any{"handle": "ada", "name": "Ada Lovelace", "age": 36}, After: map[string]any{"handle": "ada", "name": "Ada Lovelace", "age": 37}},
+	}}},
+	// A Blob answer is the value's raw bytes (TestServerBlob drives the
+	// routes on a graph with Blob properties).
+	"getBlob":  {Response: "%PDF-1.7 ..."},
+	"headBlob": {Response: ""},
+}
+
+func boolPtr(b bool) *bool { return &b }
