@@ -143,7 +143,7 @@ func handleBlob(r *request) (int, any, error) {
 	h.Set("Accept-Ranges", "bytes")
 	if im := r.Header.Values("If-Match"); len(im) > 0 && !etagMatch(im, etag, true) {
 		return 0, nil, &Failure{Status: http.StatusPreconditionFailed, Body: api.ErrorOutput{
-			Error: "If-Match does not name the value's current ETag " + etag + "; read it again", Code: api.CodeConflict,
+			Error: "If-Match does not name the value's current ETag " + etag + "; read it again",
 		}}
 	}
 	if inm := r.Header.Values("If-None-Match"); len(inm) > 0 && etagMatch(inm, etag, false) {
