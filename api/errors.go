@@ -31,6 +31,7 @@ type ErrorOutput struct {
 	OutcomeUnknown      *OutcomeUnknown      `json:"outcome_unknown,omitempty"`
 	ChangeDiffRefusal   *ChangeDiffRefusal   `json:"change_diff_refusal,omitempty"`
 	BlobRange           *BlobRange           `json:"blob_range,omitempty"`
+	ChangeFeedGap       *ChangeFeedGap       `json:"change_feed_gap,omitempty"`
 	// Class is the failure class of a 500/503 (a storage failure kind,
 	// "lease_lost", "poisoned"...): what the per-request log records.
 	Class string `json:"failure_class,omitempty"`
@@ -60,10 +61,15 @@ type KeyConflict struct {
 }
 
 // ResourceLimit: a request exceeded a ceiling; resource names which.
+// For a query budget (query_rows, query_memory_bytes, query_time_ms,
+// query_read_bytes) Actual is how far the query got when it was stopped,
+// or with Estimated the planner's estimate of a query refused before it
+// ran.
 type ResourceLimit struct {
-	Resource string `json:"resource"`
-	Limit    int64  `json:"limit"`
-	Actual   int64  `json:"actual,omitempty"`
+	Resource  string `json:"resource"`
+	Limit     int64  `json:"limit"`
+	Actual    int64  `json:"actual,omitempty"`
+	Estimated bool   `json:"estimated,omitempty"`
 }
 
 // RecoveryRequired: an unresolved recovery intent covers the write.

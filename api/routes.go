@@ -19,6 +19,11 @@ type Route struct {
 	Graph bool
 	// Write: a write route (admission, refused on a read-only replica).
 	Write bool
+	// MayWrite: the route runs what the request names, a read or a write
+	// (a stored query by name). A client treats it as a write (never sent
+	// twice; a lost answer's outcome is unknown); the server refuses it on
+	// a read-only replica only once it knows it writes.
+	MayWrite bool
 	// Idempotent: sending the request twice has the effect of sending it
 	// once (the reads), so a client may send it again after a transport
 	// failure or a 503. A write never is.
@@ -49,6 +54,10 @@ type Param struct {
 	// Repeat: the parameter may be given more than once.
 	Repeat bool
 }
+
+// Writes reports whether a request of the route may change the graph
+// (Write or MayWrite).
+func (rt Route) Writes() bool { return rt.Write || rt.MayWrite }
 
 // Pattern is the ServeMux pattern of the route.
 func (rt Route) Pattern() string {
@@ -114,15 +123,15 @@ var (
 // Routes is the route table, in the order the document lists it.
 func Routes() []Route {
 	g := "/graphs/{graph_id}"
-	return []Route{
+	return append([]Route{
 		{Method: "GET", Path: "/healthz", OperationID: "health", Summary: "Liveness", Idempotent: true, Response: "Health", Statuses: []int{503}},
 		{Method: "GET", Path: "/openapi.json", OperationID: "openapi", Summary: "This OpenAPI document", Idempotent: true, Response: "OpenAPI"},
 		{Method: "GET", Path: "/graphs", OperationID: "listGraphs", Summary: "List the served graphs", Auth: true, Idempotent: true, Response: "GraphList", Statuses: []int{401, 503}},
-		{Method: "POST", Path: g + "/query", OperationID: "query", Summary: "Run a read query on one snapshot", Auth: true, Graph: true, Idempotent: true, Request: "QueryRequest", Response: "ReadOutput", Statuses: append([]int{413, 415}, readErrs...)},
+		{Method: "POST", Path: g + "/query", OperationID: "query", Summary: "Run a read query on one snapshot", Auth: true, Graph: true, Idempotent: true, Request: "QueryRequest", Response: "ReadOutput", Statuses: append([]int{413, 415, 429}, readErrs...)},
 		{Method: "POST", Path: g + "/mutate", OperationID: "mutate", Summary: "Run a mutation as one commit", Auth: true, Graph: true, Write: true, Request: "MutateRequest", Response: "ChangeOutput", Statuses: writeErrs},
 		{Method: "POST", Path: g + "/mutate/if-graph-commit", OperationID: "mutateIfGraphCommit", Summary: "Run a mutation only while the branch head is the given commit", Auth: true, Graph: true, Write: true, Header: HeaderIfGraphCommit, Request: "MutateRequest", Response: "ChangeOutput", Statuses: append([]int{412}, writeErrs...)},
 		{Method: "POST", Path: g + "/load", OperationID: "load", Summary: "Load a graph batch sent inline in JSON (NDJSON text in data, or line objects in records) as one commit", Auth: true, Graph: true, Write: true, Stream: true, Request: "LoadRequest", Response: "LoadOutput", Statuses: writeErrs},
-		{Method: "GET", Path: g + "/export", OperationID: "export", Summary: "Stream a branch head (or a snapshot) as graph-batch NDJSON, the input of load", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam, snapshotParam, {Name: "type", Doc: "only these node or edge types (comma-separated, or repeated)", Repeat: true}}, Response: "NDJSON", Statuses: readErrs},
+		{Method: "GET", Path: g + "/export", OperationID: "export", Summary: "Stream a branch head (or a snapshot) as graph-batch NDJSON, the input of load", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam, snapshotParam, {Name: "type", Doc: "only these node or edge types (comma-separated, or repeated)", Repeat: true}}, Response: "NDJSON", Statuses: append([]int{429}, readErrs...)},
 		{Method: "POST", Path: g + "/load/ndjson", OperationID: "loadNdjson", Summary: "Load a graph batch (application/x-ndjson) as one commit", Auth: true, Graph: true, Write: true, Stream: true, Query: []Param{{Name: "branch", Doc: "the branch to load into (default main); it must exist unless from is given"}, {Name: "from", Doc: "create the branch from this one first when it does not exist"}, {Name: "mode", Doc: "merge (upsert, default), append (strict insert) or overwrite (replace each type in the batch)"}}, Request: "NDJSON", Response: "LoadOutput", Statuses: writeErrs},
 		{Method: "POST", Path: g + "/mcp", OperationID: "mcp", Summary: "MCP (Streamable HTTP, stateless, JSON responses): tools mirroring these routes", Auth: true, Graph: true, Stream: true, Request: "JSONRPC", Response: "JSONRPC", Statuses: []int{400, 401, 404, 405, 413, 503}},
 		{Method: "GET", Path: g + "/snapshot", OperationID: "getSnapshot", Summary: "A branch head: manifest version and per-table versions and counts", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam}, Response: "SnapshotOutput", Statuses: readErrs},
@@ -133,8 +142,8 @@ func Routes() []Route {
 		{Method: "DELETE", Path: g + "/branches/{branch}", OperationID: "deleteBranch", Summary: "Delete a branch", Auth: true, Graph: true, Write: true, Rest: true, Response: "BranchDeleteOutput", Statuses: writeErrs},
 		{Method: "GET", Path: g + "/commits", OperationID: "listCommits", Summary: "The commits reachable from a branch head, newest first", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam, limitParam}, Response: "CommitList", Statuses: readErrs},
 		{Method: "GET", Path: g + "/commits/{commit_id}", OperationID: "getCommit", Summary: "One commit", Auth: true, Graph: true, Idempotent: true, Response: "CommitOutput", Statuses: readErrs},
-		{Method: "GET", Path: g + "/blob", OperationID: "getBlob", Summary: "The bytes of one Blob value (one byte range with Range), or a redirect to an external one", Auth: true, Graph: true, Idempotent: true, Query: blobParams, Response: "Blob", Statuses: append([]int{206, 302, 304, 412, 416}, readErrs...)},
-		{Method: "HEAD", Path: g + "/blob", OperationID: "headBlob", Summary: "The headers of one Blob value (size, ETag, snapshot), without its bytes", Auth: true, Graph: true, Idempotent: true, Query: blobParams, Response: "Blob", Statuses: append([]int{302, 304, 412}, readErrs...)},
-		{Method: "GET", Path: g + "/commits/{commit_id}/changes", OperationID: "getCommitChanges", Summary: "The entity changes of a commit against its first parent", Auth: true, Graph: true, Idempotent: true, Query: []Param{typeParam, {Name: "op", Doc: "only insert, update or delete"}, limitParam}, Response: "ChangesOutput", Statuses: append([]int{409, 413}, readErrs...)},
-	}
+		{Method: "GET", Path: g + "/blob", OperationID: "getBlob", Summary: "The bytes of one Blob value (one byte range with Range), or a redirect to an external one", Auth: true, Graph: true, Idempotent: true, Query: blobParams, Response: "Blob", Statuses: append([]int{206, 302, 304, 412, 416, 429}, readErrs...)},
+		{Method: "HEAD", Path: g + "/blob", OperationID: "headBlob", Summary: "The headers of one Blob value (size, ETag, snapshot), without its bytes", Auth: true, Graph: true, Idempotent: true, Query: blobParams, Response: "Blob", Statuses: append([]int{302, 304, 412, 429}, readErrs...)},
+		{Method: "GET", Path: g + "/commits/{commit_id}/changes", OperationID: "getCommitChanges", Summary: "The entity changes of a commit against its first parent", Auth: true, Graph: true, Idempotent: true, Query: []Param{typeParam, {Name: "op", Doc: "only insert, update or delete"}, limitParam}, Response: "ChangesOutput", Statuses: append([]int{409, 413, 429}, readErrs...)},
+	}, append(feedRoutes(g), storedRoutes(g)...)...)
 }

@@ -21,7 +21,7 @@ func TestExpandRoundTrips(t *testing.T) {
 		var got []string
 		mux.HandleFunc(rt.Pattern(), func(w http.ResponseWriter, r *http.Request) {
 			got = nil
-			for _, name := range []string{"graph_id", "branch", "commit_id"} {
+			for _, name := range []string{"graph_id", "branch", "commit_id", "name"} {
 				if v := r.PathValue(name); v != "" {
 					got = append(got, v)
 				}

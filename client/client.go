@@ -164,7 +164,7 @@ func (cl *Client) do(ctx context.Context, c call, out any) error {
 	dec.UseNumber()
 	if err := dec.Decode(out); err != nil {
 		rt := route(c.op)
-		if rt.Write {
+		if rt.Writes() {
 			// The write was answered 2xx: it landed, whatever the body.
 			return fmt.Errorf("omnigraph %s: the write landed but its answer could not be read: %w", c.op, err)
 		}
@@ -235,13 +235,13 @@ func (cl *Client) send(ctx context.Context, c call) (*http.Response, error) {
 		var wait time.Duration
 		switch {
 		case err != nil && ctx.Err() != nil:
-			if rt.Write && wrote {
+			if rt.Writes() && wrote {
 				return nil, cl.unknown(c, err)
 			}
 			return nil, fmt.Errorf("omnigraph %s: %w", c.op, ctx.Err())
 		case err != nil && rt.Idempotent:
 			retryErr, wait = fmt.Errorf("omnigraph %s: %w", c.op, err), backoff(attempt)
-		case err != nil && rt.Write && wrote:
+		case err != nil && rt.Writes() && wrote:
 			return nil, cl.unknown(c, err)
 		case err != nil:
 			return nil, fmt.Errorf("omnigraph %s: the request was not sent (nothing was done): %w", c.op, err)

@@ -236,6 +236,88 @@ var routeCalls = map[string]func(ctx context.Context, t *testing.T, c *client.Cl
 			t.Fatalf("blob head of a missing property: %v", err)
 		}
 	},
+	"pollChanges": func(ctx context.Context, t *testing.T, c *client.Client, g *client.Graph) {
+		now, err := g.PollChanges(ctx, api.PollRequest{})
+		if err != nil || now.Cursor == "" || !now.CaughtUp || len(now.Blocks) != 0 {
+			t.Fatalf("poll now: %+v %v", now, err)
+		}
+		out, err := g.Mutate(ctx, api.MutateRequest{Query: `mutation m() { insert Person { handle: "go-fed", name: "Fed" } }`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pages, changes int
+		var last *api.ChangeFeedOutput
+		for p, err := range g.Poll(ctx, api.PollRequest{Cursor: now.Cursor, Limit: 1}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			for _, b := range p.Blocks {
+				if b.Cause.GraphCommitID != out.Commit.GraphCommitID || b.Changes[0].ID != "go-fed" {
+					t.Fatalf("the block: %+v", b)
+				}
+				changes += len(b.Changes)
+			}
+			last = p
+		}
+		if changes != 1 || last.Cursor == "" || !last.CaughtUp {
+			t.Fatalf("the poll after one commit: %d pages, %d changes, %+v", pages, changes, last)
+		}
+		if _, err := g.PollChanges(ctx, api.PollRequest{Cursor: "ogc1.AAAA"}); !errors.Is(err, client.ErrBadRequest) {
+			t.Fatalf("a damaged cursor: %v", err)
+		}
+	},
+	"captureChangeBaseline": func(ctx context.Context, t *testing.T, c *client.Client, g *client.Graph) {
+		b, err := g.Baseline(ctx, api.BaselineRequest{Types: []string{"Company"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for line, err := range b.Lines() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(string(line), `{"type":"Company"`) {
+				t.Fatalf("a baseline line: %s", line)
+			}
+			n++
+		}
+		snap, _ := g.Snapshot(ctx, "main")
+		if n != companies(snap) || b.End() == nil || b.End().SnapshotCommitID != snap.GraphCommitID || b.Commit != snap.GraphCommitID {
+			t.Fatalf("baseline: %d lines for %d companies, end %+v", n, companies(snap), b.End())
+		}
+		p, err := g.PollChanges(ctx, api.PollRequest{Cursor: b.End().ResumeCursor})
+		if err != nil || !p.CaughtUp || len(p.Blocks) != 0 {
+			t.Fatalf("poll from the baseline: %+v %v", p, err)
+		}
+	},
+	"listQueries": func(ctx context.Context, t *testing.T, c *client.Client, g *client.Graph) {
+		cat, err := g.Queries(ctx)
+		if err != nil || len(cat.Queries) != 5 || cat.Queries[0].Name != "city_adults" || len(cat.Queries[0].Params) != 2 || cat.Queries[0].Params[1].Kind != "int" {
+			t.Fatalf("queries: %+v %v", cat, err)
+		}
+	},
+	"invokeQuery": func(ctx context.Context, t *testing.T, c *client.Client, g *client.Graph) {
+		res, err := g.InvokeQuery(ctx, "city_adults", api.InvokeRequest{Params: map[string]any{"city": "Berlin", "min": 30}})
+		if err != nil || res.Read == nil || res.Mutation != nil || res.Read.RowCount == 0 || res.Read.QueryName != "city_adults" {
+			t.Fatalf("invoke city_adults: %+v %v", res, err)
+		}
+		if _, err := g.InvokeQuery(ctx, "nope", api.InvokeRequest{}); !errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("invoke a missing query: %v", err)
+		}
+	},
+	"invokeQueryIfGraphCommit": func(ctx context.Context, t *testing.T, c *client.Client, g *client.Graph) {
+		snap, _ := g.Snapshot(ctx, "main")
+		params := map[string]any{"h": "go-hired", "name": "Hired", "age": 30, "city": "Lisbon", "company": "acme", "title": "dev", "since": "2026-01-05"}
+		res, err := g.InvokeQuery(ctx, "hire", api.InvokeRequest{Params: params}, client.IfGraphCommit(snap.GraphCommitID))
+		if err != nil || res.Mutation == nil || res.Mutation.Commit == nil || res.Mutation.Commit.ParentCommitID != snap.GraphCommitID || res.Mutation.AffectedEdges != 1 {
+			t.Fatalf("conditional hire: %+v %v", res, err)
+		}
+		params["h"] = "go-hired-stale"
+		if _, err := g.InvokeQuery(ctx, "hire", api.InvokeRequest{Params: params}, client.IfGraphCommit(snap.GraphCommitID)); !errors.Is(err, client.ErrPrecondition) {
+			t.Fatalf("conditional hire at a stale head: %v", err)
+		}
+	},
 }
 
 // count runs a count query over match on branch.
@@ -272,7 +354,7 @@ func TestEveryRoute(t *testing.T) {
 func runEveryRoute(t *testing.T, url string) {
 	exampleGraph(t, url)
 	file, secrets := tokens(t, "alice")
-	s := serve(t, nil, "--store", url, "--tokens", file)
+	s := serve(t, nil, "--store", url, "--tokens", file, "--queries", "../examples/social.gq")
 	c := newClient(t, s.base, secrets["alice"])
 	ctx := ctxT(t)
 	for _, rt := range api.Routes() {

@@ -34,6 +34,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/backend/meter"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
 	"github.com/omnigraph-go/omnigraph/manifest"
 	"github.com/omnigraph-go/omnigraph/table"
@@ -285,7 +286,7 @@ func Open(ctx context.Context, store backend.StorageAdapter, opts OpenOptions) (
 		return nil, fmt.Errorf("open graph: %w", err)
 	}
 	g := &Graph{
-		store:      store,
+		store:      meter.Wrap(store), // a query's storage-bytes budget (budget.go)
 		man:        man,
 		readOnly:   opts.ReadOnly,
 		exclusive:  opts.ExclusiveWriter && !opts.ReadOnly,
@@ -504,7 +505,7 @@ func initGraph(ctx context.Context, store backend.StorageAdapter, man *manifest.
 		return nil, err
 	}
 	g := &Graph{
-		store:   store,
+		store:   meter.Wrap(store),
 		man:     man,
 		actor:   actor,
 		current: manifest.MainBranch,

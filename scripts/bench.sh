@@ -15,6 +15,9 @@ fi
 # (OMNIGRAPH_BENCH_DEPTH) on the in-memory store, its S3 variant 1,000
 # (OMNIGRAPH_BENCH_S3_DEPTH), and prints insert and cold-read ratios at
 # 20 ms per request.
+# BenchmarkPointReadsUnderHostileQueries (server) prints point reads' p50 and
+# p99 with and without 8 clients of over-budget queries, and their ratio
+# (issue 27; target p99 <= 3x).
 go test -run '^$' -bench . -benchtime 1x -timeout 60m ./...
 # Read path vs DuckDB over the same Parquet files (separate module: cgo DuckDB).
 # 2-hop traversal and a filtered aggregate on 100k nodes / 1M edges, generated

@@ -108,7 +108,8 @@ generate() {
   echo "wrote sdk/openapi.json and sdk/typescript/src/gen"
 }
 
-# test: the SDK's tests against a real server on a fresh example graph.
+# test: the SDK's tests against a real server on a fresh example graph
+# (examples/social.gq as its stored queries).
 test_() {
   local og
   og=$(bin)
@@ -117,7 +118,7 @@ test_() {
   "$og" load --data examples/social.jsonl --mode append "$scratch/graph" >/dev/null
   local token
   token=$("$og" token add alice --tokens "$scratch/tokens.json")
-  "$og" serve --store "$scratch/graph" --listen 127.0.0.1:0 --tokens "$scratch/tokens.json" >"$scratch/serve.out" 2>"$scratch/serve.err" &
+  "$og" serve --store "$scratch/graph" --listen 127.0.0.1:0 --tokens "$scratch/tokens.json" --queries examples/social.gq >"$scratch/serve.out" 2>"$scratch/serve.err" &
   server_pid=$!
   local addr="" i
   for i in $(seq 1 600); do

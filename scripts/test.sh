@@ -48,6 +48,16 @@ set +e
 example_rc=$?
 set -e
 
+# A short run of every fuzz target of the languages (parser, type checker,
+# planner; FUZZTIME each, default 3s): no panic on inputs mutated from every
+# query and schema of the repository. make soak runs them longer.
+echo "== fuzz (${FUZZTIME:-3s} per target)"
+fuzz_rc=0
+while read -r pkg target; do
+  go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-3s}" "./${pkg}" > "test-results/fuzz-${target}-${pkg//\//-}.log" 2>&1 \
+    || { echo "fuzz ${pkg} ${target} failed:"; tail -30 "test-results/fuzz-${target}-${pkg//\//-}.log"; fuzz_rc=1; }
+done < scripts/fuzz-targets.txt
+
 echo "== OpenAPI lint, the TypeScript SDK's drift check and tests (scripts/sdk.sh ci)"
 set +e
 OMNIGRAPH_BIN=$OMNIGRAPH_TEST_BIN bash scripts/sdk.sh ci
@@ -55,6 +65,10 @@ sdk_rc=$?
 set -e
 
 cat test-results/go-test.json "$example" | go run ./internal/tools/testreport -must-not-skip scripts/must-not-skip.txt
+if [ "$fuzz_rc" -ne 0 ]; then
+  echo "a fuzz target failed: its input is in the package's testdata/fuzz"
+  exit 1
+fi
 if [ "$sdk_rc" -ne 0 ]; then
   echo "scripts/sdk.sh ci failed (exit $sdk_rc): the OpenAPI lint, the SDK drift check or the SDK tests"
   exit 1

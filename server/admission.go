@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/omnigraph-go/omnigraph/api"
+	"github.com/omnigraph-go/omnigraph/graph"
 )
 
 // Limits bound what the server admits.
@@ -20,9 +21,36 @@ type Limits struct {
 	BodyBytes int64
 	// LoadBytes bounds a load/ndjson body (default 32 MiB).
 	LoadBytes int64
-	// BodyTimeout bounds reading a JSON body (default 30 s); LoadTimeout a
-	// load/ndjson body (default 10 min). A slow client is cut off, not held.
-	BodyTimeout, LoadTimeout time.Duration
+	// BodyTimeout bounds reading a JSON body (default 30 s). A slow client
+	// is cut off, not held.
+	BodyTimeout time.Duration
+	// StreamIdle bounds a stream by its progress, not its total time: a
+	// streamed body (load, load/ndjson, MCP) that sends no byte, or an
+	// export answer that takes no byte, for this long is cut (default
+	// DefaultStreamIdle).
+	StreamIdle time.Duration
+	// WriteTimeout bounds sending a non-streaming answer, from its first
+	// byte (default DefaultWriteTimeout).
+	WriteTimeout time.Duration
+
+	// ReadsPerActor bounds one actor's in-flight reads (query, export,
+	// commit changes; default DefaultReadsPerActor); Reads the server's
+	// (default DefaultReads). More get 429.
+	ReadsPerActor, Reads int
+	// HeavyReads is how many heavy queries run at once (default
+	// DefaultHeavyReads: half the cores); the others wait, within their
+	// time budget. HeavyWork is the work (rows produced or examined) after
+	// which a query is heavy (default graph.DefaultHeavyWork).
+	HeavyReads int
+	HeavyWork  int64
+	// RefusalDelay: a query refused by its budget is answered no sooner
+	// than this after it started (holding its read slot, using no CPU), so
+	// a client that resends refused queries without pause cannot flood
+	// the server with cheap refusals (default DefaultRefusalDelay).
+	RefusalDelay time.Duration
+	// Query is the budget of each query and of each mutation's read phase;
+	// unset fields take the defaults (DefaultQueryRows...).
+	Query graph.Budget
 }
 
 // Default limits.
@@ -53,26 +81,93 @@ func (l Limits) withDefaults() Limits {
 	if l.BodyTimeout <= 0 {
 		l.BodyTimeout = 30 * time.Second
 	}
-	if l.LoadTimeout <= 0 {
-		l.LoadTimeout = 10 * time.Minute
+	if l.StreamIdle <= 0 {
+		l.StreamIdle = DefaultStreamIdle
 	}
+	if l.WriteTimeout <= 0 {
+		l.WriteTimeout = DefaultWriteTimeout
+	}
+	if l.ReadsPerActor <= 0 {
+		l.ReadsPerActor = DefaultReadsPerActor
+	}
+	if l.Reads <= 0 {
+		l.Reads = DefaultReads
+	}
+	if l.HeavyReads <= 0 {
+		l.HeavyReads = DefaultHeavyReads()
+	}
+	if l.RefusalDelay <= 0 {
+		l.RefusalDelay = DefaultRefusalDelay
+	}
+	l.Query = queryDefaults(l.Query)
 	return l
 }
 
-// admission counts in-flight writes per actor and per graph. Admission
-// never waits: beyond a bound the write is refused with 429, before any
-// engine work. Closing it refuses every later write and read (the server
-// is stopping).
+// admission counts in-flight writes per actor and per graph, and in-flight
+// reads per actor and in all. Admission never waits: beyond a bound the
+// request is refused with 429, before any engine work. Closing it refuses
+// every later write and read (the server is stopping).
 type admission struct {
 	mu       sync.Mutex
 	limits   Limits
 	perActor map[string]int
 	perGraph map[string]int
-	closed   bool
+	// readsOf counts each actor's reads, reads all of them; actorReads
+	// holds per-actor bounds that differ from the server's.
+	readsOf    map[string]int
+	reads      int
+	actorReads map[string]int
+	closed     bool
 }
 
-func newAdmission(l Limits) *admission {
-	return &admission{limits: l, perActor: map[string]int{}, perGraph: map[string]int{}}
+func newAdmission(l Limits, actors map[string]ActorLimits) *admission {
+	a := &admission{limits: l, perActor: map[string]int{}, perGraph: map[string]int{}, readsOf: map[string]int{}, actorReads: map[string]int{}}
+	for actor, al := range actors {
+		if al.Reads > 0 {
+			a.actorReads[actor] = al.Reads
+		}
+	}
+	return a
+}
+
+// admitRead takes a read slot of actor and of the server; release gives it
+// back.
+func (a *admission) admitRead(actor string) (release func(), f *Failure) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, stopping()
+	}
+	bound := a.limits.ReadsPerActor
+	if n, ok := a.actorReads[actor]; ok {
+		bound = n
+	}
+	if a.readsOf[actor] >= bound {
+		return nil, a.busy("actor %q has %d reads in flight, the most this server admits; retry after the Retry-After seconds", actor, bound)
+	}
+	if a.reads >= a.limits.Reads {
+		return nil, a.busy("this server has %d reads in flight, the most it admits; retry after the Retry-After seconds", a.limits.Reads)
+	}
+	a.readsOf[actor]++
+	a.reads++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if a.readsOf[actor]--; a.readsOf[actor] == 0 {
+				delete(a.readsOf, actor)
+			}
+			a.reads--
+		})
+	}, nil
+}
+
+// inFlightReads is the number of reads holding a slot (tests).
+func (a *admission) inFlightReads() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.reads
 }
 
 // admit takes a write slot for actor on graph; release gives it back.

@@ -64,17 +64,24 @@ func (r *request) openBlob(in BlobStatInput) (*blob.Cell, error) {
 			return nil, badRequest("%s is required: a blob is selected by entity (node or edge), type, id and property", p.name)
 		}
 	}
+	// A snapshot may be of any branch: reading one needs read on the
+	// whole graph.
+	branch := orMain(in.Branch)
+	if in.Snapshot != "" {
+		branch = ""
+	}
+	if err := r.authorize(ActionRead, branch, ""); err != nil {
+		return nil, err
+	}
+	// A value may be large: its read holds a read slot until answered.
+	if err := r.admitRead(); err != nil {
+		return nil, err
+	}
 	var snap *graph.Snapshot
 	var err error
 	if in.Snapshot != "" {
-		if err := r.authorize(ActionRead, "", ""); err != nil {
-			return nil, err
-		}
 		snap, err = r.g.SnapshotAt(r.Context(), in.Snapshot)
 	} else {
-		if err := r.authorize(ActionRead, orMain(in.Branch), ""); err != nil {
-			return nil, err
-		}
 		snap, err = r.g.Snapshot(r.Context(), in.Branch)
 	}
 	if err != nil {

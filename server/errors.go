@@ -61,6 +61,9 @@ func MapError(err error, graphID string) *Failure {
 	if errors.As(err, &f) {
 		return f
 	}
+	if f := mapFeedError(err); f != nil {
+		return f
+	}
 	var (
 		outcome *graph.OutcomeUnknown
 		rr      *graph.RecoveryRequired
@@ -73,6 +76,9 @@ func MapError(err error, graphID string) *Failure {
 		br      *blob.RangeError
 	)
 	commits := "GET /graphs/" + graphID + "/commits"
+	if be, ok := errBudget(err); ok {
+		return budgetFailure(be)
+	}
 	switch {
 	case errors.As(err, &mbe):
 		return tooLarge(mbe.resource, mbe.limit, 0)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
@@ -116,13 +117,9 @@ func handleMutate(r *request) (int, any, error) {
 }
 
 func handleMutateIf(r *request) (int, any, error) {
-	vs := r.Header.Values(api.HeaderIfGraphCommit)
-	if len(vs) != 1 {
-		return 0, nil, badRequest("send the %s header exactly once, with the raw commit id the branch head must be", api.HeaderIfGraphCommit)
-	}
-	v := strings.TrimSpace(vs[0])
-	if v == "" || v == "*" || strings.ContainsAny(v, `",`) || strings.HasPrefix(v, "W/") {
-		return 0, nil, badRequest("%s takes one raw commit id (no '*', quotes, W/ or lists)", api.HeaderIfGraphCommit)
+	v, err := r.ifGraphCommit()
+	if err != nil {
+		return 0, nil, err
 	}
 	return mutateWith(r, v)
 }
@@ -173,23 +170,27 @@ func handleExport(r *request) (int, any, error) {
 			}
 		}
 	}
+	exportBranch := orMain(branch)
+	if snapID != "" {
+		exportBranch = ""
+	}
+	if err := r.authorize(ActionExport, exportBranch, ""); err != nil {
+		return 0, nil, err
+	}
+	if err := r.admitRead(); err != nil {
+		return 0, nil, err
+	}
 	var snap *graph.Snapshot
 	var err error
 	if snapID != "" {
-		if err := r.authorize(ActionExport, "", ""); err != nil {
-			return 0, nil, err
-		}
 		snap, err = r.g.SnapshotAt(r.Context(), snapID)
 	} else {
-		if err := r.authorize(ActionExport, orMain(branch), ""); err != nil {
-			return 0, nil, err
-		}
 		snap, err = r.g.Snapshot(r.Context(), branch)
 	}
 	if err != nil {
 		return 0, nil, err
 	}
-	ew := &exportWriter{w: r.w, commit: snap.CommitID()}
+	ew := &exportWriter{w: r.w, commit: snap.CommitID(), rc: http.NewResponseController(r.w), idle: r.s.cfg.Limits.StreamIdle}
 	res, err := export.Run(r.Context(), snap, ew, export.Options{Types: types})
 	if err != nil {
 		if !ew.started {
@@ -202,16 +203,21 @@ func handleExport(r *request) (int, any, error) {
 		}
 		panic(http.ErrAbortHandler)
 	}
+	_ = ew.rc.SetWriteDeadline(time.Now().Add(ew.idle))
 	ew.start()
 	r.w.Header().Set(api.TrailerExportEntities, strconv.Itoa(res.Nodes+res.Edges))
 	return 0, nil, nil
 }
 
-// exportWriter sends the export's headers with its first bytes.
+// exportWriter sends the export's headers with its first bytes, and
+// bounds the stream by its progress: each write must be taken by the
+// client within idle, however long the export takes in all.
 type exportWriter struct {
 	w       http.ResponseWriter
 	commit  string
 	started bool
+	rc      *http.ResponseController
+	idle    time.Duration
 }
 
 func (e *exportWriter) start() {
@@ -227,6 +233,7 @@ func (e *exportWriter) start() {
 }
 
 func (e *exportWriter) Write(p []byte) (int, error) {
+	_ = e.rc.SetWriteDeadline(time.Now().Add(e.idle))
 	e.start()
 	return e.w.Write(p)
 }

@@ -122,6 +122,7 @@ func (s *Server) icebergWrap(op string, h func(*icebergRequest) (any, error)) ht
 				"duration_ms", float64(time.Since(start).Microseconds())/1000)
 		}()
 		body, err := s.icebergServe(req, h)
+		s.answering(w) // a non-streaming answer, as on the other routes
 		if err != nil {
 			var f *icebergFail
 			if !errors.As(err, &f) {

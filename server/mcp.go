@@ -136,6 +136,8 @@ func mcpTools() []mcpTool {
 				}
 				return r.opChanges(in.CommitID, merge.Filter{Type: in.Type, Op: merge.Op(in.Op), Limit: in.Limit})
 			}),
+		tool("changes_poll", ActionRead, "Poll the change feed of a branch: the entity changes of each commit after the cursor, in first-parent order. Start without a cursor (start now, beginning or after:COMMIT_ID), store the cursor of each terminal page and pass it next time; a page with next_page_token continues with page_token. Status 410 (change_feed_gap): history was cleaned up, take a baseline", readOnly(),
+			func(r *request, in api.PollRequest) (any, error) { return r.opPollChanges(in) }),
 	}
 }
 
@@ -175,6 +177,9 @@ func tool[In any](name string, act Action, desc string, ann *mcp.ToolAnnotations
 				attrs = append(attrs, "failure_class", f.Body.Class)
 			}
 			s.log.Info("mcp tool call", attrs...)
+			// The SDK writes the answer once this returns: bound it as any
+			// non-streaming answer.
+			s.answering(hr.w)
 			if f != nil {
 				return toolErrorResult(f), nil, nil
 			}
@@ -236,9 +241,10 @@ func toolErrorResult(f *Failure) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}
 }
 
-// newMCP builds the MCP handler: one SDK server for every graph (a tool
-// finds its graph and actor in the request it runs under).
-func (s *Server) newMCP() http.Handler {
+// newMCP builds the MCP handler of one graph: the built-in tools and the
+// graph's stored queries (a tool finds its actor in the request it runs
+// under).
+func (s *Server) newMCP(graphID string) http.Handler {
 	ms := mcp.NewServer(&mcp.Implementation{Name: "omnigraph", Version: s.cfg.Version}, &mcp.ServerOptions{
 		Instructions: "Tools over one OmniGraph graph: graph_query reads, graph_mutate and graph_load write one commit each. An error result's structured content is the HTTP error envelope with its status; status 500 with outcome_unknown means a write may have landed: check commit_list before sending it again.",
 	})
@@ -247,7 +253,8 @@ func (s *Server) newMCP() http.Handler {
 		t.add(s, ms, t.tool)
 		actions[t.tool.Name] = t.action
 	}
-	ms.AddReceivingMiddleware(s.listFilter(actions))
+	stored := s.storedTools(ms, graphID)
+	ms.AddReceivingMiddleware(s.listFilter(actions, stored))
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
 		JSONResponse: true,
@@ -269,7 +276,7 @@ func (s *Server) newMCP() http.Handler {
 // not. Listing is a view, not the gate: tools/call is decided per call as
 // on the tool's route (a branch-only grant still calls the tool on its
 // branches; a denied call is an error result with status 403).
-func (s *Server) listFilter(actions map[string]Action) mcp.Middleware {
+func (s *Server) listFilter(actions map[string]Action, stored map[string]string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
@@ -283,7 +290,7 @@ func (s *Server) listFilter(actions map[string]Action) mcp.Middleware {
 			}
 			shown := make([]*mcp.Tool, 0, len(lr.Tools))
 			for _, t := range lr.Tools {
-				if act, known := actions[t.Name]; known && s.allowed(hr.actor, hr.graphID, act) {
+				if s.toolVisible(hr, t.Name, actions, stored) {
 					shown = append(shown, t)
 				}
 			}
@@ -296,7 +303,7 @@ func (s *Server) listFilter(actions map[string]Action) mcp.Middleware {
 
 func handleMCP(r *request) (int, any, error) {
 	ctx := context.WithValue(r.Context(), requestKey{}, r)
-	r.s.mcp.ServeHTTP(r.w, r.Request.WithContext(ctx))
+	r.s.mcp[r.graphID].ServeHTTP(r.w, r.Request.WithContext(ctx))
 	return 0, nil, nil
 }
 

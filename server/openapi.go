@@ -50,6 +50,15 @@ var schemaTypes = map[string]reflect.Type{
 	"OutcomeUnknown":      reflect.TypeFor[api.OutcomeUnknown](),
 	"ChangeDiffRefusal":   reflect.TypeFor[api.ChangeDiffRefusal](),
 	"BlobRange":           reflect.TypeFor[api.BlobRange](),
+	"ChangeFeedOutput":    reflect.TypeFor[api.ChangeFeedOutput](),
+	"ChangeBlock":         reflect.TypeFor[api.ChangeBlock](),
+	"ChangeCause":         reflect.TypeFor[api.ChangeCause](),
+	"ChangeFeedGap":       reflect.TypeFor[api.ChangeFeedGap](),
+	"BaselineRequest":     reflect.TypeFor[api.BaselineRequest](),
+	"QueryCatalog":        reflect.TypeFor[api.QueryCatalog](),
+	"StoredQuery":         reflect.TypeFor[api.StoredQuery](),
+	"QueryParam":          reflect.TypeFor[api.QueryParam](),
+	"InvokeRequest":       reflect.TypeFor[api.InvokeRequest](),
 }
 
 // closedSchemas are the request bodies: the server refuses a member they
@@ -58,6 +67,7 @@ var schemaTypes = map[string]reflect.Type{
 var closedSchemas = map[string]bool{
 	"QueryRequest": true, "MutateRequest": true, "LoadRequest": true,
 	"BranchCreateRequest": true, "MergeRequest": true,
+	"BaselineRequest": true, "InvokeRequest": true,
 }
 
 // APIVersion is the version of the API the document describes (its
@@ -74,6 +84,7 @@ var pathParamDocs = map[string]string{
 	"graph_id":  "the graph's id (GET /graphs lists them): 1 to 64 letters, digits or '-'",
 	"branch":    "the branch; a name holding '/' is sent with each '/' as is or escaped as %2F",
 	"commit_id": "a graph commit id",
+	"name":      "the stored query's name (GET queries lists them)",
 }
 
 // OpenAPI builds the OpenAPI 3.1 document from the route table: the same
@@ -169,6 +180,13 @@ func operation(rt api.Route, auth bool) map[string]any {
 		ok["content"] = blobContent()
 		ok["headers"] = blobHeaders()
 		ok["description"] = "OK: the value's bytes (none for HEAD)"
+	case "BaselineNDJSON":
+		ok["content"] = map[string]any{"application/x-ndjson": map[string]any{"schema": map[string]any{"type": "string", "description": "graph-batch lines, then the baseline record line"}, "example": ex.Response}}
+		ok["headers"] = map[string]any{api.HeaderGraphCommit: map[string]any{"description": "the commit the baseline is", "schema": map[string]any{"type": "string"}}}
+		ok["description"] = "OK: the head's entities as graph-batch lines, then the baseline record line {\"baseline\":{snapshot_commit_id, resume_cursor}}; a body without it was cut short and must be discarded"
+	case "StoredQueryOutput":
+		ok["content"] = map[string]any{"application/json": map[string]any{"schema": map[string]any{"oneOf": []any{ref("ReadOutput"), ref("ChangeOutput")}}, "example": ex.Response}}
+		ok["description"] = "OK: a read answers as POST query (ReadOutput), a mutation as POST mutate (ChangeOutput)"
 	default:
 		ok["content"] = map[string]any{"application/json": map[string]any{"schema": ref(rt.Response), "example": ex.Response}}
 	}
@@ -254,6 +272,8 @@ func statusText(st int) string {
 		return "method_not_allowed: the MCP endpoint takes POST only"
 	case 409:
 		return "conflict: read_set_conflict, key_conflict, merge_conflicts or change_diff_refusal; nothing was written"
+	case 410:
+		return "change_feed_gap: cleanup removed the history the feed needs; take a baseline (POST changes/baseline) and resume from its cursor"
 	case 412:
 		return "precondition_failure: the branch head is not the expected commit; nothing was written (a Blob read: If-Match does not name the current ETag)"
 	case 413:

@@ -87,6 +87,29 @@ var examples = map[string]example{
 	// routes on a graph with Blob properties).
 	"getBlob":  {Response: "%PDF-1.7 ..."},
 	"headBlob": {Response: ""},
+	"pollChanges": {Response: api.ChangeFeedOutput{Branch: "main", Blocks: []api.ChangeBlock{{
+		Cause:   api.ChangeCause{GraphCommitID: exCommit, ParentCommitID: exParent, AuthoredBranch: "main", GraphManifestVersion: 7, ActorID: "alice", AuthoredAt: exCreated},
+		Changes: []api.Change{{EntityKind: "node", TypeName: "Person", ID: "ada", Op: "update", Before: map[string]any{"handle": "ada", "age": 36}, After: map[string]any{"handle": "ada", "age": 37}}},
+	}}, Cursor: exCursor, CaughtUp: true, HeadCommitID: exCommit}},
+	"captureChangeBaseline": {
+		Request:  api.BaselineRequest{Branch: "main", Types: []string{"Person"}},
+		Response: "{\"type\":\"Person\",\"data\":{\"handle\":\"ada\",\"name\":\"Ada Lovelace\",\"age\":37}}\n{\"baseline\":{\"snapshot_commit_id\":\"" + exCommit + "\",\"resume_cursor\":\"" + exCursor + "\"}}\n",
+	},
+	"listQueries": {Response: api.QueryCatalog{Queries: []api.StoredQuery{{Name: "city_adults", ToolName: "city_adults", Description: "people of a city at least min years old",
+		Params:      []api.QueryParam{{Name: "city", Type: "String", Kind: "string", Schema: map[string]any{"type": "string"}}, {Name: "min", Type: "I32", Kind: "int", Schema: map[string]any{"type": "integer"}}},
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}, "min": map[string]any{"type": "integer"}}, "required": []string{"city", "min"}, "additionalProperties": false}}}}},
+	"invokeQuery": {
+		Request: api.InvokeRequest{Params: map[string]any{"city": "Berlin", "min": 30}, Branch: "main"},
+		Response: api.ReadOutput{QueryName: "city_adults", Target: api.ReadTarget{Branch: "main"}, RowCount: 1, Columns: []string{"p.handle", "p.name", "p.age"},
+			Rows: []json.RawMessage{json.RawMessage(`{"p.handle":"carol","p.name":"Carol Kim","p.age":36}`)}, GraphCommitID: exCommit},
+	},
+	"invokeQueryIfGraphCommit": {
+		Request:  api.InvokeRequest{Params: map[string]any{"h": "quinn", "name": "Quinn Park", "age": 34, "city": "Berlin", "company": "acme", "title": "Engineer", "since": "2026-01-05"}},
+		Response: api.ChangeOutput{Branch: "main", QueryName: "hire", AffectedNodes: 1, AffectedEdges: 1, ActorID: "alice", Commit: exCommitOutput("main", 8)},
+	},
 }
+
+// exCursor is an example cursor (opaque: clients pass it back unchanged).
+const exCursor = "ogc1.eyJ2IjoxLCJnIjoiMDFKWjZYIn0"
 
 func boolPtr(b bool) *bool { return &b }

@@ -52,7 +52,12 @@ func socialGraph(t *testing.T) *graph.Graph {
 // answer of the documented response type (decoded strictly: a member the
 // type lacks fails). A route added to the table without an example fails.
 func TestOpenAPIExamplesRunOnTheServer(t *testing.T) {
-	_, base := newTestServer(t, socialGraph(t), Config{})
+	g := socialGraph(t)
+	srv, err := New(Config{Graphs: []Graph{{ID: "default", G: g, Queries: socialQueries(t, g)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newHTTPServer(t, srv)
 	send := func(rt api.Route, path string, body []byte, hdr ...string) []byte {
 		t.Helper()
 		req, _ := http.NewRequest(rt.Method, base+path, bytes.NewReader(body))
@@ -119,7 +124,7 @@ func TestOpenAPIExamplesRunOnTheServer(t *testing.T) {
 		var hdr []string
 		var params []string
 		switch rt.OperationID {
-		case "mutateIfGraphCommit":
+		case "mutateIfGraphCommit", "invokeQueryIfGraphCommit":
 			hdr = []string{api.HeaderIfGraphCommit, head()}
 		case "mergeBranch", "deleteBranch":
 			// The branch the example names exists (created here when an
@@ -131,6 +136,10 @@ func TestOpenAPIExamplesRunOnTheServer(t *testing.T) {
 			resp.Body.Close()
 		}
 		switch {
+		case rt.OperationID == "invokeQuery":
+			params = []string{"default", "city_adults"}
+		case rt.OperationID == "invokeQueryIfGraphCommit":
+			params = []string{"default", "hire"}
 		case strings.Contains(rt.Path, "{commit_id}"):
 			params = []string{"default", head()}
 		case strings.Contains(rt.Path, "{branch}"):
@@ -139,9 +148,13 @@ func TestOpenAPIExamplesRunOnTheServer(t *testing.T) {
 			params = []string{"default"}
 		}
 		got := send(rt, rt.Expand(params...), body, hdr...)
+		if rt.Response == "StoredQueryOutput" {
+			// A stored read answers as POST query does.
+			rt.Response = "ReadOutput"
+		}
 		switch rt.Response {
-		case "OpenAPI", "NDJSON", "JSONRPC":
-			if !json.Valid(got) && rt.Response != "NDJSON" {
+		case "OpenAPI", "NDJSON", "JSONRPC", "BaselineNDJSON":
+			if !json.Valid(got) && rt.Response != "NDJSON" && rt.Response != "BaselineNDJSON" {
 				t.Errorf("%s: answer is not JSON: %s", rt.OperationID, got)
 			}
 			continue
@@ -157,6 +170,24 @@ func TestOpenAPIExamplesRunOnTheServer(t *testing.T) {
 			}
 		}
 	}
+}
+
+// socialQueries are examples/social.gq as the graph's stored queries.
+func socialQueries(t *testing.T, g *graph.Graph) *StoredQueries {
+	t.Helper()
+	src, err := os.ReadFile("../examples/social.gq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := g.Schema(context.Background(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, problems := CompileQueries([]QueryFile{{Name: "examples/social.gq", Source: string(src)}}, cat)
+	if set == nil {
+		t.Fatal(problems)
+	}
+	return set
 }
 
 func mustJSON(t *testing.T, v any) []byte {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
@@ -36,29 +37,47 @@ func (r *request) opQuery(q api.QueryRequest) (api.ReadOutput, error) {
 	if q.Branch != "" && q.Snapshot != "" {
 		return api.ReadOutput{}, badRequest("read either a branch or a snapshot, not both")
 	}
+	// A snapshot may be of any branch: reading one needs read on the
+	// whole graph.
+	branch := orMain(q.Branch)
+	if q.Snapshot != "" {
+		branch = ""
+	}
+	if err := r.authorize(ActionRead, branch, ""); err != nil {
+		return api.ReadOutput{}, err
+	}
+	if err := r.admitRead(); err != nil {
+		return api.ReadOutput{}, err
+	}
 	var snap *graph.Snapshot
 	var err error
 	if q.Snapshot != "" {
-		// A snapshot may be of any branch: reading one needs read on
-		// the whole graph.
-		if err := r.authorize(ActionRead, "", ""); err != nil {
-			return api.ReadOutput{}, err
-		}
 		snap, err = r.g.SnapshotAt(r.Context(), q.Snapshot)
 	} else {
-		if err := r.authorize(ActionRead, orMain(q.Branch), ""); err != nil {
-			return api.ReadOutput{}, err
-		}
 		snap, err = r.g.Snapshot(r.Context(), q.Branch)
 	}
 	if err != nil {
 		return api.ReadOutput{}, err
 	}
-	res, err := query.Run(r.Context(), snap, q.Query, q.Name, q.Params)
+	start := time.Now()
+	res, err := query.RunWith(r.Context(), snap, q.Query, q.Name, q.Params, query.Options{Budget: r.readBudget()})
 	if err != nil {
-		return api.ReadOutput{}, err
+		return api.ReadOutput{}, r.slowRefusal(start, err)
 	}
 	return readOutput(res, q), nil
+}
+
+// admitRead takes a read slot of the actor and of the server (429 past
+// either) before the engine work of a read that can be large, and holds
+// it until the answer is sent (a slow reader holds its slot, within
+// Limits.WriteTimeout or StreamIdle).
+func (r *request) admitRead() error {
+	release, f := r.s.adm.admitRead(actorOrAnon(r.actor))
+	if f != nil {
+		return f
+	}
+	r.onDone(release)
+	return nil
 }
 
 func (r *request) opMutate(m api.MutateRequest, ifCommit string) (api.ChangeOutput, error) {
@@ -74,9 +93,11 @@ func (r *request) opMutate(m api.MutateRequest, ifCommit string) (api.ChangeOutp
 		return api.ChangeOutput{}, err
 	}
 	defer release()
-	res, err := mutate.Query(r.Context(), r.g, m.Query, m.Name, mutate.Options{Branch: m.Branch, Params: m.Params, IfCommit: ifCommit, Actor: r.actorID()})
+	start := time.Now()
+	res, err := mutate.Query(r.Context(), r.g, m.Query, m.Name, mutate.Options{Branch: m.Branch, Params: m.Params, IfCommit: ifCommit, Actor: r.actorID(),
+		Budget: r.s.budgetFor(r.graphID, r.actor)})
 	if err != nil {
-		return api.ChangeOutput{}, err
+		return api.ChangeOutput{}, r.slowRefusal(start, err)
 	}
 	out := api.ChangeOutput{Branch: branch, QueryName: m.Name, AffectedNodes: res.AffectedNodes, AffectedEdges: res.AffectedEdges, ActorID: r.actor, Commit: commitOutput(res.Commit), Warnings: res.Warnings}
 	if res.Commit != nil {
@@ -344,6 +365,9 @@ func (r *request) opChanges(id string, f merge.Filter) (api.ChangesOutput, error
 	if err := r.authorize(ActionRead, "", ""); err != nil {
 		return api.ChangesOutput{}, err
 	}
+	if err := r.admitRead(); err != nil {
+		return api.ChangesOutput{}, err
+	}
 	c, err := r.g.Commit(r.Context(), id)
 	if err != nil {
 		return api.ChangesOutput{}, err
@@ -352,9 +376,5 @@ func (r *request) opChanges(id string, f merge.Filter) (api.ChangesOutput, error
 	if err != nil {
 		return api.ChangesOutput{}, err
 	}
-	out := api.ChangesOutput{Cause: *commitOutput(&c), Changes: make([]api.Change, len(cs))}
-	for i, ch := range cs {
-		out.Changes[i] = api.Change{EntityKind: ch.EntityKind, TypeName: ch.TypeName, ID: ch.ID, Op: string(ch.Op), Before: ch.Before, After: ch.After, From: ch.From, To: ch.To}
-	}
-	return out, nil
+	return api.ChangesOutput{Cause: *commitOutput(&c), Changes: apiChanges(cs)}, nil
 }

@@ -25,11 +25,15 @@ const (
 	ActionBranchDelete Action = "branch_delete"
 	ActionBranchMerge  Action = "branch_merge"
 	ActionAdmin        Action = "admin"
+	// ActionInvokeQuery runs a stored query by name (POST queries/NAME,
+	// its MCP tool); the read or change it does is checked as well. The
+	// resource is the graph; context.query names the query.
+	ActionInvokeQuery Action = "invoke_query"
 )
 
 // Actions lists every policy action.
 func Actions() []Action {
-	return []Action{ActionRead, ActionChange, ActionLoad, ActionExport, ActionBranchCreate, ActionBranchDelete, ActionBranchMerge, ActionAdmin}
+	return []Action{ActionRead, ActionChange, ActionLoad, ActionExport, ActionBranchCreate, ActionBranchDelete, ActionBranchMerge, ActionAdmin, ActionInvokeQuery}
 }
 
 // The Cedar entity types of the model (namespace Omnigraph).
@@ -61,7 +65,9 @@ permit (principal, action, resource);
 // graph, branch and target_branch (strings, "" when not applicable):
 // branch_create has branch = from and target_branch = the new branch,
 // branch_merge branch = source and target_branch = target (the
-// resource), branch_delete target_branch = the branch deleted.
+// resource), branch_delete target_branch = the branch deleted. It also
+// has query: the stored query invoke_query runs ("" for other actions),
+// so a policy can grant some stored queries only.
 type Policy struct {
 	name   string
 	set    *cedar.PolicySet
@@ -118,6 +124,8 @@ type AuthzRequest struct {
 	Action       Action
 	Branch       string
 	TargetBranch string
+	// Query is the stored query of invoke_query ("" otherwise).
+	Query string
 }
 
 // Decision is the policy's answer: Policies are the ids of the policies
@@ -152,6 +160,7 @@ func (p *Policy) Authorize(q AuthzRequest) Decision {
 			"graph":         cedar.String(q.Graph),
 			"branch":        cedar.String(q.Branch),
 			"target_branch": cedar.String(q.TargetBranch),
+			"query":         cedar.String(q.Query),
 		}),
 	})
 	d := Decision{Allowed: dec == cedar.Allow}

@@ -52,7 +52,7 @@ func PolicySchema() string {
   action ` + strings.Join(acts, ", ") + ` appliesTo {
     principal: [Actor],
     resource: [Graph, Branch],
-    context: { graph: String, branch: String, target_branch: String }
+    context: { graph: String, branch: String, target_branch: String, query: String }
   };
 }
 `

@@ -44,6 +44,12 @@ var handlers = map[string]func(*request) (int, any, error){
 	"getCommitChanges":    handleChanges,
 	"getBlob":             handleBlob,
 	"headBlob":            handleBlob,
+	// The change feed (feed.go) and stored queries (storedq.go).
+	"pollChanges":              handlePollChanges,
+	"captureChangeBaseline":    handleBaseline,
+	"listQueries":              handleListQueries,
+	"invokeQuery":              handleInvokeQuery,
+	"invokeQueryIfGraphCommit": handleInvokeQueryIf,
 }
 
 // Routes is the route table with its handlers. A route of api.Routes

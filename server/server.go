@@ -27,11 +27,17 @@ import (
 type Graph struct {
 	ID string
 	G  *graph.Graph
+	// Budget overrides the server's query budget for this graph (fields
+	// > 0 win).
+	Budget graph.Budget
 	// IcebergLocation, when set, keeps the graph's Iceberg metadata
 	// current in the background after each write (its root as engines
 	// address it, iceberg.Location); the /iceberg catalog serves whatever
 	// metadata the graph has either way.
 	IcebergLocation string
+	// Queries are the graph's stored queries (CompileQueries), nil for
+	// none.
+	Queries *StoredQueries
 }
 
 // Config configures a Server.
@@ -46,6 +52,9 @@ type Config struct {
 	// ReadOnly: a replica; every write route answers 403.
 	ReadOnly bool
 	Limits   Limits
+	// Actors override the limits for some actors (by actor id; in open
+	// mode the actor is "anonymous").
+	Actors map[string]ActorLimits
 	// Logger gets one line per request and the server's events.
 	Logger *slog.Logger
 	// Version is reported by /healthz.
@@ -72,10 +81,16 @@ type Server struct {
 	graphs map[string]*graph.Graph
 	ids    []string
 	adm    *admission
-	mux    *http.ServeMux
-	mcp    http.Handler
-	policy *Policy
-	log    *slog.Logger
+	// heavy is the lane heavy queries share (Limits.HeavyReads);
+	// graphBudget each graph's budget overrides.
+	heavy       *lane
+	graphBudget map[string]graph.Budget
+	mux         *http.ServeMux
+	mcp         map[string]http.Handler // per graph: its stored queries are its tools
+	// queries are each graph's stored queries.
+	queries map[string]*StoredQueries
+	policy  *Policy
+	log     *slog.Logger
 	// compactors run each graph's automatic compaction (AutoOptimize).
 	compactors map[string]*compactor
 	// icebergSyncers keep graphs' Iceberg metadata current (IcebergLocation).
@@ -106,7 +121,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Policy == nil {
 		cfg.Policy = DefaultPolicy()
 	}
-	s := &Server{cfg: cfg, graphs: map[string]*graph.Graph{}, adm: newAdmission(cfg.Limits), mux: http.NewServeMux(), policy: cfg.Policy, log: cfg.Logger}
+	s := &Server{cfg: cfg, graphs: map[string]*graph.Graph{}, adm: newAdmission(cfg.Limits, cfg.Actors), mux: http.NewServeMux(), policy: cfg.Policy, log: cfg.Logger,
+		heavy: newLane(cfg.Limits.HeavyReads), graphBudget: map[string]graph.Budget{},
+		mcp: map[string]http.Handler{}, queries: map[string]*StoredQueries{}}
 	s.writesCtx, s.cancelWrites = context.WithCancel(context.Background())
 	for _, g := range cfg.Graphs {
 		if err := ValidGraphID(g.ID); err != nil {
@@ -116,6 +133,8 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("graph id %q appears twice", g.ID)
 		}
 		s.graphs[g.ID] = g.G
+		s.queries[g.ID] = g.Queries
+		s.graphBudget[g.ID] = g.Budget
 		s.ids = append(s.ids, g.ID)
 	}
 	if cfg.AutoOptimize && !cfg.ReadOnly {
@@ -134,7 +153,9 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	sort.Strings(s.ids)
-	s.mcp = s.newMCP()
+	for _, id := range s.ids {
+		s.mcp[id] = s.newMCP(id)
+	}
 	s.mountIceberg()
 	for _, rt := range Routes() {
 		s.mux.Handle(rt.Pattern(), s.wrap(rt))
@@ -153,8 +174,22 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler is the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler is the server's HTTP handler. Each request starts with no
+// write deadline: an answer's deadline is set when it starts
+// (Limits.WriteTimeout) or, for a stream, by its progress
+// (Limits.StreamIdle), and net/http does not reset it between the
+// requests of one connection.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		s.mux.ServeHTTP(w, r)
+	})
+}
+
+// answering bounds the time the answer about to be written may take.
+func (s *Server) answering(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.Limits.WriteTimeout))
+}
 
 // CloseAdmission refuses every later request with 503 (the server is
 // stopping); in-flight requests run on.
@@ -193,6 +228,19 @@ type request struct {
 	// admitted: the request took a write slot (it is a write that reached
 	// the engine), so a failure of it may stop the server (stopOn).
 	admitted bool
+	// done runs once the answer is written (a read's slot is held until
+	// then); shared by the copies an MCP tool call makes.
+	done *[]func()
+}
+
+// onDone runs f once the request's answer is written (at once when the
+// request has no such end, as in a direct call).
+func (r *request) onDone(f func()) {
+	if r.done == nil {
+		f()
+		return
+	}
+	*r.done = append(*r.done, f)
 }
 
 // statusWriter records the status for the request log.
@@ -226,8 +274,15 @@ func (s *Server) wrap(rt Route) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, hr *http.Request) {
 		start := time.Now()
 		w := &statusWriter{ResponseWriter: rw}
-		req := &request{Request: hr, w: w, s: s}
+		var done []func()
+		req := &request{Request: hr, w: w, s: s, done: &done}
 		defer func() {
+			// After the answer (or the cut): slots held until it is sent.
+			defer func() {
+				for i := len(done) - 1; i >= 0; i-- {
+					done[i]()
+				}
+			}()
 			p := recover()
 			if p == http.ErrAbortHandler {
 				// A streamed answer cut short on purpose (an export that
@@ -238,6 +293,7 @@ func (s *Server) wrap(rt Route) http.Handler {
 				f := s.panicked(rt.OperationID, req.graphID)
 				if w.status == 0 {
 					w.class = f.Body.Class
+					s.answering(w)
 					writeFailure(w, f)
 				}
 			}
@@ -257,6 +313,7 @@ func (s *Server) wrap(rt Route) http.Handler {
 		}()
 		if f := s.prepare(rt, req); f != nil {
 			w.class = f.Body.Class
+			s.answering(w)
 			writeFailure(w, f)
 			return
 		}
@@ -272,12 +329,14 @@ func (s *Server) wrap(rt Route) http.Handler {
 			if f.Status >= 500 && w.class != "" {
 				s.log.Warn("request failed", "route", rt.OperationID, "status", f.Status, "failure_class", w.class)
 			}
+			s.answering(w)
 			writeFailure(w, f)
 			return
 		}
 		if body == nil {
 			return
 		}
+		s.answering(w)
 		writeJSON(w, status, body)
 	})
 }
@@ -307,17 +366,30 @@ func (s *Server) prepare(rt Route, req *request) *Failure {
 	if rt.Write && s.cfg.ReadOnly {
 		return fail(http.StatusForbidden, api.CodeForbidden, "this server is a read-only replica; send writes to the primary")
 	}
-	limit, timeout := s.cfg.Limits.BodyBytes, s.cfg.Limits.BodyTimeout
+	// A JSON body is read within BodyTimeout; a streamed one must make
+	// progress every StreamIdle, however long it takes in all. Once the
+	// body is read (or when there is none) the deadline is lifted: net/http
+	// watches the idle connection for a disconnect with a read that this
+	// deadline would otherwise end, cancelling the request (a long query
+	// or export) as if its client had gone.
+	limit, idle := s.cfg.Limits.BodyBytes, time.Duration(0)
+	timeout := s.cfg.Limits.BodyTimeout
 	if rt.Stream {
-		limit, timeout = s.cfg.Limits.LoadBytes, s.cfg.Limits.LoadTimeout
+		limit, idle = s.cfg.Limits.LoadBytes, s.cfg.Limits.StreamIdle
+		timeout = idle
 	}
 	// Not every ResponseWriter supports deadlines (httptest recorders):
 	// then the http.Server's own timeouts are all there is.
-	_ = http.NewResponseController(req.w).SetReadDeadline(time.Now().Add(timeout))
+	rc := http.NewResponseController(req.w)
+	if req.Body == nil || req.Body == http.NoBody {
+		_ = rc.SetReadDeadline(time.Time{})
+	} else {
+		_ = rc.SetReadDeadline(time.Now().Add(timeout))
+	}
 	if req.ContentLength > limit {
 		return tooLarge(rt.bodyResource(), limit, req.ContentLength)
 	}
-	req.Body = &limitedBody{ReadCloser: http.MaxBytesReader(req.w, req.Body, limit), limit: limit, resource: rt.bodyResource()}
+	req.Body = &limitedBody{ReadCloser: http.MaxBytesReader(req.w, req.Body, limit), limit: limit, resource: rt.bodyResource(), rc: rc, idle: idle}
 	return nil
 }
 
@@ -418,12 +490,15 @@ func (e *maxBytesError) Error() string {
 }
 
 // limitedBody turns http.MaxBytesError into a typed error MapError knows,
-// however deep in the engine it surfaces.
+// however deep in the engine it surfaces; it moves the read deadline on
+// with a streamed body's progress, and lifts it at the end of the body.
 type limitedBody struct {
 	io.ReadCloser
 	limit    int64
 	resource string
 	hit      bool
+	rc       *http.ResponseController
+	idle     time.Duration // > 0: a stream, bounded by progress
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
@@ -432,6 +507,12 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	if errors.As(err, &mbe) {
 		b.hit = true
 		return n, &maxBytesError{limit: b.limit, resource: b.resource}
+	}
+	switch {
+	case err == io.EOF && b.rc != nil:
+		_ = b.rc.SetReadDeadline(time.Time{})
+	case n > 0 && b.idle > 0:
+		_ = b.rc.SetReadDeadline(time.Now().Add(b.idle))
 	}
 	return n, err
 }

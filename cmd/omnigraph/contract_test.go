@@ -213,7 +213,7 @@ func TestCLIDocsMatchCommands(t *testing.T) {
 		}
 	}
 	// Every exit code the CLI uses is in the table.
-	for _, code := range []int{exitOK, exitError, exitUsage, exitConflict} {
+	for _, code := range []int{exitOK, exitError, exitUsage, exitConflict, exitBudget} {
 		if !regexp.MustCompile(`(?m)^\| *` + "`" + `?` + string(rune('0'+code)) + "`" + `? *\|`).MatchString(doc) {
 			t.Errorf("docs/cli.md's exit code table lacks %d", code)
 		}

@@ -50,16 +50,22 @@ func parseChangeFilter(typ, op string, limit int) (merge.Filter, error) {
 // them), whichever mode read them.
 func printChanges(a *app, cs []api.Change) {
 	for _, c := range cs {
-		line := fmt.Sprintf("%-6s %s %s %q", c.Op, c.EntityKind, c.TypeName, c.ID)
-		if c.EntityKind == "edge" {
-			line += fmt.Sprintf(" (%s -> %s)", c.From, c.To)
-		}
-		if c.Op == string(merge.OpUpdate) {
-			line += " " + changedColumns(c.Before, c.After)
-		}
-		fmt.Fprintln(a.stdout, line)
+		fmt.Fprintln(a.stdout, changeLine(c))
 	}
 	fmt.Fprintf(a.stdout, "%d changes\n", len(cs))
+}
+
+// changeLine renders one change: op, kind, type, id, the endpoints of an
+// edge and the columns an update changed.
+func changeLine(c api.Change) string {
+	line := fmt.Sprintf("%-6s %s %s %q", c.Op, c.EntityKind, c.TypeName, c.ID)
+	if c.EntityKind == "edge" {
+		line += fmt.Sprintf(" (%s -> %s)", c.From, c.To)
+	}
+	if c.Op == string(merge.OpUpdate) {
+		line += " " + changedColumns(c.Before, c.After)
+	}
+	return line
 }
 
 // changedColumns renders the columns an update changed: "name: Ada -> Ada2".

@@ -12,6 +12,8 @@ import (
 	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/blob"
+	"github.com/omnigraph-go/omnigraph/graph/changes"
+	"github.com/omnigraph-go/omnigraph/graph/diff"
 	"github.com/omnigraph-go/omnigraph/graph/schema"
 	"github.com/omnigraph-go/omnigraph/lang/gq"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
@@ -115,6 +117,11 @@ var errorCodes = []struct {
 	{"blob_range", table.ErrBlobRange},
 	{"blob_external", blob.ErrExternal},
 	{"blob_integrity", blob.ErrIntegrity},
+	{"change_feed_gap", changes.ErrGap},
+	{"change_cursor_rejected", changes.ErrCursorRejected},
+	{"schema_boundary", diff.ErrSchemaBoundary},
+	{"parentless_commit", diff.ErrParentlessCommit},
+	{"budget_exceeded", graph.ErrBudgetExceeded},
 }
 
 // errorCode is the stable code of err: "usage" for exit 2, a .gq error's own

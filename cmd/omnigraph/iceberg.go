@@ -47,22 +47,23 @@ func icebergSyncCmd(a *app) *cobra.Command {
 			"table (its summary names the commit), one ref per graph branch (main is main).\n" +
 			"Only the commits since the last sync are read. Metadata files are created with\n" +
 			"put-if-absent, so an interrupted sync is invisible and running it again finishes it.\n" +
-			"It writes nothing else and takes no lock: writers keep running. Without --branch\n" +
+			"It writes nothing else. It holds the cluster lock while it runs (a cleanup must not\n" +
+			"delete what it is naming; 'serve' syncs in the background itself). Without --branch\n" +
 			"every live branch is synced and the refs of deleted branches are dropped.\n" +
 			"Metadata names files by absolute URI under --location (default: the store URL;\n" +
 			"give it when engines reach the store by another name, e.g. s3a://...).\n" +
 			"See docs/iceberg.md for attaching Spark, Trino, PyIceberg and DuckDB.",
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
+		RunE: func(c *cobra.Command, args []string) (err error) {
 			loc, err := icebergLocation(t.store, location)
 			if err != nil {
 				return err
 			}
-			g, done, err := t.openGraph(c.Context(), false)
+			g, done, err := t.openWrite(c.Context(), "iceberg sync")
 			if err != nil {
 				return err
 			}
-			defer done()
+			defer done(&err)
 			opts := iceberg.Options{Location: loc}
 			if branch != "" {
 				opts.Branches = []string{branch}
@@ -90,6 +91,7 @@ func icebergSyncCmd(a *app) *cobra.Command {
 	c.Flags().StringVar(&location, "location", "", "URI engines reach the graph root at (default: the --store URL)")
 	t.addStore(c)
 	t.addJSON(c)
+	t.addWait(c)
 	return c
 }
 

@@ -21,20 +21,26 @@ func init() {
 		var t graphTarget
 		var auto autoOptimizeFlag
 		var file, expr, params, branch, ifCommit string
+		var bf budgetFlags
 		c := &cobra.Command{
-			Use:   "mutate (--query FILE.gq [NAME] | -e 'GQ') [--params JSON] [--branch B] [--if-commit ID] [--wait D] --store URL",
+			Use:   "mutate (--query FILE.gq [NAME] | -e 'GQ' | NAME --server URL) [--params JSON] [--branch B] [--if-commit ID] [--wait D] [--max-rows N] [--max-memory SIZE] [--timeout D] [--max-read-bytes SIZE] --store URL",
 			Short: "Run a .gq mutation (insert / update / delete) as one commit",
 			Long: "Run a .gq mutation as ONE commit: every statement sees the earlier ones'\n" +
 				"inserts and updates, and either everything lands or nothing does. A query\n" +
 				"either inserts/updates or deletes (never both). -e takes a whole query, or\n" +
 				"just statements (insert Person { ... }). --params is a JSON object.\n" +
 				"--if-commit ID writes only while the branch head is still commit ID; when it\n" +
-				"is not, nothing is written and the exit code is 4.",
+				"is not, nothing is written and the exit code is 4. The read phase (the rows\n" +
+				"update and delete match, a node delete's edges) runs under the budget of\n" +
+				"--max-rows, --max-memory, --timeout and --max-read-bytes (0: no limit); past\n" +
+				"one nothing is written and the exit code is 6. With --server and no --query\n" +
+				"or -e, NAME is a stored mutation of the server (omnigraph queries list).",
 			Args: cobra.MaximumNArgs(2),
 			RunE: func(c *cobra.Command, args []string) (err error) {
 				ctx := c.Context()
-				if (file == "") == (expr == "") {
-					return usagef("give the mutation once: --query FILE.gq [NAME] or -e 'insert Person { ... }'")
+				stored := file == "" && expr == "" && len(args) == 1 && t.server != ""
+				if !stored && (file == "") == (expr == "") {
+					return usagef("give the mutation once: --query FILE.gq [NAME] or -e 'insert Person { ... }' (or, with --server, the NAME of a stored mutation)")
 				}
 				if t.store == "" && t.server == "" && len(args) > 0 {
 					t.store, args = args[len(args)-1], args[:len(args)-1]
@@ -47,7 +53,9 @@ func init() {
 					name = args[0]
 				}
 				src := expr
-				if file != "" {
+				if stored {
+					// A stored mutation, by name: the server holds its source.
+				} else if file != "" {
 					b, err := os.ReadFile(file)
 					if err != nil {
 						return usagef("read the query file: %v", err)
@@ -60,17 +68,33 @@ func init() {
 				if err != nil {
 					return err
 				}
+				budget, err := bf.budget()
+				if err != nil {
+					return err
+				}
 				sg, err := t.serverGraph(c)
 				if err != nil {
 					return err
 				}
 				var res *mutate.Result
 				if sg != nil {
+					if err := bf.localOnly(c, false); err != nil {
+						return err
+					}
 					var opts []client.WriteOption
 					if ifCommit != "" {
 						opts = append(opts, client.IfGraphCommit(ifCommit))
 					}
-					out, err := sg.Mutate(ctx, api.MutateRequest{Query: src, Name: name, Params: p, Branch: branch}, opts...)
+					var out *api.ChangeOutput
+					if stored {
+						mutation := true
+						var r *client.InvokeResult
+						if r, err = sg.InvokeQuery(ctx, name, api.InvokeRequest{Params: p, Branch: branch, ExpectMutation: &mutation}, opts...); err == nil {
+							out = r.Mutation
+						}
+					} else {
+						out, err = sg.Mutate(ctx, api.MutateRequest{Query: src, Name: name, Params: p, Branch: branch}, opts...)
+					}
 					if err != nil {
 						return t.remoteErr(err)
 					}
@@ -84,12 +108,12 @@ func init() {
 						return err
 					}
 					defer done(&err)
-					res, err = mutate.Query(ctx, g, src, name, mutate.Options{Branch: branch, Params: p, IfCommit: ifCommit})
+					res, err = mutate.Query(ctx, g, src, name, mutate.Options{Branch: branch, Params: p, IfCommit: ifCommit, Budget: budget})
 					if errors.Is(err, graph.ErrPreconditionFailed) {
 						return exitCodeError{code: exitConflict, err: err}
 					}
 					if err != nil {
-						return err
+						return budgetExit(err)
 					}
 					// After the result is printed, before the lock is released.
 					defer auto.run(ctx, g, res.Commit)
@@ -121,6 +145,7 @@ func init() {
 		c.Flags().StringVar(&params, "params", "", "parameters as a JSON object")
 		c.Flags().StringVar(&branch, "branch", "", "branch to write (default main)")
 		c.Flags().StringVar(&ifCommit, "if-commit", "", "write only if the branch head is this commit (exit 4 otherwise)")
+		bf.add(c, "the read phase")
 		return c
 	})
 }

@@ -141,7 +141,8 @@ type policyCase struct {
 	Graph        string `json:"graph"`
 	Branch       string `json:"branch,omitempty"`
 	TargetBranch string `json:"target_branch,omitempty"`
-	Expect       string `json:"expect"` // "allow" or "deny"
+	Query        string `json:"query,omitempty"` // the stored query of invoke_query
+	Expect       string `json:"expect"`          // "allow" or "deny"
 }
 
 type policyCaseResult struct {
@@ -241,7 +242,8 @@ func policyTestCmd(a *app) *cobra.Command {
 			"     {\"actor\": \"rita\", \"action\": \"branch_create\", \"graph\": \"people\",\n" +
 			"      \"branch\": \"secret\", \"target_branch\": \"mine\", \"expect\": \"deny\"}]}\n\n" +
 			"branch and target_branch are those of docs/server.md (branch_create: branch is\n" +
-			"the source, target_branch the new branch; merge: source and target). groups add\n" +
+			"the source, target_branch the new branch; merge: source and target); query is\n" +
+			"the stored query of invoke_query. groups add\n" +
 			"to those of --config.",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -271,7 +273,7 @@ func policyTestCmd(a *app) *cobra.Command {
 			failed := 0
 			for _, tc := range t.Cases {
 				act, _ := server.ParseAction(tc.Action)
-				e := p.Explain(server.AuthzRequest{Actor: tc.Actor, Graph: tc.Graph, Action: act, Branch: tc.Branch, TargetBranch: tc.TargetBranch})
+				e := p.Explain(server.AuthzRequest{Actor: tc.Actor, Graph: tc.Graph, Action: act, Branch: tc.Branch, TargetBranch: tc.TargetBranch, Query: tc.Query})
 				got := "deny"
 				if e.Allowed {
 					got = "allow"
@@ -329,7 +331,7 @@ func policyExplainCmd(a *app) *cobra.Command {
 	var s policySource
 	var q policyCase
 	c := &cobra.Command{
-		Use:   "explain (--policy FILE | --config SERVE.json) --actor A --action ACT --graph G [--branch B] [--target-branch T] [--json]",
+		Use:   "explain (--policy FILE | --config SERVE.json) --actor A --action ACT --graph G [--branch B] [--target-branch T] [--stored-query NAME] [--json]",
 		Short: "Answer one request as the server would, and show the policies that decided it",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -344,7 +346,7 @@ func policyExplainCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			e := p.Explain(server.AuthzRequest{Actor: q.Actor, Graph: q.Graph, Action: act, Branch: q.Branch, TargetBranch: q.TargetBranch})
+			e := p.Explain(server.AuthzRequest{Actor: q.Actor, Graph: q.Graph, Action: act, Branch: q.Branch, TargetBranch: q.TargetBranch, Query: q.Query})
 			if s.json {
 				return writeJSON(a.stdout, e)
 			}
@@ -368,6 +370,7 @@ func policyExplainCmd(a *app) *cobra.Command {
 	c.Flags().StringVar(&q.Graph, "graph", "", "the graph id")
 	c.Flags().StringVar(&q.Branch, "branch", "", "the branch read or written (branch_create: the source; merge: the source)")
 	c.Flags().StringVar(&q.TargetBranch, "target-branch", "", "the branch created, deleted or merged into")
+	c.Flags().StringVar(&q.Query, "stored-query", "", "invoke_query: the stored query's name (context.query)")
 	return c
 }
 

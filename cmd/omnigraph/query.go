@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"unicode"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/omnigraph-go/omnigraph/api"
+	"github.com/omnigraph-go/omnigraph/client"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/query"
 )
@@ -27,23 +29,35 @@ func init() {
 	register(func(a *app) *cobra.Command {
 		var t graphTarget
 		var file, expr, params, paramsFile, branch, snapshot, format string
+		var explain bool
+		var bf budgetFlags
 		c := &cobra.Command{
-			Use:   "query (--query FILE.gq [NAME] | -e 'GQ') [--params JSON | --params-file F] [--branch B | --snapshot COMMIT] [--format F] --store URL",
+			Use:   "query (--query FILE.gq [NAME] | -e 'GQ' | NAME --server URL) [--params JSON | --params-file F] [--branch B | --snapshot COMMIT] [--format F] [--explain] [--max-rows N] [--max-memory SIZE] [--timeout D] [--max-read-bytes SIZE] --store URL",
 			Short: "Run a read query on one snapshot of a branch (or of a past commit)",
 			Long: "Run a .gq read query. The whole query reads one snapshot: the head of --branch\n" +
 				"(default main) when the query starts, or the commit named by --snapshot.\n" +
 				"Parameters are a JSON object (--params '{\"h\":\"alice\"}' or --params-file).\n" +
 				"Formats: table (default), kv (one block per row), csv, jsonl (one object per\n" +
-				"row), json ({query_name, row_count, columns, rows, graph_commit_id}).",
+				"row), json ({query_name, row_count, columns, rows, graph_commit_id}).\n" +
+				"The query runs under a budget: rows produced, memory, time and storage bytes\n" +
+				"(--max-rows, --max-memory, --timeout, --max-read-bytes; 0 is no limit). Past\n" +
+				"one it stops (or, when the planner's estimate is over, never starts) and the\n" +
+				"exit code is 6. --explain prints the plan with the estimate of each step and\n" +
+				"runs nothing. With --server and no --query or -e, NAME is a stored query of\n" +
+				"the server (omnigraph queries list --server URL).",
 			Args: cobra.MaximumNArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
 				ctx := c.Context()
-				if (file == "") == (expr == "") {
-					return usagef("give the query once: --query FILE.gq [NAME] or -e 'query q() { ... }'")
+				stored := file == "" && expr == "" && len(args) == 1
+				if stored && t.server == "" {
+					return usagef("a stored query NAME runs on a server: add --server URL (or give the file: --query FILE.gq NAME)")
+				}
+				if !stored && (file == "") == (expr == "") {
+					return usagef("give the query once: --query FILE.gq [NAME], -e 'query q() { ... }', or with --server the NAME of a stored query")
 				}
 				name := ""
 				if len(args) == 1 {
-					if file == "" {
+					if expr != "" {
 						return usagef("a query NAME goes with --query FILE.gq; -e takes the query text only")
 					}
 					name = args[0]
@@ -69,12 +83,28 @@ func init() {
 				if err != nil {
 					return err
 				}
+				budget, err := bf.budget()
+				if err != nil {
+					return err
+				}
 				sg, err := t.serverGraph(c)
 				if err != nil {
 					return err
 				}
 				if sg != nil {
-					out, err := sg.Query(ctx, api.QueryRequest{Query: src, Name: name, Params: p, Branch: branch, Snapshot: snapshot})
+					if err := bf.localOnly(c, explain); err != nil {
+						return err
+					}
+					var out *api.ReadOutput
+					if stored {
+						read := false
+						var r *client.InvokeResult
+						if r, err = sg.InvokeQuery(ctx, name, api.InvokeRequest{Params: p, Branch: branch, Snapshot: snapshot, ExpectMutation: &read}); err == nil {
+							out = r.Read
+						}
+					} else {
+						out, err = sg.Query(ctx, api.QueryRequest{Query: src, Name: name, Params: p, Branch: branch, Snapshot: snapshot})
+					}
 					if err != nil {
 						return t.remoteErr(err)
 					}
@@ -94,9 +124,16 @@ func init() {
 				if err != nil {
 					return err
 				}
-				res, err := query.Run(ctx, snap, src, name, p)
+				if explain {
+					ex, err := query.Explain(ctx, snap, src, name)
+					if err != nil {
+						return err
+					}
+					return writeExplain(a.stdout, ex, budget, format)
+				}
+				res, err := query.RunWith(ctx, snap, src, name, p, query.Options{Budget: budget})
 				if err != nil {
-					return err
+					return budgetExit(err)
 				}
 				return writeQueryResult(a.stdout, localRows(res), format)
 			},
@@ -108,6 +145,8 @@ func init() {
 		c.Flags().StringVar(&branch, "branch", "", "branch to read (default main)")
 		c.Flags().StringVar(&snapshot, "snapshot", "", "commit id to read instead of a branch head (time travel)")
 		c.Flags().StringVar(&format, "format", "table", "output format: "+strings.Join(queryFormats, ", "))
+		c.Flags().BoolVar(&explain, "explain", false, "print the plan with the planner's estimate of each step against the budget, and run nothing")
+		bf.add(c, "the query")
 		t.addStore(c)
 		t.addServer(c)
 		return c
@@ -435,6 +474,56 @@ func writeQueryResult(w io.Writer, res queryRows, format string) error {
 	}
 	_, err := fmt.Fprintf(w, "(%d %s, commit %s)\n", len(rows), queryPlural(len(rows), "row", "rows"), res.CommitID)
 	return err
+}
+
+// explainStep is one step of --explain --format json.
+type explainStep struct {
+	Step      string  `json:"step"`
+	Depth     int     `json:"depth"`
+	Rows      int64   `json:"rows"`
+	PerInput  float64 `json:"per_input_row"`
+	Total     int64   `json:"total_rows"`
+	MaxDegree int64   `json:"max_degree,omitempty"`
+}
+
+// writeExplain prints the plan with its estimate and how it compares with
+// the budget: text, or with --format json|jsonl one JSON object.
+func writeExplain(w io.Writer, ex *query.Explanation, b graph.Budget, format string) error {
+	e := ex.Estimate
+	fits := (b.Rows <= 0 || e.Rows <= b.Rows) && (b.Memory <= 0 || e.Bytes <= b.Memory)
+	if format == "json" || format == "jsonl" {
+		out := struct {
+			QueryName   string        `json:"query_name"`
+			Plan        string        `json:"plan"`
+			Steps       []explainStep `json:"steps"`
+			OutputRows  int64         `json:"output_rows"`
+			TotalRows   int64         `json:"total_rows"`
+			Bytes       int64         `json:"bytes"`
+			BudgetRows  int64         `json:"budget_rows"`
+			BudgetBytes int64         `json:"budget_bytes"`
+			Fits        bool          `json:"fits"`
+		}{ex.Plan.Name, ex.Plan.String(), []explainStep{}, e.Output, e.Rows, e.Bytes, b.Rows, b.Memory, fits}
+		for _, s := range e.Steps {
+			out.Steps = append(out.Steps, explainStep{ex.Plan.Read.StepString(s.Step), s.Depth, s.Rows, s.PerInput, s.Total, s.MaxDegree})
+		}
+		return writeJSON(w, out)
+	}
+	if _, err := io.WriteString(w, ex.String()); err != nil {
+		return err
+	}
+	verdict := "fits the budget"
+	if !fits {
+		verdict = "over the budget: the query would be refused before it starts"
+	}
+	_, err := fmt.Fprintf(w, "budget: %s rows, %s bytes; %s\n", limitText(b.Rows), limitText(b.Memory), verdict)
+	return err
+}
+
+func limitText(n int64) string {
+	if n <= 0 {
+		return "no limit on"
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 func queryPlural(n int, one, many string) string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -49,16 +50,28 @@ func (t *graphTarget) serverGraph(c *cobra.Command) (*client.Graph, error) {
 	if t.store != "" {
 		return nil, usagef("give either --store (open the graph here) or --server (go through a server), not both")
 	}
-	for f, why := range map[string]string{
+	refused := map[string]string{
 		"as":               "the server records the actor of your token",
 		"wait":             "the server holds the graph's lock itself",
 		"no-auto-optimize": "the server runs its own compaction",
-		"type":             "the server's load takes no --type",
-	} {
+	}
+	if c.Name() == "load" {
+		refused["type"] = "the server's load takes no --type"
+	}
+	for f, why := range refused {
 		if fl := c.Flags().Lookup(f); fl != nil && fl.Changed {
 			return nil, usagef("--%s does not go with --server: %s", f, why)
 		}
 	}
+	cl, err := t.serverClient()
+	if err != nil {
+		return nil, err
+	}
+	return cl.Graph(t.graphID), nil
+}
+
+// serverClient is the client of --server, with --token or $OMNIGRAPH_TOKEN.
+func (t *graphTarget) serverClient() (*client.Client, error) {
 	token := t.token
 	if token == "" {
 		token = os.Getenv(envToken)
@@ -67,7 +80,7 @@ func (t *graphTarget) serverGraph(c *cobra.Command) (*client.Graph, error) {
 	if err != nil {
 		return nil, usageError{msg: err.Error()}
 	}
-	return cl.Graph(t.graphID), nil
+	return cl, nil
 }
 
 // serverError is a refusal or failure the server answered: its message is
@@ -93,8 +106,16 @@ func (t *graphTarget) remoteErr(err error) error {
 		code = exitConflict
 	case len(ce.Details.MergeConflicts) > 0:
 		code = exitMergeConflict
+	case isBudget(ce.Details.ResourceLimit):
+		code = exitBudget
 	}
 	return exitCodeError{code: code, err: serverError{ce}}
+}
+
+// isBudget reports whether a resource_limit is a query budget's (a 413 of
+// serve's query budgets): the CLI's exit 6, as a local query's.
+func isBudget(rl *api.ResourceLimit) bool {
+	return rl != nil && strings.HasPrefix(rl.Resource, "query_")
 }
 
 // remoteErrorCode is the JSON error code of a server's answer, in the
@@ -114,10 +135,16 @@ func remoteErrorCode(ce *client.Error) string {
 		return "read_set_changed"
 	case len(d.MergeConflicts) > 0:
 		return "merge_conflict"
+	case isBudget(d.ResourceLimit):
+		return "budget_exceeded"
 	case d.ResourceLimit != nil:
 		return "resource_limit"
 	case d.ChangeDiffRefusal != nil:
 		return d.ChangeDiffRefusal.Reason
+	case d.ChangeFeedGap != nil:
+		return "change_feed_gap"
+	case ce.Status == 400 && strings.HasPrefix(d.Error, "change cursor rejected:"):
+		return "change_cursor_rejected"
 	case d.Code != "":
 		return string(d.Code)
 	case d.Class != "":

@@ -18,6 +18,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/poison"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/lang/gq"
 	"github.com/omnigraph-go/omnigraph/manifest"
 	"github.com/omnigraph-go/omnigraph/server"
 )
@@ -45,9 +46,16 @@ type serveOptions struct {
 	drainTimeout time.Duration
 	limits       server.Limits
 	autoOptimize autoOptimizeFlag
+	// The query budgets (into limits.Query) and the actors' overrides.
+	queryRows                   int64
+	queryMemory, queryReadBytes byteSize
+	queryTimeout                time.Duration
+	actors                      map[string]server.ActorLimits
 	// icebergSync forces the background Iceberg sync on, noIcebergSync off;
 	// neither: on for a graph that already has Iceberg metadata.
 	icebergSync, noIcebergSync bool
+	// queries are the stored queries of the --store graph.
+	queries string
 }
 
 func init() {
@@ -67,6 +75,11 @@ func init() {
 				"holds the graph's writer lock for its whole life (leased with heartbeats on\n" +
 				"s3:// and gs://); --read-only takes no lock and serves reads of the latest\n" +
 				"head. Prints OMNIGRAPH_LISTEN_ADDR=host:port on stdout once it serves.\n" +
+				"Every query runs under a budget (--max-query-rows, --max-query-memory,\n" +
+				"--query-timeout, --max-query-read-bytes; per graph and per actor in --config):\n" +
+				"past one it is stopped (or refused on its estimate) with 413. Reads that can\n" +
+				"be large take a slot of their actor and of the server (429 past\n" +
+				"--max-reads-per-actor or --max-reads); heavy queries share --max-heavy-reads.\n" +
 				"SIGTERM drains in-flight requests (up to --drain-timeout), releases the lock\n" +
 				"and exits 0. A lost lease, a handler panic, a write answered\n" +
 				"recovery_required or failing opaquely, or an uncertain start exits 2.",
@@ -83,6 +96,7 @@ func init() {
 		c.Flags().StringVar(&o.id, "id", "default", "the graph's id in /graphs/ID/")
 		c.Flags().StringVar(&o.tokens, "tokens", "", "tokens file of hashed bearer secrets (see 'omnigraph token add'); none means open mode on loopback only")
 		c.Flags().StringVar(&o.policy, "policy", "", "Cedar policy file deciding each actor's actions (docs/server.md); none allows every authenticated request")
+		c.Flags().StringVar(&o.queries, "queries", "", "stored queries of the graph: a .gq file or a directory of .gq files, checked against the schema at start (docs/server.md); with --config, give \"queries\" per graph")
 		c.Flags().BoolVar(&o.readOnly, "read-only", false, "a read replica: no lock, reads only, every write is refused with 403")
 		c.Flags().BoolVar(&o.icebergSync, "iceberg-sync", false, "keep the Iceberg metadata current in the background after each write (default: only for a graph that has Iceberg metadata, i.e. after one 'omnigraph iceberg sync')")
 		c.Flags().BoolVar(&o.noIcebergSync, "no-iceberg-sync", false, "never sync Iceberg metadata in the background")
@@ -91,6 +105,14 @@ func init() {
 		c.Flags().IntVar(&o.limits.WritesPerGraph, "max-writes-per-graph", server.DefaultWritesPerGraph, "in-flight writes the graph may have (more get 429)")
 		c.Flags().Int64Var(&o.limits.BodyBytes, "max-body-bytes", server.DefaultBodyBytes, "largest JSON request body (more gets 413)")
 		c.Flags().Int64Var(&o.limits.LoadBytes, "max-load-bytes", server.DefaultLoadBytes, "largest load/ndjson body (more gets 413)")
+		o.queryMemory, o.queryReadBytes = server.DefaultQueryMemory, server.DefaultQueryReadBytes
+		c.Flags().Int64Var(&o.queryRows, "max-query-rows", server.DefaultQueryRows, "rows one query (or a mutation's read phase) may produce in all (more gets 413)")
+		c.Flags().Var(&o.queryMemory, "max-query-memory", "memory one query may materialise, e.g. 2GiB (more gets 413)")
+		c.Flags().DurationVar(&o.queryTimeout, "query-timeout", server.DefaultQueryTime, "how long one query may run, waiting for a heavy slot included (longer gets 413)")
+		c.Flags().Var(&o.queryReadBytes, "max-query-read-bytes", "bytes one query may read from storage, e.g. 16GiB (more gets 413)")
+		c.Flags().IntVar(&o.limits.ReadsPerActor, "max-reads-per-actor", server.DefaultReadsPerActor, "in-flight reads (query, export, commit changes) one actor may have (more get 429)")
+		c.Flags().IntVar(&o.limits.Reads, "max-reads", server.DefaultReads, "in-flight reads the server may have (more get 429)")
+		c.Flags().IntVar(&o.limits.HeavyReads, "max-heavy-reads", 0, "heavy queries that run at once; the others wait (0: half the cores)")
 		o.autoOptimize.add(c)
 		return c
 	})
@@ -118,11 +140,11 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	if err != nil {
 		return usageError{msg: err.Error()}
 	}
-	graphs := []servedGraph{{id: o.id, url: o.t.store}}
+	graphs := []servedGraph{{id: o.id, url: o.t.store, queries: o.queries}}
 	var groups map[string][]string
 	if o.config != "" {
-		if o.t.store != "" || o.set("id") {
-			return usagef("--config names the graphs: drop --store and --id")
+		if o.t.store != "" || o.set("id") || o.set("queries") {
+			return usagef("--config names the graphs: drop --store, --id and --queries (give \"queries\" per graph in the file)")
 		}
 		cfg, err := readServeConfig(o.config)
 		if err != nil {
@@ -138,6 +160,13 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	if _, err := o.t.blobPolicy(); err != nil {
 		return err
 	}
+	if o.queryRows <= 0 || o.queryMemory <= 0 || o.queryTimeout <= 0 || o.queryReadBytes <= 0 {
+		return usagef("--max-query-rows, --max-query-memory, --query-timeout and --max-query-read-bytes are positive: a server budget can be raised, not switched off")
+	}
+	if o.limits.ReadsPerActor <= 0 || o.limits.Reads <= 0 || o.limits.HeavyReads < 0 {
+		return usagef("--max-reads-per-actor and --max-reads are positive, --max-heavy-reads is 0 (half the cores) or more")
+	}
+	o.limits.Query = graph.Budget{Rows: o.queryRows, Memory: int64(o.queryMemory), Time: o.queryTimeout, ReadBytes: int64(o.queryReadBytes)}
 	var tokens *server.Tokens
 	if o.tokens != "" {
 		b, err := os.ReadFile(o.tokens)
@@ -167,12 +196,21 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	}
 	log.Info("policy", "source", policy.Name())
 
-	for _, sg := range graphs {
+	for i, sg := range graphs {
 		if sg.url == "" {
 			return usagef("no graph location: pass --store URL")
 		}
 		if isProcessLocal(sg.url) && !processLocalStores {
 			return errProcessLocalStore
+		}
+		// The files are read before any lock is taken; they are checked
+		// against the graph's schema once it is open.
+		if sg.queries != "" {
+			files, err := readQueryFiles(sg.queries)
+			if err != nil {
+				return err
+			}
+			graphs[i].files = files
 		}
 	}
 	// fatal gets the reason the server must stop; a send never blocks
@@ -211,7 +249,14 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		if err != nil {
 			return err
 		}
-		served = append(served, server.Graph{ID: sg.id, G: g, IcebergLocation: loc})
+		stored, err := sg.storedQueries(ctx, log, g)
+		if err != nil {
+			if len(graphs) > 1 {
+				err = fmt.Errorf("graph %q: %w", sg.id, err)
+			}
+			return err
+		}
+		served = append(served, server.Graph{ID: sg.id, G: g, IcebergLocation: loc, Queries: stored, Budget: sg.budget})
 	}
 
 	srv, err := server.New(server.Config{
@@ -220,6 +265,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		Policy:   policy,
 		ReadOnly: o.readOnly,
 		Limits:   o.limits,
+		Actors:   o.actors,
 		Logger:   log,
 		Version:  cliVersion(),
 		OnFatal:  fatal,
@@ -276,8 +322,37 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	}
 }
 
-// servedGraph is one graph of the server: its id and storage URL.
-type servedGraph struct{ id, url string }
+// servedGraph is one graph of the server: its id, storage URL, query
+// budget overrides and the path of its stored queries ("" for none).
+type servedGraph struct {
+	id, url, queries string
+	files            []server.QueryFile
+	budget           graph.Budget
+}
+
+// storedQueries checks the graph's stored queries against the schema of
+// its main branch (none: nil). A refused set stops the start, naming
+// every problem; warnings are logged.
+func (sg servedGraph) storedQueries(ctx context.Context, log *slog.Logger, g *graph.Graph) (*server.StoredQueries, error) {
+	if len(sg.files) == 0 {
+		return nil, nil
+	}
+	cat, err := g.Schema(ctx, "main")
+	if err != nil {
+		return nil, err
+	}
+	set, problems, err := compileStored(sg.files, cat)
+	for _, p := range problems {
+		if p.Severity != gq.SeverityError {
+			log.Warn("stored query warning", "graph", sg.id, "file", p.File, "query", p.Query, "code", p.Code, "message", p.Message)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	log.Info("stored queries", "graph", sg.id, "queries", set.Len())
+	return set, nil
+}
 
 // openServed opens one served graph: the store, the writer lock of a
 // read-write server (leased on s3:// and gs://, whose loss calls fatal),

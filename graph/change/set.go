@@ -235,8 +235,18 @@ func (s *Set) ScanRows(ctx context.Context, key string, cols []string, filter ta
 	if err != nil {
 		return nil, err
 	}
+	// A mutation's read phase runs under a budget (graph.Budget): each
+	// record's rows are charged before they become maps.
+	m := graph.MeterOf(ctx)
 	var out []Row
-	for _, r := range recs {
+	for i, r := range recs {
+		n := r.NumRows()
+		if err := m.Charge(n, n*(64+48*r.NumCols())); err != nil {
+			for _, rest := range recs[i:] {
+				rest.Release()
+			}
+			return nil, err
+		}
 		out = append(out, recordEntityRows(r)...)
 		r.Release()
 	}

@@ -59,8 +59,12 @@ type Options struct {
 	// before anything is deleted; an error stops the cleanup there. kept
 	// says whether a table version stays; entries are the manifest
 	// versions walked, by commit id. The Iceberg export expires its
-	// snapshots here, so no retained snapshot names a file cleanup deletes.
-	Retained func(ctx context.Context, g *graph.Graph, kept func(path, branch string, version uint64) bool, entries map[string]*manifest.Entry) error
+	// snapshots here, so no retained snapshot names a file cleanup deletes,
+	// and deletes its own files no retained snapshot needs (reported as
+	// Result.Iceberg).
+	// Grace and now are the cleanup's: the hook spares files younger than
+	// grace. (Plain types: operations never import each other.)
+	Retained func(ctx context.Context, g *graph.Graph, kept func(path, branch string, version uint64) bool, entries map[string]*manifest.Entry, grace time.Duration, now time.Time) (objects int, bytes int64, err error)
 }
 
 // ErrRefused: cleanup would run while recovery may still need history.
@@ -85,7 +89,10 @@ type Result struct {
 	Orphans []TableResult `json:"orphan_tables"`
 	// Temp is the residue of writes killed between staging and
 	// publishing (name#<digits>), on stores that stage temp objects.
-	Temp    TempResult `json:"temp_residue"`
+	Temp TempResult `json:"temp_residue"`
+	// Iceberg is the Iceberg export's files the Retained hook deleted
+	// (expired snapshots' manifests, old metadata files); only with Confirm.
+	Iceberg TempResult `json:"iceberg"`
 	Objects int        `json:"objects"`
 	Bytes   int64      `json:"bytes"`
 	// KeptManifestVersions counts the manifest versions whose tables are
@@ -108,7 +115,7 @@ type HistoryResult struct {
 	Branches []string `json:"branches,omitempty"`
 }
 
-// TempResult is the temp residue cleanup removed.
+// TempResult counts what cleanup removed outside the tables: temp residue, Iceberg files.
 type TempResult struct {
 	Objects int   `json:"objects"`
 	Bytes   int64 `json:"bytes"`
@@ -149,13 +156,17 @@ func Run(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
 		return nil, err
 	}
 	keep, paths, names, kept := ret.keep, ret.paths, ret.names, ret.kept
+	res := &Result{Preview: !opts.Confirm, KeptManifestVersions: kept}
 	if opts.Confirm && opts.Retained != nil {
 		isKept := func(path, branch string, v uint64) bool { return keep[path][branch][v] }
-		if err := opts.Retained(ctx, g, isKept, ret.entries); err != nil {
+		n, size, err := opts.Retained(ctx, g, isKept, ret.entries, opts.Grace, now)
+		if err != nil {
 			return nil, err
 		}
+		res.Iceberg = TempResult{Objects: n, Bytes: size}
+		res.Objects += n
+		res.Bytes += size
 	}
-	res := &Result{Preview: !opts.Confirm, KeptManifestVersions: kept}
 	for _, path := range paths {
 		tk := keep[path]
 		r, err := table.Cleanup(ctx, g.Store(), path, table.CleanupOptions{
@@ -401,6 +412,9 @@ func Describe(r *Result) string {
 	}
 	if r.Temp.Objects > 0 {
 		fmt.Fprintf(&b, "residue of interrupted writes: %s %d objects, %d bytes\n", verb, r.Temp.Objects, r.Temp.Bytes)
+	}
+	if r.Iceberg.Objects > 0 {
+		fmt.Fprintf(&b, "Iceberg metadata of expired snapshots: %s %d objects, %d bytes\n", verb, r.Iceberg.Objects, r.Iceberg.Bytes)
 	}
 	if r.History.Versions > 0 {
 		fmt.Fprintf(&b, "manifest history of %s: %s the data of %d versions, %d bytes (their commits stay listed)\n", strings.Join(r.History.Branches, ", "), verb, r.History.Versions, r.History.Bytes)

@@ -14,8 +14,9 @@
 // The rules Sync keeps:
 //
 //   - It reads the graph through its manifest and tables only and writes
-//     only under Prefix, through the graph's StorageAdapter: it needs no
-//     lock and never touches a writer's keys.
+//     only under Prefix, through the graph's StorageAdapter: it never
+//     touches a writer's keys. Its callers hold the cluster lock (the
+//     CLI's, serve's), so cleanup never deletes a file a sync is naming.
 //   - The metadata file v<N+1> is created with put-if-absent, and only
 //     after every file it names exists, so a sync that stops anywhere
 //     leaves nothing a reader sees; a loser of the put-if-absent re-reads
@@ -27,5 +28,7 @@
 //     one or two manifests, a manifest list, the metadata and the version
 //     hint (TestSyncCostFlatWithHistory).
 //   - Cleanup (CleanupHook) expires every snapshot whose table version it
-//     deletes before it deletes anything.
+//     deletes before it deletes anything, then deletes the Iceberg files no
+//     retained snapshot names and all but the newest metadata files
+//     (Collect), so the prefix is bounded by the retention.
 package iceberg

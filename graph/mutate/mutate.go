@@ -38,6 +38,12 @@ type Options struct {
 	Retries int
 	// Actor overrides the handle's actor for this commit.
 	Actor string
+	// Budget bounds the read phase: the rows update, delete and a node
+	// delete's edge cascade read, the bytes they materialise, the storage
+	// bytes they read and its wall time. Going over it answers a
+	// *graph.BudgetExceeded before anything is staged or written; the
+	// commit itself is never cut short. The zero Budget is unlimited.
+	Budget graph.Budget
 }
 
 // Result is what a mutation did.
@@ -49,6 +55,9 @@ type Result struct {
 	Commit *graph.CommitInfo `json:"commit"`
 	// Warnings are non-fatal problems after the publish.
 	Warnings []string `json:"warnings,omitempty"`
+	// ReadUsage is what the read phase used of its budget (of the attempt
+	// that committed).
+	ReadUsage graph.Usage `json:"-"`
 }
 
 // Query runs the mutation query name of src (see Run). It is parsed once,
@@ -201,10 +210,8 @@ func prepare(ctx context.Context, g *graph.Graph, strict bool, planFor func(*pg.
 	}
 	st := change.New(snap, cat)
 	pm := &Prepared{w: w, st: st, query: plan.Name}
-	for i, stmt := range plan.Mutation.Statements {
-		if err := pm.run(ctx, i, stmt, args); err != nil {
-			return nil, err
-		}
+	if err := pm.read(ctx, plan, args, opts.Budget); err != nil {
+		return nil, err
 	}
 	if err := st.Validate(ctx); err != nil {
 		return nil, err
@@ -213,6 +220,20 @@ func prepare(ctx context.Context, g *graph.Graph, strict bool, planFor func(*pg.
 		return nil, err
 	}
 	return pm, nil
+}
+
+// read runs the statements (the read phase: matching, read-your-writes)
+// under the budget.
+func (pm *Prepared) read(ctx context.Context, plan *gq.Plan, args *gq.Args, b graph.Budget) error {
+	rctx, m := graph.StartBudget(ctx, b)
+	defer m.Stop()
+	for i, stmt := range plan.Mutation.Statements {
+		if err := pm.run(rctx, i, stmt, args); err != nil {
+			return m.Err(err)
+		}
+	}
+	pm.result.ReadUsage = m.Usage()
+	return nil
 }
 
 // Commit publishes the prepared mutation (see Write.Commit). Nothing

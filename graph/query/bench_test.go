@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -81,6 +82,20 @@ func BenchmarkQueryWarm(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if _, err := Head(ctx, g, "main", q.src, "", nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		// Under a budget (as the CLI and the server run): the planner's
+		// estimate and the meter's checks added.
+		b.Run(q.name+"/budgeted", func(b *testing.B) {
+			budget := Options{Budget: graph.Budget{Rows: 20_000_000, Memory: 4 << 30, Time: time.Minute, ReadBytes: 64 << 30}}
+			for i := 0; i < b.N; i++ {
+				s, err := g.Snapshot(ctx, "main")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := RunWith(ctx, s, q.src, "", nil, budget); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -42,6 +42,11 @@ type edgeIndex struct {
 	// was last used with, each dense node's row there (-1: no such node).
 	mu    sync.Mutex
 	rowOf map[*nodeRows][]int32
+
+	// deg is the degree data of the planner's estimate (budget.go),
+	// computed once.
+	degOnce sync.Once
+	deg     degreeStats
 }
 
 // newEdgeIndex wraps a table adjacency; loader reads the edge rows.

@@ -58,21 +58,26 @@ type executor struct {
 	tok    map[string][]string       // analysed text values
 	qterms map[string][]string       // analysed query texts
 	qvec   map[*gq.Score][]float32   // nearest's query vectors
-}
 
-// checkCtx is polled between steps and every so many rows so a cancelled
-// query stops promptly.
-func checkCtx(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("query cancelled: %w", err)
-	}
-	return nil
+	// The budget (budget.go): the meter every operator charges, the row
+	// sizes it charges, the table data charged so far, and the anti-join
+	// depth (a probe's steps keep the anti-join's label).
+	m       *graph.Meter
+	sizes   gq.Sizes
+	held    map[any]int64
+	inner   int
+	pending int64 // work done per row since the last count (text matching)
 }
 
 func (ex *executor) match(ctx context.Context, rows [][]ref, steps []gq.Step) ([][]ref, error) {
 	var err error
 	for _, st := range steps {
-		if err := checkCtx(ctx); err != nil {
+		if ex.inner == 0 {
+			ex.m.Step(stepLabel{ex.rp, st})
+			if err := ex.m.Poll(); err != nil {
+				return nil, cancelled(err)
+			}
+		} else if err := ex.work(1); err != nil {
 			return nil, err
 		}
 		if len(rows) == 0 {
@@ -85,7 +90,12 @@ func (ex *executor) match(ctx context.Context, rows [][]ref, steps []gq.Step) ([
 			rows, err = ex.expand(ctx, rows, st)
 		case *gq.FilterStep:
 			out := rows[:0:0]
-			for _, r := range rows {
+			for i, r := range rows {
+				if i%4096 == 0 {
+					if err := ex.work(4096); err != nil {
+						return nil, err
+					}
+				}
 				if ex.pred(st.Pred, r) {
 					out = append(out, r)
 				}
@@ -93,20 +103,18 @@ func (ex *executor) match(ctx context.Context, rows [][]ref, steps []gq.Step) ([
 			rows = out
 		case *gq.AntiJoinStep:
 			out := rows[:0:0]
-			for i, r := range rows {
-				if i%1024 == 0 {
-					if err := checkCtx(ctx); err != nil {
-						return nil, err
-					}
-				}
+			ex.inner++
+			for _, r := range rows {
 				inner, err := ex.match(ctx, [][]ref{ex.arena.clone(r)}, st.Steps)
 				if err != nil {
+					ex.inner--
 					return nil, err
 				}
 				if len(inner) == 0 {
 					out = append(out, r)
 				}
 			}
+			ex.inner--
 			rows = out
 		default:
 			return nil, fmt.Errorf("graph: unknown plan step %T", st)
@@ -136,7 +144,7 @@ func (ex *executor) loadNodes(ctx context.Context, typ string, ids []string) (*n
 		return nil, err
 	}
 	ex.nodes[typ] = nr
-	return nr, nil
+	return nr, ex.hold(typ, nr.size())
 }
 
 func (ex *executor) edgeIndex(ctx context.Context, typ string) (*edgeIndex, error) {
@@ -148,7 +156,7 @@ func (ex *executor) edgeIndex(ctx context.Context, typ string) (*edgeIndex, erro
 		return nil, err
 	}
 	ex.edges[typ] = ix
-	return ix, nil
+	return ix, ex.hold(ix, ix.bytes)
 }
 
 // scan binds st.Var to each node of st.Node passing st.Where: one point
@@ -202,6 +210,9 @@ func (ex *executor) scan(ctx context.Context, rows [][]ref, st *gq.ScanStep) ([]
 			cands[i] = int32(i)
 		}
 	}
+	if err := ex.work(len(cands)); err != nil {
+		return nil, err
+	}
 	var slow []*gq.Predicate
 	for _, p := range st.Where {
 		if kept, ok := ex.filterRows(nr, p, cands); ok {
@@ -215,7 +226,7 @@ func (ex *executor) scan(ctx context.Context, rows [][]ref, st *gq.ScanStep) ([]
 		kept := cands[:0]
 		for i, row := range cands {
 			if i%4096 == 0 {
-				if err := checkCtx(ctx); err != nil {
+				if err := ex.work(4096); err != nil {
 					return nil, err
 				}
 			}
@@ -235,6 +246,11 @@ func (ex *executor) scan(ctx context.Context, rows [][]ref, st *gq.ScanStep) ([]
 	}
 	if scanOrder != nil {
 		slices.SortFunc(cands, func(a, b int32) int { return scanOrder[a] - scanOrder[b] })
+	}
+	// The rows are known before they exist: a cross product over the
+	// budget is refused here, exactly.
+	if err := ex.produce(mulSat(int64(len(rows)), int64(len(cands))), ex.sizes.Match); err != nil {
+		return nil, err
 	}
 	out := make([][]ref, 0, len(rows)*len(cands))
 	for _, r := range rows {
@@ -285,15 +301,19 @@ func (ex *executor) expand(ctx context.Context, rows [][]ref, st *gq.ExpandStep)
 		if err := ix.loadRows(ctx); err != nil {
 			return nil, err
 		}
+		if err := ex.hold(ix.rows, ix.rows.bytes); err != nil {
+			return nil, err
+		}
 	}
 	d := toDir(st.Dir)
 	var out [][]ref
-	for i, r := range rows {
-		if i%1024 == 0 {
-			if err := checkCtx(ctx); err != nil {
-				return nil, err
-			}
+	charged := 0 // rows of out charged to the budget
+	for _, r := range rows {
+		// Each input row's rows are charged before the next one runs.
+		if err := ex.charge(len(out) - charged); err != nil {
+			return nil, err
 		}
+		charged = len(out)
 		n, ok := ix.lookup(r[st.From].id)
 		if !ok {
 			continue // no edge touches this node
@@ -313,6 +333,9 @@ func (ex *executor) expand(ctx context.Context, rows [][]ref, st *gq.ExpandStep)
 		}
 		dests := ix.reach(n, d, st.MinHops, st.MaxHops, &ex.sc)
 		if st.ToBound {
+			if err := ex.work(len(dests)); err != nil {
+				return nil, err
+			}
 			want, ok := ix.lookup(r[st.To].id)
 			if ok && slices.Contains(dests, want) {
 				out = append(out, r)
@@ -324,6 +347,9 @@ func (ex *executor) expand(ctx context.Context, rows [][]ref, st *gq.ExpandStep)
 			c[st.To] = ref{id: ix.nodes[o], row: o, set: true}
 			out = append(out, c)
 		}
+	}
+	if err := ex.charge(len(out) - charged); err != nil {
+		return nil, err
 	}
 	if st.ToBound || len(out) == 0 {
 		return out, nil
@@ -486,7 +512,10 @@ func (ex *executor) project(ctx context.Context, rows [][]ref) ([][]any, error) 
 	rp := ex.rp
 	var out []outRow
 	if rp.Grouped {
-		out = ex.group(rows)
+		var err error
+		if out, err = ex.group(rows); err != nil {
+			return nil, err
+		}
 		for i := range out {
 			keys := make([]any, len(rp.Order))
 			for k, sk := range rp.Order {
@@ -495,16 +524,26 @@ func (ex *executor) project(ctx context.Context, rows [][]ref) ([][]any, error) 
 			out[i].keys = keys
 		}
 	} else {
+		if err := ex.produce(int64(len(rows)), ex.sizes.Out); err != nil {
+			return nil, err
+		}
 		out = make([]outRow, len(rows))
+		var text int64 // the output's string bytes, charged as it goes
 		for i, r := range rows {
 			if i%4096 == 0 {
-				if err := checkCtx(ctx); err != nil {
+				if err := ex.hold(&out, text); err != nil {
+					return nil, err
+				}
+				if err := ex.work(4096); err != nil {
 					return nil, err
 				}
 			}
 			vals := make([]any, len(rp.Columns))
 			for j, c := range rp.Columns {
 				vals[j] = ex.column(c, r)
+				if s, ok := vals[j].(string); ok {
+					text += int64(len(s))
+				}
 			}
 			keys := make([]any, len(rp.Order))
 			for k, sk := range rp.Order {
@@ -520,6 +559,9 @@ func (ex *executor) project(ctx context.Context, rows [][]ref) ([][]any, error) 
 				}
 			}
 			out[i] = outRow{vals: vals, keys: keys}
+		}
+		if err := ex.hold(&out, text); err != nil {
+			return nil, err
 		}
 	}
 	slices.SortStableFunc(out, func(a, b outRow) int {
@@ -545,7 +587,7 @@ func (ex *executor) project(ctx context.Context, rows [][]ref) ([][]any, error) 
 }
 
 // group forms the groups of a grouped plan and evaluates its aggregates.
-func (ex *executor) group(rows [][]ref) []outRow {
+func (ex *executor) group(rows [][]ref) ([]outRow, error) {
 	rp := ex.rp
 	type groupState struct {
 		vals []any
@@ -563,7 +605,12 @@ func (ex *executor) group(rows [][]ref) []outRow {
 		return g
 	}
 	var kb []byte
-	for _, r := range rows {
+	for i, r := range rows {
+		if i%4096 == 0 {
+			if err := ex.work(4096); err != nil {
+				return nil, err
+			}
+		}
 		kb = kb[:0]
 		for _, c := range rp.Columns {
 			if c.Group {
@@ -572,6 +619,9 @@ func (ex *executor) group(rows [][]ref) []outRow {
 		}
 		g := groups[string(kb)] // no copy of the key for a lookup
 		if g == nil {
+			if err := ex.produce(1, ex.sizes.Out+int64(len(kb))+int64(len(rp.Columns))*64); err != nil {
+				return nil, err
+			}
 			k := string(kb)
 			vals := make([]any, len(rp.Columns))
 			for j, c := range rp.Columns {
@@ -616,7 +666,7 @@ func (ex *executor) group(rows [][]ref) []outRow {
 		}
 		out = append(out, outRow{vals: vals})
 	}
-	return out
+	return out, nil
 }
 
 // aggState accumulates one aggregate over a group (NULL values skipped,

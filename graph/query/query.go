@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/omnigraph-go/omnigraph/graph"
@@ -42,6 +43,15 @@ type Result struct {
 	// Branch and Version name the manifest version that was read.
 	Branch  string
 	Version uint64
+	// Usage is what the query used of its budget.
+	Usage graph.Usage
+}
+
+// Options shape one read.
+type Options struct {
+	// Budget bounds the read (graph.Budget; the zero Budget is unlimited).
+	// Going over it answers a *graph.BudgetExceeded.
+	Budget graph.Budget
 }
 
 // Column describes one output column.
@@ -68,6 +78,24 @@ func Head(ctx context.Context, g *graph.Graph, branch, src, name string, params 
 // only parse), and every error names it. Syntax, D₂, selection and
 // parameter errors are found before any table is read.
 func Run(ctx context.Context, s *graph.Snapshot, src, name string, params map[string]any) (*Result, error) {
+	return RunWith(ctx, s, src, name, params, Options{})
+}
+
+// RunWith is Run under opts (a budget).
+func RunWith(ctx context.Context, s *graph.Snapshot, src, name string, params map[string]any, opts Options) (*Result, error) {
+	plan, err := compile(ctx, s, src, name)
+	if err != nil {
+		return nil, err
+	}
+	args, err := gq.Bind(plan, params)
+	if err != nil {
+		return nil, err
+	}
+	return ExecuteWith(ctx, s, plan, args, opts)
+}
+
+// compile parses and checks the query name of src for snapshot s.
+func compile(ctx context.Context, s *graph.Snapshot, src, name string) (*gq.Plan, error) {
 	f, err := gq.Parse(src)
 	if err != nil {
 		return nil, err
@@ -85,25 +113,62 @@ func Run(ctx context.Context, s *graph.Snapshot, src, name string, params map[st
 	if err != nil {
 		return nil, err
 	}
-	plan, err := gq.CheckQuery(q, cat)
+	return gq.CheckQuery(q, cat)
+}
+
+// Explanation is a read's plan and the planner's estimate of it on one
+// snapshot (query --explain): nothing is run.
+type Explanation struct {
+	Plan     *gq.Plan
+	Estimate *gq.Estimate
+}
+
+// String renders the plan with the estimate of each step.
+func (e *Explanation) String() string { return e.Plan.Explain(e.Estimate) }
+
+// Explain compiles the query name of src against snapshot s and estimates
+// it; it reads the schema and the tables' row counts, never their rows,
+// and needs no parameters (the estimate does not depend on them).
+func Explain(ctx context.Context, s *graph.Snapshot, src, name string) (*Explanation, error) {
+	plan, err := compile(ctx, s, src, name)
 	if err != nil {
 		return nil, err
 	}
-	args, err := gq.Bind(plan, params)
-	if err != nil {
-		return nil, err
-	}
-	return Execute(ctx, s, plan, args)
+	return &Explanation{Plan: plan, Estimate: estimate(ctx, s, plan.Read)}, nil
 }
 
 // Execute runs a checked read plan with bound arguments on snapshot s.
 // The plan must have been checked against this snapshot's catalog.
 func Execute(ctx context.Context, s *graph.Snapshot, plan *gq.Plan, args *gq.Args) (*Result, error) {
+	return ExecuteWith(ctx, s, plan, args, Options{})
+}
+
+// ExecuteWith is Execute under opts: the plan's estimate is checked
+// against the budget first, then every operator charges it as it runs.
+// When the budget stops the query the error is its *graph.BudgetExceeded,
+// and nothing the query started outlives it (its background loads are
+// cancelled and waited for).
+func ExecuteWith(ctx context.Context, s *graph.Snapshot, plan *gq.Plan, args *gq.Args, opts Options) (*Result, error) {
 	if plan.Read == nil {
 		return nil, fmt.Errorf("%w: %s changes data; run it with 'omnigraph mutate'", graph.ErrNotARead, plan.Name)
 	}
-	ex := &executor{s: s, rp: plan.Read, args: args, nodes: map[string]*nodeRows{}, edges: map[string]*edgeIndex{}, arena: rowArena{width: len(plan.Read.Vars)}}
+	ctx, m := graph.StartBudget(ctx, opts.Budget)
+	defer m.Stop()
+	res, err := execute(ctx, s, plan, args, m)
+	if err != nil {
+		return nil, m.Err(err)
+	}
+	res.Usage = m.Usage()
+	return res, nil
+}
+
+func execute(ctx context.Context, s *graph.Snapshot, plan *gq.Plan, args *gq.Args, m *graph.Meter) (*Result, error) {
+	ex := &executor{s: s, rp: plan.Read, args: args, nodes: map[string]*nodeRows{}, edges: map[string]*edgeIndex{}, arena: rowArena{width: len(plan.Read.Vars)},
+		m: m, sizes: sizesOf(plan.Read)}
 	defer ex.waitPrefetch()
+	if err := ex.checkEstimate(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := ex.match(ctx, [][]ref{make([]ref, len(plan.Read.Vars))}, plan.Read.Steps)
 	if err != nil {
 		return nil, err
@@ -111,7 +176,9 @@ func Execute(ctx context.Context, s *graph.Snapshot, plan *gq.Plan, args *gq.Arg
 	if err := ex.prepareScores(ctx, rows); err != nil {
 		return nil, err
 	}
-	rows = ex.ranked(rows)
+	if rows, err = ex.ranked(rows); err != nil {
+		return nil, err
+	}
 	out, err := ex.project(ctx, rows)
 	if err != nil {
 		return nil, err
@@ -210,9 +277,10 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 }
 
 // openNamedTables opens, in the background, the table of every node type
-// the read's match clauses bind, so that on a cold handle the GETs of
-// their version manifests overlap the GET of the accepted schema instead
-// of following it (the executor then finds them in the handle's table
+// the read's match clauses bind and every edge type they traverse, so that
+// on a cold handle the GETs of their version manifests overlap the GET of
+// the accepted schema instead of following it (the executor, and the
+// planner's estimate before it, then find them in the handle's table
 // cache). A name that is not a table is skipped and an error is left for
 // the executor to meet and report. The returned function waits for them.
 func openNamedTables(ctx context.Context, s *graph.Snapshot, rb *gq.ReadBody) func() {
@@ -230,6 +298,15 @@ func openNamedTables(ctx context.Context, s *graph.Snapshot, rb *gq.ReadBody) fu
 				if _, ok := s.Pin(k); ok && !seen[k] {
 					seen[k] = true
 					keys = append(keys, k)
+				}
+			case *gq.TraversalClause:
+				// Edge names match their type case-insensitively.
+				want := strings.ToLower(graph.EdgeTableKey(c.Edge))
+				for _, p := range s.Tables() {
+					if strings.ToLower(p.Key) == want && !seen[p.Key] {
+						seen[p.Key] = true
+						keys = append(keys, p.Key)
+					}
 				}
 			case *gq.NotClause:
 				walk(c.Clauses)

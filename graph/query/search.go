@@ -59,7 +59,12 @@ func (ex *executor) textMatch(p *gq.Predicate, r []ref) bool {
 		return false
 	}
 	edits := ex.fuzzyEdits(p)
-	return text.MatchAny(ex.tokens(v), ex.queryTerms(q), edits)
+	toks, terms := ex.tokens(v), ex.queryTerms(q)
+	// A row costs a comparison per token and term: counted as work, so a
+	// long text search turns heavy (budget.go) as soon as a plain scan of
+	// as many comparisons would.
+	ex.pending += int64(len(toks) * len(terms))
+	return text.MatchAny(toks, terms, edits)
 }
 
 // prepareScores computes the state of every score the plan uses.
@@ -110,7 +115,7 @@ func (ex *executor) prepareScores(ctx context.Context, rows [][]ref) error {
 			st.corpus = text.NewCorpus()
 			for i := range nr.ids {
 				if i%4096 == 0 {
-					if err := checkCtx(ctx); err != nil {
+					if err := ex.work(4096); err != nil {
 						return err
 					}
 				}
@@ -201,14 +206,19 @@ func (ex *executor) sortScore(s *gq.Score, r []ref) any {
 // order (nearest: nearest first; bm25: best first; equal: greater id
 // first), at most limit of them, leaving out NULL vectors and bm25 scores
 // of 0, as the original's searches do.
-func (ex *executor) ranking(s *gq.Score, rows [][]ref, limit int) []string {
+func (ex *executor) ranking(s *gq.Score, rows [][]ref, limit int) ([]string, error) {
 	type cand struct {
 		id string
 		v  float64
 	}
 	seen := map[string]bool{}
 	var cs []cand
-	for _, r := range rows {
+	for i, r := range rows {
+		if i%4096 == 0 {
+			if err := ex.work(4096); err != nil {
+				return nil, err
+			}
+		}
 		id, _ := ex.entityID(s.Var, r).(string)
 		if seen[id] {
 			continue
@@ -239,7 +249,7 @@ func (ex *executor) ranking(s *gq.Score, rows [][]ref, limit int) []string {
 	for i, c := range cs {
 		out[i] = c.id
 	}
-	return out
+	return out, nil
 }
 
 // fuse computes rrf: each arm ranks its limit best entities (the query's
@@ -264,7 +274,14 @@ func (ex *executor) fuse(s *gq.Score, st *scoreState, rows [][]ref) error {
 			panic("query: rrf arm not prepared")
 		}
 	}
-	a, b := ex.ranking(s.A, rows, limit), ex.ranking(s.B, rows, limit)
+	a, err := ex.ranking(s.A, rows, limit)
+	if err != nil {
+		return err
+	}
+	b, err := ex.ranking(s.B, rows, limit)
+	if err != nil {
+		return err
+	}
 	score := map[string]float64{}
 	var order []string
 	for _, arm := range [][]string{a, b} {
@@ -296,10 +313,10 @@ func (ex *executor) fuse(s *gq.Score, st *scoreState, rows [][]ref) error {
 // k-th best score: the ranking is the first order key, so such a row can
 // never be among the first k (rows tied with the k-th stay, for the later
 // keys to order).
-func (ex *executor) ranked(rows [][]ref) [][]ref {
+func (ex *executor) ranked(rows [][]ref) ([][]ref, error) {
 	s := ex.rp.Rank
 	if s == nil {
-		return rows
+		return rows, nil
 	}
 	limit := -1
 	if n, ok := ex.args.Limit(ex.rp); ok {
@@ -307,7 +324,12 @@ func (ex *executor) ranked(rows [][]ref) [][]ref {
 	}
 	out := rows[:0:0]
 	var cost []float64 // nearest: distance; bm25: minus the score (smaller is better)
-	for _, r := range rows {
+	for i, r := range rows {
+		if i%4096 == 0 {
+			if err := ex.work(4096); err != nil {
+				return nil, err
+			}
+		}
 		switch s.Fn {
 		case gq.ScoreNearest:
 			v, ok := ex.scoreValue(s, r).(float64)
@@ -331,10 +353,10 @@ func (ex *executor) ranked(rows [][]ref) [][]ref {
 		out = append(out, r)
 	}
 	if s.Fn == gq.ScoreRRF || limit < 0 || len(out) <= limit {
-		return out
+		return out, nil
 	}
 	if limit == 0 {
-		return out[:0]
+		return out[:0], nil
 	}
 	sorted := slices.Clone(cost)
 	slices.Sort(sorted)
@@ -345,5 +367,5 @@ func (ex *executor) ranked(rows [][]ref) [][]ref {
 			kept = append(kept, r)
 		}
 	}
-	return kept
+	return kept, nil
 }

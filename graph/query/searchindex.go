@@ -312,7 +312,7 @@ func (ex *executor) nodeRowsAt(ctx context.Context, typ string, hits []fulltext.
 	}
 	if nr != nil && !nr.full && len(missing) == 0 {
 		ex.nodes[typ] = nr // a partial load holds every column
-		return nr, nil
+		return nr, ex.hold(typ, nr.size())
 	}
 	if nr != nil && nr.full || len(missing) > lookupMaxKeys && int64(len(missing))*lookupFullRatio > ds.RowCount() {
 		// A full load (of the columns the plan reads: it may hold
@@ -346,7 +346,7 @@ func (ex *executor) nodeRowsAt(ctx context.Context, typ string, hits []fulltext.
 	e.nodes = cur
 	c.account(e, cur.size()+edgeBytes(e.edges)+e.searchBytes)
 	ex.nodes[typ] = cur
-	return cur, nil
+	return cur, ex.hold(typ, cur.size())
 }
 
 // grow records that e holds delta more bytes and evicts others to fit.

@@ -49,6 +49,7 @@ var layers = []layer{
 	{name: "search indexes and embedders", pkgs: []string{"index/..."}, family: true},
 	{name: "graph core", pkgs: []string{"graph"}},
 	{name: "change set", pkgs: []string{"graph/change"}},
+	{name: "entity diff", pkgs: []string{"graph/diff"}},
 	{name: "graph operations", pkgs: []string{"graph/..."}},
 	{name: "server", pkgs: []string{"server/..."}, family: true},
 	{name: "Go client of the HTTP API (imports only api)", pkgs: []string{"client/..."}, family: true},
@@ -389,6 +390,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"graph/load", "graph/query"},
 		{"graph/query", "graph/load"},
 		{"graph/merge", "server"},
+		{"graph/diff", "graph/merge"},
+		{"graph/changes", "graph/merge"},
+		{"graph/changes", "graph/export"},
 		{"server", "cmd/omnigraph"},
 		{"internal/plant", "backend"},
 		{"newpkg", "backend"},
@@ -412,6 +416,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"manifest", "internal/plant"},
 		{"backend/s3", "backend/internal/cloud"},
 		{"server", "graph/query"},
+		{"graph/merge", "graph/diff"},
+		{"graph/changes", "graph/diff"},
 	}
 	for _, c := range good {
 		if v := violations([]file{planted(t, c.pkg, c.imp)}); len(v) != 0 {

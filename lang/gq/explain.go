@@ -19,7 +19,7 @@ func (p *Plan) String() string {
 	}
 	fmt.Fprintf(&b, "query %s(%s)\n", p.Name, strings.Join(params, ", "))
 	if p.Read != nil {
-		p.Read.write(&b)
+		p.Read.write(&b, nil)
 	}
 	if p.Mutation != nil {
 		p.Mutation.write(&b)
@@ -38,9 +38,58 @@ func (rp *ReadPlan) varName(slot int) string {
 	return "$" + v.Name
 }
 
-func (rp *ReadPlan) write(b *strings.Builder) {
+// Explain renders the plan as String does, with the estimate of each step
+// at the end of its line and a summary line (the format of `query
+// --explain`). e must be EstimateRead's estimate of this plan.
+func (p *Plan) Explain(e *Estimate) string {
+	if p.Read == nil || e == nil {
+		return p.String()
+	}
+	var b strings.Builder
+	params := make([]string, len(p.Params))
+	for i, pr := range p.Params {
+		params[i] = "$" + pr.Name + ": " + paramTypeString(pr)
+	}
+	fmt.Fprintf(&b, "query %s(%s)\n", p.Name, strings.Join(params, ", "))
+	notes := map[Step]string{}
+	for _, se := range e.Steps {
+		notes[se.Step] = stepNote(se)
+	}
+	p.Read.write(&b, notes)
+	fmt.Fprintf(&b, "estimate: %d output rows, %d rows produced in all, about %d bytes materialised\n", e.Output, e.Rows, e.Bytes)
+	return b.String()
+}
+
+// stepNote is the estimate of one step as explain prints it.
+func stepNote(se StepEstimate) string {
+	note := fmt.Sprintf("  -- est. %d rows", se.Rows)
+	switch se.Step.(type) {
+	case *ScanStep:
+		if se.PerInput > 0 && se.Rows > sat(se.PerInput) {
+			note += fmt.Sprintf(" (%s per input row: a cross product)", factorText(se.PerInput))
+		}
+	case *ExpandStep:
+		note += fmt.Sprintf(" (%s per input row", factorText(se.PerInput))
+		if se.MaxDegree > 0 {
+			note += fmt.Sprintf(", max degree %d", se.MaxDegree)
+		}
+		note += ")"
+	case *FilterStep:
+		note += fmt.Sprintf(" (keeps %s)", factorText(se.PerInput))
+	}
+	return note
+}
+
+func factorText(f float64) string {
+	if f == float64(int64(f)) && f < 1e15 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'g', 3, 64)
+}
+
+func (rp *ReadPlan) write(b *strings.Builder, notes map[Step]string) {
 	b.WriteString("read\n")
-	rp.writeSteps(b, rp.Steps, "  ")
+	rp.writeSteps(b, rp.Steps, "  ", notes)
 	for _, col := range rp.Columns {
 		tag := ""
 		if col.Group {
@@ -92,50 +141,59 @@ func nullMark(n bool) string {
 	return ""
 }
 
-func (rp *ReadPlan) writeSteps(b *strings.Builder, steps []Step, ind string) {
+func (rp *ReadPlan) writeSteps(b *strings.Builder, steps []Step, ind string, notes map[Step]string) {
 	for _, s := range steps {
-		switch s := s.(type) {
-		case *ScanStep:
-			fmt.Fprintf(b, "%sscan %s %s", ind, rp.varName(s.Var), s.Node.Name)
-			if s.Key != nil {
-				ks := make([]string, len(s.Key))
-				for i, k := range s.Key {
-					ks[i] = rp.operandText(k)
-				}
-				fmt.Fprintf(b, " key(%s)", strings.Join(ks, ", "))
-			}
-			for i, p := range s.Where {
-				sep := " where "
-				if i > 0 {
-					sep = " and "
-				}
-				b.WriteString(sep + rp.predText(p))
-			}
-			b.WriteString("\n")
-		case *ExpandStep:
-			edge := s.Edge.Name
-			if s.EdgeVar >= 0 {
-				edge = rp.varName(s.EdgeVar) + ":" + edge
-			}
-			if s.MinHops != 1 || s.MaxHops != 1 {
-				edge += fmt.Sprintf("{%d,%d}", s.MinHops, s.MaxHops)
-			}
-			bound := ""
-			if s.ToBound {
-				bound = " (bound)"
-			}
-			fmt.Fprintf(b, "%sexpand %s %s %s -> %s %s%s\n", ind, rp.varName(s.From), s.Dir, edge, rp.varName(s.To), s.ToNode.Name, bound)
-		case *FilterStep:
-			fmt.Fprintf(b, "%sfilter %s\n", ind, rp.predText(s.Pred))
-		case *AntiJoinStep:
-			outer := make([]string, len(s.Outer))
-			for i, o := range s.Outer {
-				outer[i] = rp.varName(o)
-			}
-			fmt.Fprintf(b, "%santijoin on %s\n", ind, strings.Join(outer, ", "))
-			rp.writeSteps(b, s.Steps, ind+"  ")
+		b.WriteString(ind + rp.StepString(s) + notes[s] + "\n")
+		if aj, ok := s.(*AntiJoinStep); ok {
+			rp.writeSteps(b, aj.Steps, ind+"  ", notes)
 		}
 	}
+}
+
+// StepString renders one step as its line of String (an anti-join's line
+// only, without its sub-plan).
+func (rp *ReadPlan) StepString(s Step) string {
+	var b strings.Builder
+	switch s := s.(type) {
+	case *ScanStep:
+		fmt.Fprintf(&b, "scan %s %s", rp.varName(s.Var), s.Node.Name)
+		if s.Key != nil {
+			ks := make([]string, len(s.Key))
+			for i, k := range s.Key {
+				ks[i] = rp.operandText(k)
+			}
+			fmt.Fprintf(&b, " key(%s)", strings.Join(ks, ", "))
+		}
+		for i, p := range s.Where {
+			sep := " where "
+			if i > 0 {
+				sep = " and "
+			}
+			b.WriteString(sep + rp.predText(p))
+		}
+	case *ExpandStep:
+		edge := s.Edge.Name
+		if s.EdgeVar >= 0 {
+			edge = rp.varName(s.EdgeVar) + ":" + edge
+		}
+		if s.MinHops != 1 || s.MaxHops != 1 {
+			edge += fmt.Sprintf("{%d,%d}", s.MinHops, s.MaxHops)
+		}
+		bound := ""
+		if s.ToBound {
+			bound = " (bound)"
+		}
+		fmt.Fprintf(&b, "expand %s %s %s -> %s %s%s", rp.varName(s.From), s.Dir, edge, rp.varName(s.To), s.ToNode.Name, bound)
+	case *FilterStep:
+		fmt.Fprintf(&b, "filter %s", rp.predText(s.Pred))
+	case *AntiJoinStep:
+		outer := make([]string, len(s.Outer))
+		for i, o := range s.Outer {
+			outer[i] = rp.varName(o)
+		}
+		fmt.Fprintf(&b, "antijoin on %s", strings.Join(outer, ", "))
+	}
+	return b.String()
 }
 
 func (rp *ReadPlan) predText(p *Predicate) string {

@@ -2,6 +2,7 @@ package pg
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,11 +12,14 @@ import (
 // FuzzParse checks, for any input, that Parse and Compile never panic, that
 // every error is an *Error pointing inside the source with a message, and
 // that every accepted schema's canonical form compiles to the same identity.
+// It is seeded with every schema of the repository (.pg files and the pg
+// blocks of docs/*.md); make test runs it for a few seconds, make soak
+// longer:
 //
 //	go test ./lang/pg -run '^$' -fuzz FuzzParse -fuzztime 60s
 func FuzzParse(f *testing.F) {
-	if src, err := os.ReadFile(filepath.Join("..", "..", "examples", "social.pg")); err == nil {
-		f.Add(string(src))
+	for _, src := range repoSchemas(f) {
+		f.Add(src)
 	}
 	for _, s := range []string{
 		"",
@@ -60,6 +64,51 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("canonical form changes the identity\nsource:\n%q\ncanonical:\n%s\nagain:\n%s", src, c.Canonical(), c2.Canonical())
 		}
 	})
+}
+
+// repoSchemas returns every .pg file of the repository and every pg block
+// of the docs.
+func repoSchemas(tb testing.TB) []string {
+	tb.Helper()
+	root := filepath.Join("..", "..")
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "test-results") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || filepath.Ext(path) != ".pg" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out = append(out, string(b))
+		return nil
+	})
+	if err != nil {
+		tb.Fatalf("walk the repository: %v", err)
+	}
+	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	for _, path := range docs {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		parts := strings.Split(string(raw), "```")
+		for i := 1; i < len(parts); i += 2 {
+			if info, body, _ := strings.Cut(parts[i], "\n"); info == "pg" {
+				out = append(out, body)
+			}
+		}
+	}
+	if len(out) < 2 {
+		tb.Fatalf("found %d schemas in the repository", len(out))
+	}
+	return out
 }
 
 func checkSchemaError(t *testing.T, src string, err error) {

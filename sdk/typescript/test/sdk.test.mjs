@@ -157,6 +157,47 @@ test('blob routes refuse a property that is not a Blob', async () => {
   assert.equal(res.response.status, 400);
 });
 
+test('the change feed: poll from a cursor, a baseline and its cursor', async () => {
+  const now = await ok('pollChanges', { path, query: { start: 'now' } });
+  assert.ok(now.cursor);
+  assert.equal(now.caught_up, true);
+  await ok('mutate', { path, body: { query: 'mutation m() { insert Person { handle: "ts-fed", name: "Fed" } }' } });
+  const next = await ok('pollChanges', { path, query: { cursor: now.cursor } });
+  assert.deepEqual(next.blocks.flatMap((b) => b.changes.map((c) => [c.op, c.id])), [['insert', 'ts-fed']]);
+  await assert.rejects(og.unwrap(call('pollChanges', { path, query: { cursor: 'ogc1.AAAA' } })), (err) => {
+    assert.equal(err.status, 400);
+    assert.match(err.body.error, /^change cursor rejected: /);
+    return true;
+  });
+  const res = await call('captureChangeBaseline', { path, body: { types: ['Company'] }, parseAs: 'text' });
+  assert.equal(res.response.status, 200);
+  const lines = res.data.trim().split('\n').map((l) => JSON.parse(l));
+  const last = lines.pop();
+  assert.ok(lines.length > 0 && lines.every((l) => l.type === 'Company'));
+  assert.equal(last.baseline.snapshot_commit_id, await head());
+  const after = await ok('pollChanges', { path, query: { cursor: last.baseline.resume_cursor } });
+  assert.equal(after.blocks.length, 0);
+  assert.equal(after.caught_up, true);
+});
+
+test('stored queries: the catalog, a read by name, a conditional mutation by name', async () => {
+  const cat = await ok('listQueries', { path });
+  const adults = cat.queries.find((q) => q.name === 'city_adults');
+  assert.deepEqual(adults.params.map((p) => [p.name, p.kind]), [['city', 'string'], ['min', 'int']]);
+  const rows = await ok('invokeQuery', { path: { ...path, name: 'city_adults' }, body: { params: { city: 'Berlin', min: 30 } } });
+  assert.equal(rows.query_name, 'city_adults');
+  assert.ok(rows.row_count >= 1);
+  await assert.rejects(og.unwrap(call('invokeQuery', { path: { ...path, name: 'nope' }, body: {} })), (err) => err.status === 404);
+  const before = await head();
+  const hired = await ok('invokeQueryIfGraphCommit', {
+    path: { ...path, name: 'hire' },
+    headers: { 'Omnigraph-If-Graph-Commit': before },
+    body: { params: { h: 'ts-hired', name: 'Hired', age: 30, city: 'Lisbon', company: 'acme', title: 'dev', since: '2026-01-05' } },
+  });
+  assert.equal(hired.commit.parent_commit_id, before);
+  assert.equal(hired.affected_edges, 1);
+});
+
 test('every operation of the document was called', () => {
   const doc = JSON.parse(readFileSync(new URL('../../openapi.json', import.meta.url)));
   const ops = [];

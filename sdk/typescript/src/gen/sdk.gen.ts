@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { CreateBranchData, CreateBranchErrors, CreateBranchResponses, DeleteBranchData, DeleteBranchErrors, DeleteBranchResponses, ExportData, ExportErrors, ExportResponses, GetBlobData, GetBlobErrors, GetBlobResponses, GetCommitChangesData, GetCommitChangesErrors, GetCommitChangesResponses, GetCommitData, GetCommitErrors, GetCommitResponses, GetSchemaData, GetSchemaErrors, GetSchemaResponses, GetSnapshotData, GetSnapshotErrors, GetSnapshotResponses, HeadBlobData, HeadBlobErrors, HeadBlobResponses, HealthData, HealthErrors, HealthResponses, ListBranchesData, ListBranchesErrors, ListBranchesResponses, ListCommitsData, ListCommitsErrors, ListCommitsResponses, ListGraphsData, ListGraphsErrors, ListGraphsResponses, LoadData, LoadErrors, LoadNdjsonData, LoadNdjsonErrors, LoadNdjsonResponses, LoadResponses, McpData, McpErrors, McpResponses, MergeBranchData, MergeBranchErrors, MergeBranchResponses, MutateData, MutateErrors, MutateIfGraphCommitData, MutateIfGraphCommitErrors, MutateIfGraphCommitResponses, MutateResponses, OpenapiData, OpenapiErrors, OpenapiResponses, QueryData, QueryErrors, QueryResponses } from './types.gen.js';
+import type { CaptureChangeBaselineData, CaptureChangeBaselineErrors, CaptureChangeBaselineResponses, CreateBranchData, CreateBranchErrors, CreateBranchResponses, DeleteBranchData, DeleteBranchErrors, DeleteBranchResponses, ExportData, ExportErrors, ExportResponses, GetBlobData, GetBlobErrors, GetBlobResponses, GetCommitChangesData, GetCommitChangesErrors, GetCommitChangesResponses, GetCommitData, GetCommitErrors, GetCommitResponses, GetSchemaData, GetSchemaErrors, GetSchemaResponses, GetSnapshotData, GetSnapshotErrors, GetSnapshotResponses, HeadBlobData, HeadBlobErrors, HeadBlobResponses, HealthData, HealthErrors, HealthResponses, InvokeQueryData, InvokeQueryErrors, InvokeQueryIfGraphCommitData, InvokeQueryIfGraphCommitErrors, InvokeQueryIfGraphCommitResponses, InvokeQueryResponses, ListBranchesData, ListBranchesErrors, ListBranchesResponses, ListCommitsData, ListCommitsErrors, ListCommitsResponses, ListGraphsData, ListGraphsErrors, ListGraphsResponses, ListQueriesData, ListQueriesErrors, ListQueriesResponses, LoadData, LoadErrors, LoadNdjsonData, LoadNdjsonErrors, LoadNdjsonResponses, LoadResponses, McpData, McpErrors, McpResponses, MergeBranchData, MergeBranchErrors, MergeBranchResponses, MutateData, MutateErrors, MutateIfGraphCommitData, MutateIfGraphCommitErrors, MutateIfGraphCommitResponses, MutateResponses, OpenapiData, OpenapiErrors, OpenapiResponses, PollChangesData, PollChangesErrors, PollChangesResponses, QueryData, QueryErrors, QueryResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -87,6 +87,28 @@ export const deleteBranch = <ThrowOnError extends boolean = false>(options: Opti
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/graphs/{graph_id}/branches/{branch}',
     ...options
+});
+
+/**
+ * Poll the change feed of a branch: the entity changes of each commit after the cursor, in first-parent order
+ */
+export const pollChanges = <ThrowOnError extends boolean = false>(options: Options<PollChangesData, ThrowOnError>) => (options.client ?? client).get<PollChangesResponses, PollChangesErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/graphs/{graph_id}/changes',
+    ...options
+});
+
+/**
+ * Export a branch head as graph-batch NDJSON ending with the baseline record {"baseline":{snapshot_commit_id, resume_cursor}}: where a feed restarts after a 410 gap
+ */
+export const captureChangeBaseline = <ThrowOnError extends boolean = false>(options: Options<CaptureChangeBaselineData, ThrowOnError>) => (options.client ?? client).post<CaptureChangeBaselineResponses, CaptureChangeBaselineErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/graphs/{graph_id}/changes/baseline',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**
@@ -183,6 +205,41 @@ export const mutate = <ThrowOnError extends boolean = false>(options: Options<Mu
 export const mutateIfGraphCommit = <ThrowOnError extends boolean = false>(options: Options<MutateIfGraphCommitData, ThrowOnError>) => (options.client ?? client).post<MutateIfGraphCommitResponses, MutateIfGraphCommitErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/graphs/{graph_id}/mutate/if-graph-commit',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * The graph's stored queries the caller may invoke: name, tool name, description, parameters with their JSON Schema
+ */
+export const listQueries = <ThrowOnError extends boolean = false>(options: Options<ListQueriesData, ThrowOnError>) => (options.client ?? client).get<ListQueriesResponses, ListQueriesErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/graphs/{graph_id}/queries',
+    ...options
+});
+
+/**
+ * Run a stored query by name: a read answers as POST query, a mutation as POST mutate
+ */
+export const invokeQuery = <ThrowOnError extends boolean = false>(options: Options<InvokeQueryData, ThrowOnError>) => (options.client ?? client).post<InvokeQueryResponses, InvokeQueryErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/graphs/{graph_id}/queries/{name}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Run a stored mutation only while the branch head is the given commit
+ */
+export const invokeQueryIfGraphCommit = <ThrowOnError extends boolean = false>(options: Options<InvokeQueryIfGraphCommitData, ThrowOnError>) => (options.client ?? client).post<InvokeQueryIfGraphCommitResponses, InvokeQueryIfGraphCommitErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/graphs/{graph_id}/queries/{name}/if-graph-commit',
     ...options,
     headers: {
         'Content-Type': 'application/json',

@@ -4,6 +4,25 @@ export type ClientOptions = {
     baseUrl: 'http://127.0.0.1:8080' | (string & {});
 };
 
+export type BaselineRequest = {
+    /**
+     * the branch (default main)
+     */
+    branch?: string;
+    /**
+     * only node or only edge types (the snapshot and the cursor's filter)
+     */
+    kinds?: Array<string>;
+    /**
+     * only these ops in the resumed feed: insert, update, delete (the cursor's filter only)
+     */
+    ops?: Array<string>;
+    /**
+     * only these node or edge types (the snapshot and the cursor's filter)
+     */
+    types?: Array<string>;
+};
+
 export type BlobRange = {
     end: number;
     length: number;
@@ -60,8 +79,37 @@ export type Change = {
     type_name: string;
 };
 
+export type ChangeBlock = {
+    cause: ChangeCause;
+    changes: Array<Change>;
+};
+
+export type ChangeCause = {
+    actor_id?: string;
+    authored_at: number;
+    authored_branch: string;
+    graph_commit_id: string;
+    graph_manifest_version: number;
+    merged_parent_commit_id?: string;
+    parent_commit_id?: string;
+};
+
 export type ChangeDiffRefusal = {
     reason: string;
+};
+
+export type ChangeFeedGap = {
+    cursor?: string;
+    first_unreadable_commit_id: string;
+};
+
+export type ChangeFeedOutput = {
+    blocks: Array<ChangeBlock>;
+    branch: string;
+    caught_up: boolean;
+    cursor?: string;
+    head_commit_id: string;
+    next_page_token?: string;
 };
 
 export type ChangeOutput = {
@@ -105,6 +153,7 @@ export type DatasetOutput = {
 export type ErrorOutput = {
     blob_range?: BlobRange;
     change_diff_refusal?: ChangeDiffRefusal;
+    change_feed_gap?: ChangeFeedGap;
     code?: string;
     error: string;
     failure_class?: string;
@@ -130,6 +179,27 @@ export type Health = {
     mode: string;
     status: string;
     version: string;
+};
+
+export type InvokeRequest = {
+    /**
+     * the branch to read or write (default main)
+     */
+    branch?: string;
+    /**
+     * when set, the call fails unless the query is a mutation (true) or a read (false)
+     */
+    expect_mutation?: boolean;
+    /**
+     * the query's parameters by name
+     */
+    params?: {
+        [key: string]: unknown;
+    };
+    /**
+     * a read query only: a graph commit id to read instead of a branch head
+     */
+    snapshot?: string;
 };
 
 export type Jsonrpc = {
@@ -259,6 +329,22 @@ export type PreconditionFailure = {
     expected: string;
 };
 
+export type QueryCatalog = {
+    queries: Array<StoredQuery>;
+};
+
+export type QueryParam = {
+    item_kind?: string;
+    kind: string;
+    name: string;
+    nullable: boolean;
+    schema: {
+        [key: string]: unknown;
+    };
+    type: string;
+    vector_dim?: number;
+};
+
 export type QueryRequest = {
     /**
      * the branch to read (default main)
@@ -310,6 +396,7 @@ export type RecoveryRequired = {
 
 export type ResourceLimit = {
     actual?: number;
+    estimated?: boolean;
     limit: number;
     resource: string;
 };
@@ -327,6 +414,18 @@ export type SnapshotOutput = {
     graph_manifest_version: number;
     internal_schema_version: number;
     schema_identity: string;
+};
+
+export type StoredQuery = {
+    description?: string;
+    input_schema: {
+        [key: string]: unknown;
+    };
+    instruction?: string;
+    mutation: boolean;
+    name: string;
+    params: Array<QueryParam>;
+    tool_name: string;
 };
 
 export type ListGraphsData = {
@@ -421,6 +520,10 @@ export type GetBlobErrors = {
      */
     416: ErrorOutput;
     /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -503,6 +606,10 @@ export type HeadBlobErrors = {
      * precondition_failure: the branch head is not the expected commit; nothing was written (a Blob read: If-Match does not name the current ETag)
      */
     412: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
     /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
@@ -776,6 +883,175 @@ export type DeleteBranchResponses = {
 
 export type DeleteBranchResponse = DeleteBranchResponses[keyof DeleteBranchResponses];
 
+export type PollChangesData = {
+    body?: never;
+    path: {
+        /**
+         * the graph's id (GET /graphs lists them): 1 to 64 letters, digits or '-'
+         */
+        graph_id: string;
+    };
+    query?: {
+        /**
+         * the branch (default: the cursor's, else main)
+         */
+        branch?: string;
+        /**
+         * the cursor of the last terminal page
+         */
+        cursor?: string;
+        /**
+         * without a cursor: now (default), beginning or after:COMMIT_ID
+         */
+        start?: string;
+        /**
+         * the next_page_token of a page that ended inside a block
+         */
+        page_token?: string;
+        /**
+         * at most this many changes a page (default 1000, at most 8192)
+         */
+        limit?: number;
+        /**
+         * at most this many bytes of changes a page (default 4 MiB, at most 32 MiB)
+         */
+        max_bytes?: number;
+        /**
+         * at most this many commits a poll (default 128, at most 512)
+         */
+        max_commits?: number;
+        /**
+         * only node or only edge changes
+         */
+        kind?: Array<string>;
+        /**
+         * only changes of these node or edge types
+         */
+        type?: Array<string>;
+        /**
+         * only these ops: insert, update, delete
+         */
+        op?: Array<string>;
+    };
+    url: '/graphs/{graph_id}/changes';
+};
+
+export type PollChangesErrors = {
+    /**
+     * bad_request: the input is invalid (the message says what to change); nothing was done
+     */
+    400: ErrorOutput;
+    /**
+     * unauthorized: missing or invalid bearer token
+     */
+    401: ErrorOutput;
+    /**
+     * forbidden: the policy denies the action, or a read-only replica refuses a write
+     */
+    403: ErrorOutput;
+    /**
+     * not_found: no such graph, branch or commit
+     */
+    404: ErrorOutput;
+    /**
+     * conflict: read_set_conflict, key_conflict, merge_conflicts or change_diff_refusal; nothing was written
+     */
+    409: ErrorOutput;
+    /**
+     * change_feed_gap: cleanup removed the history the feed needs; take a baseline (POST changes/baseline) and resume from its cursor
+     */
+    410: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
+     * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
+     */
+    500: ErrorOutput;
+    /**
+     * recovery_required {operation_id}, or the server is stopping; nothing new was admitted
+     */
+    503: ErrorOutput;
+};
+
+export type PollChangesError = PollChangesErrors[keyof PollChangesErrors];
+
+export type PollChangesResponses = {
+    /**
+     * OK
+     */
+    200: ChangeFeedOutput;
+};
+
+export type PollChangesResponse = PollChangesResponses[keyof PollChangesResponses];
+
+export type CaptureChangeBaselineData = {
+    body: BaselineRequest;
+    path: {
+        /**
+         * the graph's id (GET /graphs lists them): 1 to 64 letters, digits or '-'
+         */
+        graph_id: string;
+    };
+    query?: never;
+    url: '/graphs/{graph_id}/changes/baseline';
+};
+
+export type CaptureChangeBaselineErrors = {
+    /**
+     * bad_request: the input is invalid (the message says what to change); nothing was done
+     */
+    400: ErrorOutput;
+    /**
+     * unauthorized: missing or invalid bearer token
+     */
+    401: ErrorOutput;
+    /**
+     * forbidden: the policy denies the action, or a read-only replica refuses a write
+     */
+    403: ErrorOutput;
+    /**
+     * not_found: no such graph, branch or commit
+     */
+    404: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * unsupported media type: send the Content-Type the route takes
+     */
+    415: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
+     * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
+     */
+    500: ErrorOutput;
+    /**
+     * recovery_required {operation_id}, or the server is stopping; nothing new was admitted
+     */
+    503: ErrorOutput;
+};
+
+export type CaptureChangeBaselineError = CaptureChangeBaselineErrors[keyof CaptureChangeBaselineErrors];
+
+export type CaptureChangeBaselineResponses = {
+    /**
+     * graph-batch lines, then the baseline record line
+     */
+    200: string;
+};
+
+export type CaptureChangeBaselineResponse = CaptureChangeBaselineResponses[keyof CaptureChangeBaselineResponses];
+
 export type ListCommitsData = {
     body?: never;
     path: {
@@ -944,6 +1220,10 @@ export type GetCommitChangesErrors = {
      */
     413: ErrorOutput;
     /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -1006,6 +1286,10 @@ export type ExportErrors = {
      * not_found: no such graph, branch or commit
      */
     404: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
     /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
@@ -1367,6 +1651,206 @@ export type MutateIfGraphCommitResponses = {
 
 export type MutateIfGraphCommitResponse = MutateIfGraphCommitResponses[keyof MutateIfGraphCommitResponses];
 
+export type ListQueriesData = {
+    body?: never;
+    path: {
+        /**
+         * the graph's id (GET /graphs lists them): 1 to 64 letters, digits or '-'
+         */
+        graph_id: string;
+    };
+    query?: never;
+    url: '/graphs/{graph_id}/queries';
+};
+
+export type ListQueriesErrors = {
+    /**
+     * bad_request: the input is invalid (the message says what to change); nothing was done
+     */
+    400: ErrorOutput;
+    /**
+     * unauthorized: missing or invalid bearer token
+     */
+    401: ErrorOutput;
+    /**
+     * forbidden: the policy denies the action, or a read-only replica refuses a write
+     */
+    403: ErrorOutput;
+    /**
+     * not_found: no such graph, branch or commit
+     */
+    404: ErrorOutput;
+    /**
+     * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
+     */
+    500: ErrorOutput;
+    /**
+     * recovery_required {operation_id}, or the server is stopping; nothing new was admitted
+     */
+    503: ErrorOutput;
+};
+
+export type ListQueriesError = ListQueriesErrors[keyof ListQueriesErrors];
+
+export type ListQueriesResponses = {
+    /**
+     * OK
+     */
+    200: QueryCatalog;
+};
+
+export type ListQueriesResponse = ListQueriesResponses[keyof ListQueriesResponses];
+
+export type InvokeQueryData = {
+    body: InvokeRequest;
+    path: {
+        /**
+         * the graph's id (GET /graphs lists them): 1 to 64 letters, digits or '-'
+         */
+        graph_id: string;
+        /**
+         * the stored query's name (GET queries lists them)
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/graphs/{graph_id}/queries/{name}';
+};
+
+export type InvokeQueryErrors = {
+    /**
+     * bad_request: the input is invalid (the message says what to change); nothing was done
+     */
+    400: ErrorOutput;
+    /**
+     * unauthorized: missing or invalid bearer token
+     */
+    401: ErrorOutput;
+    /**
+     * forbidden: the policy denies the action, or a read-only replica refuses a write
+     */
+    403: ErrorOutput;
+    /**
+     * not_found: no such graph, branch or commit
+     */
+    404: ErrorOutput;
+    /**
+     * conflict: read_set_conflict, key_conflict, merge_conflicts or change_diff_refusal; nothing was written
+     */
+    409: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * unsupported media type: send the Content-Type the route takes
+     */
+    415: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
+     * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
+     */
+    500: ErrorOutput;
+    /**
+     * recovery_required {operation_id}, or the server is stopping; nothing new was admitted
+     */
+    503: ErrorOutput;
+};
+
+export type InvokeQueryError = InvokeQueryErrors[keyof InvokeQueryErrors];
+
+export type InvokeQueryResponses = {
+    /**
+     * OK: a read answers as POST query (ReadOutput), a mutation as POST mutate (ChangeOutput)
+     */
+    200: ReadOutput | ChangeOutput;
+};
+
+export type InvokeQueryResponse = InvokeQueryResponses[keyof InvokeQueryResponses];
+
+export type InvokeQueryIfGraphCommitData = {
+    body: InvokeRequest;
+    headers: {
+        /**
+         * the commit id the branch head must be (one raw id: no '*', quotes, W/ or lists)
+         */
+        'Omnigraph-If-Graph-Commit': string;
+    };
+    path: {
+        /**
+         * the graph's id (GET /graphs lists them): 1 to 64 letters, digits or '-'
+         */
+        graph_id: string;
+        /**
+         * the stored query's name (GET queries lists them)
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/graphs/{graph_id}/queries/{name}/if-graph-commit';
+};
+
+export type InvokeQueryIfGraphCommitErrors = {
+    /**
+     * bad_request: the input is invalid (the message says what to change); nothing was done
+     */
+    400: ErrorOutput;
+    /**
+     * unauthorized: missing or invalid bearer token
+     */
+    401: ErrorOutput;
+    /**
+     * forbidden: the policy denies the action, or a read-only replica refuses a write
+     */
+    403: ErrorOutput;
+    /**
+     * not_found: no such graph, branch or commit
+     */
+    404: ErrorOutput;
+    /**
+     * conflict: read_set_conflict, key_conflict, merge_conflicts or change_diff_refusal; nothing was written
+     */
+    409: ErrorOutput;
+    /**
+     * precondition_failure: the branch head is not the expected commit; nothing was written (a Blob read: If-Match does not name the current ETag)
+     */
+    412: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * unsupported media type: send the Content-Type the route takes
+     */
+    415: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
+     * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
+     */
+    500: ErrorOutput;
+    /**
+     * recovery_required {operation_id}, or the server is stopping; nothing new was admitted
+     */
+    503: ErrorOutput;
+};
+
+export type InvokeQueryIfGraphCommitError = InvokeQueryIfGraphCommitErrors[keyof InvokeQueryIfGraphCommitErrors];
+
+export type InvokeQueryIfGraphCommitResponses = {
+    /**
+     * OK
+     */
+    200: ChangeOutput;
+};
+
+export type InvokeQueryIfGraphCommitResponse = InvokeQueryIfGraphCommitResponses[keyof InvokeQueryIfGraphCommitResponses];
+
 export type QueryData = {
     body: QueryRequest;
     path: {
@@ -1404,6 +1888,10 @@ export type QueryErrors = {
      * unsupported media type: send the Content-Type the route takes
      */
     415: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
     /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
