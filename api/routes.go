@@ -51,6 +51,8 @@ type Param struct {
 	Doc  string
 	// Integer: the value is a whole number.
 	Integer bool
+	// Boolean: the value is true or false.
+	Boolean bool
 	// Repeat: the parameter may be given more than once.
 	Repeat bool
 }
@@ -140,7 +142,7 @@ func Routes() []Route {
 		{Method: "POST", Path: g + "/branches", OperationID: "createBranch", Summary: "Create a branch from the head of another", Auth: true, Graph: true, Write: true, Request: "BranchCreateRequest", Response: "BranchCreateOutput", Statuses: writeErrs},
 		{Method: "POST", Path: g + "/branches/merge", OperationID: "mergeBranch", Summary: "Merge a branch into another", Auth: true, Graph: true, Write: true, Request: "MergeRequest", Response: "MergeOutput", Statuses: writeErrs},
 		{Method: "DELETE", Path: g + "/branches/{branch}", OperationID: "deleteBranch", Summary: "Delete a branch", Auth: true, Graph: true, Write: true, Rest: true, Response: "BranchDeleteOutput", Statuses: writeErrs},
-		{Method: "GET", Path: g + "/commits", OperationID: "listCommits", Summary: "The commits reachable from a branch head, newest first", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam, limitParam}, Response: "CommitList", Statuses: readErrs},
+		{Method: "GET", Path: g + "/commits", OperationID: "listCommits", Summary: "The commits reachable from a branch head, newest first, through both parents of merges (as git log)", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam, limitParam, {Name: "first_parent", Doc: "true: follow first parents only (the branch's own line), not the commits merges brought in", Boolean: true}}, Response: "CommitList", Statuses: readErrs},
 		{Method: "GET", Path: g + "/commits/{commit_id}", OperationID: "getCommit", Summary: "One commit", Auth: true, Graph: true, Idempotent: true, Response: "CommitOutput", Statuses: readErrs},
 		{Method: "GET", Path: g + "/blob", OperationID: "getBlob", Summary: "The bytes of one Blob value (one byte range with Range), or a redirect to an external one", Auth: true, Graph: true, Idempotent: true, Query: blobParams, Response: "Blob", Statuses: append([]int{206, 302, 304, 412, 416, 429}, readErrs...)},
 		{Method: "HEAD", Path: g + "/blob", OperationID: "headBlob", Summary: "The headers of one Blob value (size, ETag, snapshot), without its bytes", Auth: true, Graph: true, Idempotent: true, Query: blobParams, Response: "Blob", Statuses: append([]int{302, 304, 412, 429}, readErrs...)},

@@ -203,8 +203,19 @@ func (g *Graph) DeleteBranch(ctx context.Context, name string) (*api.BranchDelet
 }
 
 // Commits is GET commits: the commits reachable from a branch head
-// (default main), newest first; limit 0 lists all.
+// (default main), newest first, through both parents of merges (as git
+// log); limit 0 lists all.
 func (g *Graph) Commits(ctx context.Context, branch string, limit int) (*api.CommitList, error) {
+	return g.commits(ctx, branch, limit, false)
+}
+
+// FirstParentCommits is GET commits?first_parent=true: the branch's own
+// line only (and what it inherited through its fork point).
+func (g *Graph) FirstParentCommits(ctx context.Context, branch string, limit int) (*api.CommitList, error) {
+	return g.commits(ctx, branch, limit, true)
+}
+
+func (g *Graph) commits(ctx context.Context, branch string, limit int, firstParent bool) (*api.CommitList, error) {
 	c := g.call("listCommits")
 	c.query = url.Values{}
 	if branch != "" {
@@ -212,6 +223,9 @@ func (g *Graph) Commits(ctx context.Context, branch string, limit int) (*api.Com
 	}
 	if limit > 0 {
 		c.query.Set("limit", strconv.Itoa(limit))
+	}
+	if firstParent {
+		c.query.Set("first_parent", "true")
 	}
 	var out api.CommitList
 	return &out, g.c.do(ctx, c, &out)

@@ -198,10 +198,17 @@ var routeCalls = map[string]func(ctx context.Context, t *testing.T, c *client.Cl
 		}
 	},
 	"listCommits": func(ctx context.Context, t *testing.T, c *client.Client, g *client.Graph) {
+		// Through both parents: the head, then the newer of its parents.
 		cs, err := g.Commits(ctx, "main", 2)
 		snap, _ := g.Snapshot(ctx, "main")
-		if err != nil || len(cs.Commits) != 2 || cs.Commits[0].GraphCommitID != snap.GraphCommitID || cs.Commits[0].ParentCommitID != cs.Commits[1].GraphCommitID {
+		if err != nil || len(cs.Commits) != 2 || cs.Commits[0].GraphCommitID != snap.GraphCommitID ||
+			cs.Commits[0].ParentCommitID != cs.Commits[1].GraphCommitID && cs.Commits[0].MergedParentCommitID != cs.Commits[1].GraphCommitID {
 			t.Fatalf("commits: %+v %v", cs, err)
+		}
+		// First parents only: the head, then its first parent.
+		fp, err := g.FirstParentCommits(ctx, "main", 2)
+		if err != nil || len(fp.Commits) != 2 || fp.Commits[0].GraphCommitID != snap.GraphCommitID || fp.Commits[0].ParentCommitID != fp.Commits[1].GraphCommitID {
+			t.Fatalf("first-parent commits: %+v %v", fp, err)
 		}
 	},
 	"getCommit": func(ctx context.Context, t *testing.T, c *client.Client, g *client.Graph) {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/manifest"
+	"github.com/omnigraph-go/omnigraph/recovery"
+	"github.com/omnigraph-go/omnigraph/table"
 )
 
 // BranchInfo describes one live graph branch.
@@ -35,6 +38,9 @@ func (g *Graph) CreateBranch(ctx context.Context, name, from string) (*Snapshot,
 		return nil, err
 	}
 	if err := checkLowercase(name); err != nil {
+		return nil, err
+	}
+	if err := checkLayoutWords(name); err != nil {
 		return nil, err
 	}
 	snap, err := g.createBranch(ctx, name, from)
@@ -133,7 +139,17 @@ func (g *Graph) createBranch(ctx context.Context, name, from string) (*Snapshot,
 	if err := manifest.ValidateBranchName(from); err != nil {
 		return nil, fmt.Errorf("%w: --from: %v", ErrInvalidBranch, err)
 	}
-	h, err := g.gates.acquire(ctx, false, []string{name}, nil)
+	// The source's gate too (main is never deleted): a delete of the
+	// source in this process holds it from its first check to its last,
+	// so a create from it and its delete never interleave here (between
+	// processes the publish-then-probe protocol below, with the delete's
+	// tombstone-then-list, still guarantees no child is left pinned to
+	// reclaimed forks, though both may succeed).
+	gated := []string{name}
+	if from != manifest.MainBranch {
+		gated = append(gated, from)
+	}
+	h, err := g.gates.acquire(ctx, false, gated, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +235,38 @@ func (g *Graph) checkSourceSurvived(ctx context.Context, child, src *manifest.En
 func checkLowercase(name string) error {
 	if low := strings.ToLower(name); low != name {
 		return fmt.Errorf("%w: branch names are lower-case, so they stay unique on case-insensitive storage; use %q", ErrInvalidBranch, low)
+	}
+	return nil
+}
+
+// LayoutWords returns every directory or object name the storage layouts
+// use, derived from their own constants: the graph root's, the table
+// layout's (package table), the manifest's and recovery's. A new branch
+// name may not have one as a component (checkLayoutWords).
+func LayoutWords() []string {
+	words := []string{nodesDir, edgesDir, strings.TrimSuffix(ProbeDir, "/"), RootKey}
+	words = append(words, table.LayoutWords()...)
+	words = append(words, manifest.LayoutWords()...)
+	words = append(words, recovery.LayoutWords()...)
+	slices.Sort(words)
+	return slices.Compact(words)
+}
+
+// checkLayoutWords refuses a new branch name with a component that is a
+// word of a storage layout ("feat/_versions/x", "data/x"). Branch names
+// become key paths inside table directories, so such a component can read
+// as part of the layout to anything that parses keys (cleanup once took
+// "feat" for the branch of every key of "feat/_versions/x" and deleted
+// its versions). Branches made before the refusal keep working: only
+// create checks it, and what parses keys matches by each live branch's
+// own prefix.
+func checkLayoutWords(name string) error {
+	words := LayoutWords()
+	for _, c := range strings.Split(name, "/") {
+		if slices.Contains(words, c) {
+			return fmt.Errorf("%w: branch name %q has the component %q, a name the storage layout uses (reserved: %s); choose another word for it",
+				ErrInvalidBranch, name, c, strings.Join(words, ", "))
+		}
 	}
 	return nil
 }
@@ -315,6 +363,12 @@ func (g *Graph) deleteBranch(ctx context.Context, name string) error {
 	// creator withdraws the child when it sees the tombstone, see
 	// checkSourceSurvived, and cleanup reclaims the forks then).
 	if kids, err := g.children(ctx, name, r.Incarnation); err != nil || len(kids) > 0 {
+		return nil
+	}
+	// A branch merged into a live one: its commits are in that branch's
+	// history and stay readable until cleanup's retention drops them, so
+	// its table forks are left to cleanup.
+	if g.reachableFromLive(ctx, head) {
 		return nil
 	}
 	reclaimTableForks(ctx, g.store, head, tableBranch(name, r.Incarnation))

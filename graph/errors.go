@@ -43,6 +43,12 @@ type ReadSetChanged struct {
 	Expected  string
 	Actual    string
 	Retryable bool
+	// Maintenance: only maintenance commits (optimize, index builds: no
+	// row or schema changed) moved the branch, so what the write read is
+	// still what the branch holds, and even a strict write prepares again
+	// (Retryable is set). A client never sees a conflict with the
+	// server's own compaction.
+	Maintenance bool
 }
 
 func (e *ReadSetChanged) Error() string {

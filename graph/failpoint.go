@@ -5,6 +5,10 @@ import "sync"
 // Failpoint names at the phase boundaries of every writer that goes through
 // the write pipeline (mutation, load, merge, ...), and of recovery itself.
 const (
+	// FailpointPreCommit: the attempt is prepared (staged), its Commit has
+	// begun and holds no gate yet: a test runs another writer here to
+	// land between a write's prepare and its publish.
+	FailpointPreCommit = "write.pre_commit"
 	// FailpointPostPhaseA: the sidecar is durable, no table effect yet.
 	FailpointPostPhaseA = "write.post_phase_a"
 	// FailpointPostPhaseB: every table commit landed, the manifest is not

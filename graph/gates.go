@@ -83,29 +83,63 @@ func (g *Graph) attachRoot() {
 // order. They are shared by every handle of one graph root in one process
 // (the root object) and reduce retries; they are not distributed authority —
 // the manifest compare-and-swap is.
+//
+// A named gate lives in the map only while some writer holds it or waits
+// for it: each entry counts its holders and waiters, and the last one to
+// leave removes it. So the map's size follows the writes in flight, not
+// every branch and table ever written (a server whose clients use a
+// short-lived branch per request would otherwise grow without bound), and
+// an entry is never dropped while held or awaited.
 type gates struct {
 	mu     sync.Mutex
 	schema chan struct{} // held exclusively by schema apply; data writers share it
 	shared int           // data writers inside the schema gate
-	cond   *sync.Cond
-	locks  map[string]chan struct{}
+	// drained, while an exclusive holder waits for the shared ones to
+	// leave, is closed by the last of them.
+	drained chan struct{}
+	locks   map[string]*gate
+}
+
+// gate is one named gate: a one-slot channel and the writers that hold it
+// or wait for it.
+type gate struct {
+	ch   chan struct{}
+	refs int
 }
 
 func newGates() *gates {
-	g := &gates{locks: map[string]chan struct{}{}, schema: make(chan struct{}, 1)}
-	g.cond = sync.NewCond(&g.mu)
-	return g
+	return &gates{locks: map[string]*gate{}, schema: make(chan struct{}, 1)}
 }
 
-func (g *gates) lock(name string) chan struct{} {
+// join returns the gate called name, counting the caller in; every join is
+// matched by one leave.
+func (g *gates) join(name string) *gate {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	c, ok := g.locks[name]
-	if !ok {
-		c = make(chan struct{}, 1)
-		g.locks[name] = c
+	e := g.locks[name]
+	if e == nil {
+		e = &gate{ch: make(chan struct{}, 1)}
+		g.locks[name] = e
 	}
-	return c
+	e.refs++
+	return e
+}
+
+// leave counts the caller out of the gate called name, removing it when
+// nobody holds it or waits for it any more.
+func (g *gates) leave(name string, e *gate) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e.refs--; e.refs == 0 && g.locks[name] == e {
+		delete(g.locks, name)
+	}
+}
+
+// size is the number of named gates in the map (tests).
+func (g *gates) size() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.locks)
 }
 
 // held is a set of acquired gates; release frees them in reverse order.
@@ -113,19 +147,23 @@ type held struct {
 	g       *gates
 	schemaX bool
 	schemaS bool
-	chans   []chan struct{}
+	names   []string
+	gates   []*gate
 }
 
 func (h *held) release() {
-	for i := len(h.chans) - 1; i >= 0; i-- {
-		<-h.chans[i]
+	for i := len(h.gates) - 1; i >= 0; i-- {
+		<-h.gates[i].ch
+		h.g.leave(h.names[i], h.gates[i])
 	}
-	h.chans = nil
+	h.gates, h.names = nil, nil
 	if h.schemaS {
 		h.g.mu.Lock()
-		h.g.shared--
+		if h.g.shared--; h.g.shared == 0 && h.g.drained != nil {
+			close(h.g.drained)
+			h.g.drained = nil
+		}
 		h.g.mu.Unlock()
-		h.g.cond.Broadcast()
 		h.schemaS = false
 	}
 	if h.schemaX {
@@ -136,7 +174,8 @@ func (h *held) release() {
 
 // acquire takes the schema gate (exclusive when schemaExclusive, shared
 // otherwise), then the branch gate of each branch (sorted), then the table
-// gates (sorted by "<branch>\x00<table key>"). It gives up when ctx ends.
+// gates (sorted by "<branch>\x00<table key>"). It gives up when ctx ends,
+// holding nothing, whichever gate it was waiting for.
 func (g *gates) acquire(ctx context.Context, schemaExclusive bool, branches []string, tables []string) (*held, error) {
 	h := &held{g: g}
 	if schemaExclusive {
@@ -146,12 +185,28 @@ func (g *gates) acquire(ctx context.Context, schemaExclusive bool, branches []st
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		// Wait for shared holders to drain; they never wait on us.
+		// Wait for shared holders to drain; they never wait on us (new
+		// ones queue on the schema channel we hold).
 		g.mu.Lock()
-		for g.shared > 0 {
-			g.cond.Wait()
+		var drained chan struct{}
+		if g.shared > 0 {
+			drained = make(chan struct{})
+			g.drained = drained
 		}
 		g.mu.Unlock()
+		if drained != nil {
+			select {
+			case <-drained:
+			case <-ctx.Done():
+				g.mu.Lock()
+				if g.drained == drained {
+					g.drained = nil
+				}
+				g.mu.Unlock()
+				h.release()
+				return nil, ctx.Err()
+			}
+		}
 	} else {
 		// Shared: join unless an exclusive holder is inside.
 		select {
@@ -180,11 +235,13 @@ func (g *gates) acquire(ctx context.Context, schemaExclusive bool, branches []st
 		if i > 0 && n == names[i-1] {
 			continue
 		}
-		c := g.lock(n)
+		e := g.join(n)
 		select {
-		case c <- struct{}{}:
-			h.chans = append(h.chans, c)
+		case e.ch <- struct{}{}:
+			h.names = append(h.names, n)
+			h.gates = append(h.gates, e)
 		case <-ctx.Done():
+			g.leave(n, e)
 			h.release()
 			return nil, ctx.Err()
 		}

@@ -37,6 +37,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/meter"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
 	"github.com/omnigraph-go/omnigraph/manifest"
+	"github.com/omnigraph-go/omnigraph/recovery"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
@@ -350,6 +351,17 @@ func (g *Graph) headOwn(ctx context.Context, branch string) (*manifest.Entry, bo
 
 func (g *Graph) remember(e *manifest.Entry, etag string) { g.rememberHead(e, etag, false) }
 
+// publishedSince reports whether this handle has seen branch base.Branch
+// move past base since (another write of this process published, the
+// server's compaction for one): a write that took base as its own head
+// must then probe instead of trusting it. No I/O.
+func (g *Graph) publishedSince(base *manifest.Entry) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.heads[base.Branch]
+	return c == nil || c.entry.Incarnation != base.Incarnation || c.entry.Version != base.Version
+}
+
 // rememberPublished caches a head this handle just published.
 func (g *Graph) rememberPublished(e *manifest.Entry) { g.rememberHead(e, "", true) }
 
@@ -564,7 +576,7 @@ func createOrAdoptTable(ctx context.Context, store backend.StorageAdapter, path 
 
 // graphPrefixes are the top-level prefixes a graph writes besides
 // __manifest/ (and the recovery layer's __recovery/).
-var graphPrefixes = []string{"nodes/", "edges/", manifest.SchemaDir}
+var graphPrefixes = append(TableDirs(), manifest.SchemaDir)
 
 // CheckInitLocation is Init's check of the location, for a caller that
 // probes the store before Init (the CLI surveys it): ErrGraphExists, an
@@ -595,7 +607,7 @@ func checkInitLocation(ctx context.Context, store backend.StorageAdapter) error 
 			if strings.HasPrefix(o.Key, manifest.Dir) {
 				return ErrGraphExists // a racing init published meanwhile
 			}
-			ours := strings.HasPrefix(o.Key, "__recovery/") || strings.HasPrefix(o.Key, ProbeDir) || o.Key == RootKey
+			ours := strings.HasPrefix(o.Key, recovery.Dir) || strings.HasPrefix(o.Key, ProbeDir) || o.Key == RootKey
 			for _, p := range graphPrefixes {
 				ours = ours || strings.HasPrefix(o.Key, p)
 			}

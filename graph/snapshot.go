@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,11 +22,21 @@ func NodeTableKey(typeName string) string { return nodeKeyPrefix + typeName }
 // EdgeTableKey is the manifest key of an edge type's table.
 func EdgeTableKey(typeName string) string { return edgeKeyPrefix + typeName }
 
+// The directories of the graph root that hold the tables.
+const (
+	nodesDir = "nodes"
+	edgesDir = "edges"
+)
+
+// TableDirs are the directories (with a trailing slash) that hold the
+// tables, one directory per type.
+func TableDirs() []string { return []string{nodesDir + "/", edgesDir + "/"} }
+
 // NodeTablePath is where a node type's table lives in the store.
-func NodeTablePath(typeName string) string { return "nodes/" + typeName }
+func NodeTablePath(typeName string) string { return nodesDir + "/" + typeName }
 
 // EdgeTablePath is where an edge type's table lives in the store.
-func EdgeTablePath(typeName string) string { return "edges/" + typeName }
+func EdgeTablePath(typeName string) string { return edgesDir + "/" + typeName }
 
 // Snapshot is one immutable state of the graph: one manifest version (the
 // pinned version of every table) and its accepted schema. Reads pinned to a
@@ -103,6 +114,36 @@ func (s *Snapshot) Version() uint64 { return s.entry.Version }
 // CommitID is the commit the snapshot shows (for a branch that has not
 // committed since its fork, the parent's commit it was forked at).
 func (s *Snapshot) CommitID() string { return s.entry.Head }
+
+// SameRowsAs reports whether this snapshot holds exactly the rows and
+// schema of commit id: it is that commit, or follows it on its branch by
+// maintenance commits only (optimize, index builds), looking back at most
+// a few versions (more is treated as a change). A conditional write
+// ("only while the branch is at commit id") holds across the server's own
+// compaction this way.
+func (s *Snapshot) SameRowsAs(ctx context.Context, id string) (bool, error) {
+	e := s.entry
+	for range maxMaintenanceLookback {
+		if e.Head == id {
+			return true, nil
+		}
+		if e.Kind != manifest.KindCommit || e.Commit == nil || !e.Commit.Maintenance || e.Version <= 1 {
+			return false, nil
+		}
+		prev, err := s.g.man.ReadVersion(ctx, e.Branch, e.Incarnation, e.Version-1)
+		if errors.Is(err, manifest.ErrCleanedUp) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if prev.SchemaIdentity != e.SchemaIdentity {
+			return false, nil
+		}
+		e = prev
+	}
+	return e.Head == id, nil
+}
 
 // Stamp is the internal-schema version of the snapshot's manifest version.
 func (s *Snapshot) Stamp() int { return s.entry.Stamp }

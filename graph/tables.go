@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -22,6 +23,21 @@ const idColumn = pg.ColID
 // the mapping is one-to-one, and a recreated branch never meets the table
 // forks of an earlier incarnation (they are unreachable garbage for cleanup).
 // main's tables live on the table's own main branch.
+// TableBranchOf is the table branch incarnation incarnation of graph branch
+// branch writes its tables on ("main" for main, else "<branch>@<g>").
+func TableBranchOf(branch string, incarnation uint64) string { return tableBranch(branch, incarnation) }
+
+// IsBranchFork reports whether a table branch name is a graph branch
+// incarnation's fork of a table ("<branch>@<g>").
+func IsBranchFork(name string) bool {
+	i := strings.LastIndexByte(name, '@')
+	if i <= 0 || i == len(name)-1 {
+		return false
+	}
+	_, err := strconv.ParseUint(name[i+1:], 10, 64)
+	return err == nil && manifest.ValidateBranchName(name[:i]) == nil
+}
+
 func tableBranch(branch string, incarnation uint64) string {
 	if branch == manifest.MainBranch {
 		return table.MainBranch
@@ -95,14 +111,48 @@ func indexEdges(ctx context.Context, key string, st *table.Staged) error {
 	return nil
 }
 
-// OpenTable opens one table at the snapshot's pin: one GET, no List.
+// OpenTable opens one table at the snapshot's pin: one GET, no List. A
+// commit of a deleted branch whose data cleanup removed is ErrCleanedUp
+// (see removedData).
 func (s *Snapshot) OpenTable(ctx context.Context, key string) (*table.Dataset, error) {
 	pin, ok := s.entry.Pin(key)
 	if !ok {
 		return nil, fmt.Errorf("no table %q in this snapshot", key)
 	}
-	return s.g.openTable(ctx, pin.Path, pin.Branch, pin.Version)
+	ds, err := s.g.openTable(ctx, pin.Path, pin.Branch, pin.Version)
+	if err != nil && errors.Is(err, table.ErrNotFound) {
+		return nil, s.removedData(ctx, err)
+	}
+	return ds, err
 }
+
+// removedData explains a table version a snapshot pins that is not there.
+// On a deleted branch (the snapshot's incarnation is no longer live) the
+// commits other branches reach stay readable until cleanup's retention
+// drops them; then their data is gone, as a pruned commit's is, and the
+// error says so (manifest.ErrCleanedUp) without naming any table branch
+// or version. On a live branch it is err unchanged: a real failure, or a
+// branch deleted while it was read (IfBranchDeleted still sees it).
+func (s *Snapshot) removedData(ctx context.Context, err error) error {
+	r, perr := s.g.man.Probe(ctx, s.entry.Branch)
+	if perr != nil || r.Live() && r.Incarnation == s.entry.Incarnation {
+		return err
+	}
+	return &removedError{cause: err, msg: fmt.Sprintf("commit %s was made on branch %q, which has been deleted, and its data is gone: removed by cleanup "+
+		"beyond the retention, or by the delete itself when no live branch's history reached it; the commit is still listed by 'omnigraph commit list', but its data can no longer be read",
+		s.entry.Head, s.entry.Branch)}
+}
+
+// removedError is removedData's error: the message names the commit and
+// its branch only; it matches manifest.ErrCleanedUp and the table's
+// not-found error.
+type removedError struct {
+	msg   string
+	cause error
+}
+
+func (e *removedError) Error() string   { return e.msg }
+func (e *removedError) Unwrap() []error { return []error{manifest.ErrCleanedUp, e.cause} }
 
 // TableStat is one table's pinned version and live row count.
 type TableStat struct {
@@ -126,7 +176,7 @@ func (s *Snapshot) TableStats(ctx context.Context) ([]TableStat, error) {
 		go func(i int, p manifest.TablePin) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			ds, err := s.g.openTable(ctx, p.Path, p.Branch, p.Version)
+			ds, err := s.OpenTable(ctx, p.Key)
 			if err != nil {
 				errs[i] = fmt.Errorf("open table %s at version %d: %w", p.Key, p.Version, err)
 				return

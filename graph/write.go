@@ -63,8 +63,18 @@ const (
 )
 
 // DefaultWriteRetries bounds how often an insert, append or merge
-// re-prepares after losing a race for its branch before any effect.
+// re-prepares after losing a race for its branch before any effect (and
+// any write, strict ones included, after a maintenance commit moved it).
 const DefaultWriteRetries = 16
+
+// maxMaintenanceLookback bounds the versions a write's re-check reads to
+// decide that only maintenance commits moved its branch; more than that
+// is treated as a data change (the write reports it as before).
+const maxMaintenanceLookback = 8
+
+// IsMaintenance reports whether a writer kind changes no row and no
+// schema (its commit is marked manifest.Commit.Maintenance).
+func IsMaintenance(kind string) bool { return kind == KindOptimize || kind == KindIndex }
 
 // WriteOptions shape one write attempt.
 type WriteOptions struct {
@@ -78,6 +88,9 @@ type WriteOptions struct {
 	Actor string
 	// MergedParent, when set, is the commit's second parent (merges).
 	MergedParent string
+	// MergedFrom, with MergedParent, is where that commit was published
+	// (recorded as the entry's Merged location).
+	MergedFrom *manifest.ForkPoint
 	// SchemaExclusive takes the schema gate exclusively (schema apply).
 	SchemaExclusive bool
 	// SchemaIdentity, when set, is the accepted schema the commit publishes
@@ -287,6 +300,9 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 	if len(w.tables) == 0 && len(w.pins) == 0 && w.tableSet == nil && w.opts.SchemaIdentity == "" {
 		return &Result{NoOp: true, Snapshot: w.Snapshot()}, nil
 	}
+	if err := g.failpoint(FailpointPreCommit); err != nil {
+		return nil, err
+	}
 	keys := make([]string, 0, len(w.tables))
 	for k := range w.tables {
 		keys = append(keys, k)
@@ -360,6 +376,9 @@ func (w *Write) Commit(ctx context.Context) (*Result, error) {
 			return nil, &OutcomeUnknown{Branch: w.base.Branch, CommitID: w.commit, Version: intent.Entry.Version, Err: err}
 		case errors.Is(err, manifest.ErrHeadMoved) && effects == 0:
 			g.disarmIntent(ctx, intent)
+			if r, perr := g.man.Probe(ctx, w.base.Branch); perr == nil {
+				return nil, w.headMoved(ctx, "graph_head", r)
+			}
 			return nil, w.changed("graph_head", fmt.Sprint(w.base.Version), "a newer version")
 		case errors.Is(err, manifest.ErrHeadMoved) && w.opts.Kind == KindOptimize:
 			// The maintenance-class publish (maintenance.go).
@@ -408,7 +427,7 @@ func (w *Write) published(ctx context.Context, intent *manifest.Intent) *Result 
 // one request a write; docs/dev/differences.md says why the seed's order
 // is kept in substance.
 func (w *Write) recheck(ctx context.Context) error {
-	if w.ownHead {
+	if w.ownHead && !w.g.publishedSince(w.base) {
 		return w.g.pendingIntentBarrier(ctx, w.Token())
 	}
 	return w.probeBranch(ctx)
@@ -426,9 +445,39 @@ func (w *Write) probeBranch(ctx context.Context) error {
 	case r.Incarnation != w.base.Incarnation:
 		return w.changed("branch_identifier", fmt.Sprint(w.base.Incarnation), fmt.Sprint(r.Incarnation))
 	case r.Version != w.base.Version:
-		return w.changed("graph_head", fmt.Sprint(w.base.Version), fmt.Sprint(r.Version))
+		return w.headMoved(ctx, "graph_head", r)
 	}
 	return w.g.pendingIntentBarrier(ctx, w.Token())
+}
+
+// headMoved is the ReadSetChanged of a write whose branch moved from its
+// base to r: retryable, even for a strict write, when only maintenance
+// commits lie between (what the write read is unchanged); the usual one
+// otherwise.
+func (w *Write) headMoved(ctx context.Context, member string, r manifest.Ref) error {
+	if r.Live() && r.Incarnation == w.base.Incarnation && w.g.onlyMaintenance(ctx, w.base, r.Version) {
+		w.g.forget(w.base.Branch)
+		return &ReadSetChanged{Branch: w.base.Branch, Member: member, Expected: fmt.Sprint(w.base.Version), Actual: fmt.Sprint(r.Version),
+			Retryable: true, Maintenance: true}
+	}
+	return w.changed(member, fmt.Sprint(w.base.Version), fmt.Sprint(r.Version))
+}
+
+// onlyMaintenance reports whether every version of from's incarnation
+// after from, up to version to, is a maintenance commit with from's
+// schema (one GET each, at most maxMaintenanceLookback). A failed read
+// says no.
+func (g *Graph) onlyMaintenance(ctx context.Context, from *manifest.Entry, to uint64) bool {
+	if to <= from.Version || to-from.Version > maxMaintenanceLookback {
+		return false
+	}
+	for v := from.Version + 1; v <= to; v++ {
+		e, err := g.man.ReadVersion(ctx, from.Branch, from.Incarnation, v)
+		if err != nil || e.Kind != manifest.KindCommit || e.Commit == nil || !e.Commit.Maintenance || e.SchemaIdentity != from.SchemaIdentity {
+			return false
+		}
+	}
+	return true
 }
 
 // effectsRefused classifies a first table commit refused with nothing
@@ -570,6 +619,11 @@ func (w *Write) lostRace(ctx context.Context, intent *manifest.Intent, member st
 		w.g.remember(e, "")
 		return &Result{Commit: commitInfo(e), Snapshot: &Snapshot{g: w.g, entry: e}}, nil
 	}
+	if r, err := w.g.man.Probe(ctx, w.base.Branch); err == nil && r.Live() {
+		// Only maintenance commits may have moved it (then it prepares
+		// again whatever it read).
+		return nil, w.headMoved(ctx, member, r)
+	}
 	return nil, w.changed(member, fmt.Sprint(w.base.Version), "moved by another writer")
 }
 
@@ -645,7 +699,6 @@ func (w *Write) plan(keys []string) *manifest.Intent {
 // from (its base, or for a maintenance publish the head that moved past
 // it), before its own pins are set.
 func (w *Write) nextEntry(from *manifest.Entry) *manifest.Entry {
-	next := from.Clone()
 	actor := w.g.actor
 	if w.opts.Actor != "" {
 		actor = w.opts.Actor
@@ -654,11 +707,11 @@ func (w *Write) nextEntry(from *manifest.Entry) *manifest.Entry {
 	if w.opts.MergedParent != "" {
 		parents = append(parents, w.opts.MergedParent)
 	}
-	next.Kind = manifest.KindCommit
-	next.Version = from.Version + 1
-	next.Fork = nil
-	next.Commit = &manifest.Commit{ID: w.commit, Parents: parents, Actor: actor, TimeMicros: nowMicros()}
-	next.Head = w.commit
+	next := from.Successor(manifest.Commit{ID: w.commit, Parents: parents, Actor: actor, TimeMicros: nowMicros(), Maintenance: IsMaintenance(w.opts.Kind)})
+	if l := w.opts.MergedFrom; l != nil && w.opts.MergedParent != "" && l.Head == w.opts.MergedParent {
+		m := *l
+		next.Merged = &m
+	}
 	return next
 }
 

@@ -38,7 +38,7 @@ import (
 var ErrCleanedUp = errors.New("history cleaned up")
 
 // archiveDir holds the archives of pruned versions.
-const archiveDir = Dir + "archive/"
+const archiveDir = Dir + dirArchive + "/"
 
 // ArchiveKey is where the pruned commits of one incarnation are kept.
 func ArchiveKey(branch string, incarnation uint64) string {
@@ -60,6 +60,9 @@ type archive struct {
 	Incarnation uint64
 	CleanedUS   int64
 	Commits     []archivedCommit
+	// Merged keeps the merged locations (Entry.Merged) of the pruned
+	// merge commits, by version.
+	Merged map[uint64]ForkPoint
 }
 
 func (a *archive) find(v uint64) (archivedCommit, bool) {
@@ -72,11 +75,15 @@ func (a *archive) find(v uint64) (archivedCommit, bool) {
 
 // entry is the hollow Entry of an archived commit: its commit, no tables.
 func (a *archive) entry(c archivedCommit) *Entry {
-	return &Entry{
+	e := &Entry{
 		Stamp: StampCurrent, Kind: KindCommit, Branch: a.Branch, Incarnation: a.Incarnation,
 		Version: c.Version, Head: c.ID, Pruned: true,
 		Commit: &Commit{ID: c.ID, Parents: append([]string{}, c.Parents...), Actor: c.Actor, TimeMicros: c.TimeMicros},
 	}
+	if m, ok := a.Merged[c.Version]; ok && len(c.Parents) == 2 && c.Parents[1] == m.Head {
+		e.Merged = &m
+	}
+	return e
 }
 
 // The archive's bytes are gzip over a compact layout (a commit costs ~20
@@ -95,6 +102,15 @@ type archiveHeader struct {
 	Incarnation uint64   `json:"incarnation"`
 	CleanedUS   int64    `json:"cleaned_us"`
 	Actors      []string `json:"actors"`
+	// Merged: the merged locations of pruned merge commits (an addition
+	// older readers ignore).
+	Merged []archivedMerge `json:"merged,omitempty"`
+}
+
+// archivedMerge is the merged location of one pruned merge commit.
+type archivedMerge struct {
+	Version uint64    `json:"version"`
+	Merged  ForkPoint `json:"merged"`
 }
 
 func putUvarint(b *bytes.Buffer, v uint64) {
@@ -115,6 +131,11 @@ func putID(b *bytes.Buffer, id string) {
 
 func encodeArchive(a *archive) ([]byte, error) {
 	h := archiveHeader{Branch: a.Branch, Incarnation: a.Incarnation, CleanedUS: a.CleanedUS}
+	for _, c := range a.Commits {
+		if m, ok := a.Merged[c.Version]; ok {
+			h.Merged = append(h.Merged, archivedMerge{Version: c.Version, Merged: m})
+		}
+	}
 	actor := map[string]int{}
 	for _, c := range a.Commits {
 		if _, ok := actor[c.Actor]; !ok {
@@ -236,6 +257,12 @@ func decodeArchive(data []byte) (*archive, error) {
 		}
 	}
 	a := &archive{Branch: h.Branch, Incarnation: h.Incarnation, CleanedUS: h.CleanedUS}
+	for _, m := range h.Merged {
+		if a.Merged == nil {
+			a.Merged = map[uint64]ForkPoint{}
+		}
+		a.Merged[m.Version] = m.Merged
+	}
 	n := r.uvarint()
 	var prevV uint64
 	var prevT int64
@@ -339,6 +366,12 @@ func (m *Store) Prune(ctx context.Context, entries []*Entry, opts PruneOptions) 
 			continue
 		}
 		byV[e.Version] = archivedCommit{Version: e.Version, ID: e.Commit.ID, Parents: append([]string(nil), e.Commit.Parents...), Actor: e.Commit.Actor, TimeMicros: e.Commit.TimeMicros}
+		if e.Merged != nil {
+			if a.Merged == nil {
+				a.Merged = map[uint64]ForkPoint{}
+			}
+			a.Merged[e.Version] = *e.Merged
+		}
 		todo = append(todo, e)
 	}
 	if len(todo) == 0 {

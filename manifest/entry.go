@@ -46,6 +46,11 @@ type Commit struct {
 	Parents    []string `json:"parents"`
 	Actor      string   `json:"actor"`
 	TimeMicros int64    `json:"time_us"`
+	// Maintenance marks a commit that changed no row and no schema
+	// (optimize, index builds): a write prepared before it may prepare
+	// again over it, whatever it read. Absent (false) in commits of
+	// earlier builds, which are then treated as data commits.
+	Maintenance bool `json:"maintenance,omitempty"`
 }
 
 // ForkPoint is where a named branch was forked from.
@@ -87,6 +92,13 @@ type Entry struct {
 	Commit *Commit `json:"commit,omitempty"`
 	// Fork is set for KindFork.
 	Fork *ForkPoint `json:"fork,omitempty"`
+	// Merged, on a merge commit, is where its second parent (the merged
+	// source head, Head) was published, so walks of the commit graph
+	// (commit list, merge bases, cleanup, branch delete) read it with one
+	// GET instead of searching the manifest for the id, which costs the
+	// whole history when its branch was deleted since. Merges of earlier
+	// builds lack it; they are found by id.
+	Merged *ForkPoint `json:"merged,omitempty"`
 	// Pruned marks a version cleanup pruned, as History lists it from
 	// the archive: only its commit is known (no tables, schema or ids).
 	// Never stored.
@@ -118,7 +130,29 @@ func (e *Entry) Clone() *Entry {
 		f := *e.Fork
 		c.Fork = &f
 	}
+	if e.Merged != nil {
+		m := *e.Merged
+		c.Merged = &m
+	}
 	return &c
+}
+
+// Successor returns the commit version that follows e with commit c: e's
+// tables and schema, the next version number, c as its commit and head;
+// no fork point and no merged location (a merge sets its own). Every
+// writer builds its next version here, so no field of e that describes e
+// alone is carried over.
+func (e *Entry) Successor(c Commit) *Entry {
+	next := e.Clone()
+	next.Kind = KindCommit
+	next.Version = e.Version + 1
+	next.Fork = nil
+	next.Merged = nil
+	next.Pruned = false
+	c.Parents = append([]string(nil), c.Parents...)
+	next.Commit = &c
+	next.Head = c.ID
+	return next
 }
 
 // ErrCorrupt: a stored manifest version cannot be decoded or is
@@ -203,6 +237,8 @@ func (e *Entry) validate() error {
 		return fmt.Errorf("fork entry must be version 1 and carry its fork point")
 	case e.Kind != KindCommit && e.Kind != KindFork:
 		return fmt.Errorf("unknown manifest entry kind %q", e.Kind)
+	case e.Merged != nil && (e.Commit == nil || len(e.Commit.Parents) != 2 || e.Commit.Parents[1] != e.Merged.Head || e.Merged.Version == 0):
+		return fmt.Errorf("merged location must name the commit's second parent")
 	}
 	seen := map[string]bool{}
 	for _, t := range e.Tables {

@@ -7,18 +7,33 @@ import (
 	"strings"
 )
 
-// Key prefixes of the control dataset, relative to the graph root.
+// The directory words of the control dataset's layout. Every key the
+// package writes is built from them; LayoutWords lists them, so a branch
+// name cannot be given a component that reads as one.
 const (
-	// Dir holds everything the manifest owns.
-	Dir = "__manifest/"
-	// branchesDir holds one directory per branch name.
-	branchesDir = Dir + "branches/"
+	dirManifest = "__manifest"
+	dirBranches = "branches"
+	dirArchive  = "archive"
+	dirSchema   = "_schema"
 	// versionsMarker is the segment under a branch directory that holds its
 	// versions; "." sorts before every name component.
 	versionsMarker = ".v"
-	// SchemaDir holds accepted schema sources, content-addressed.
-	SchemaDir = "_schema/"
 )
+
+// Key prefixes of the control dataset, relative to the graph root.
+const (
+	// Dir holds everything the manifest owns.
+	Dir = dirManifest + "/"
+	// branchesDir holds one directory per branch name.
+	branchesDir = Dir + dirBranches + "/"
+	// SchemaDir holds accepted schema sources, content-addressed.
+	SchemaDir = dirSchema + "/"
+)
+
+// LayoutWords returns every directory word of the manifest's layout.
+func LayoutWords() []string {
+	return []string{dirManifest, dirBranches, dirArchive, dirSchema, versionsMarker}
+}
 
 // MainBranch is the branch every graph has; it cannot be created or deleted.
 const MainBranch = "main"

@@ -518,6 +518,28 @@ func (m *Store) FindCommitEntry(ctx context.Context, id string) (*Entry, error) 
 	return m.scanForCommit(ctx, id)
 }
 
+// MergedParent returns the entry of e's second parent (a merge commit's
+// merged source head), a pruned one as its hollow entry from the archive
+// (Pruned set): one GET when e records where it was published (Merged),
+// else found by id (FindCommitEntry, which costs the whole history when
+// that branch was deleted). nil, nil when e is not a merge.
+func (m *Store) MergedParent(ctx context.Context, e *Entry) (*Entry, error) {
+	if e.Commit == nil || len(e.Commit.Parents) < 2 {
+		return nil, nil
+	}
+	id := e.Commit.Parents[1]
+	if l := e.Merged; l != nil {
+		p, err := m.readVersion(ctx, l.Branch, l.Incarnation, l.Version)
+		if err == nil && p.Kind == KindCommit && p.Commit.ID == id {
+			return p, nil
+		}
+		if err != nil && !backend.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	return m.FindCommitEntry(ctx, id)
+}
+
 // whole turns a pruned commit FindCommit found into ErrCleanedUp (and
 // ErrCommitNotFound: its data cannot be read).
 func (m *Store) whole(ctx context.Context, id string, e *Entry, err error) (*Entry, error) {

@@ -13,7 +13,9 @@ import (
 )
 
 // AuditDir holds the recovery audit log: one object per completed recovery.
-const AuditDir = "_graph_commit_recoveries/"
+const AuditDir = dirAudit + "/"
+
+const dirAudit = "_graph_commit_recoveries"
 
 // Kind is what a completed recovery did.
 type Kind string

@@ -228,7 +228,7 @@ func assessTable(ctx context.Context, store backend.StorageAdapter, head *manife
 			// No ref: the crash came before the fork, or a fork delete was
 			// interrupted after the ref went. Either way nothing reachable
 			// moved; versions left under the absent ref are residue.
-			page, lerr := store.List(ctx, t.Path+"/tree/"+t.Branch+"/_versions/", backend.ListOptions{MaxKeys: 1})
+			page, lerr := store.List(ctx, table.VersionsPrefix(t.Path, t.Branch), backend.ListOptions{MaxKeys: 1})
 			if lerr != nil {
 				return ta, lerr
 			}

@@ -96,10 +96,7 @@ func RepairBranch(ctx context.Context, store backend.StorageAdapter, man Manifes
 	if err != nil {
 		return nil, err
 	}
-	next := head.Clone()
-	next.Kind, next.Version, next.Fork = manifest.KindCommit, head.Version+1, nil
-	next.Commit = &manifest.Commit{ID: commitID, Parents: []string{head.Head}, Actor: RecoveryActor, TimeMicros: now.UnixMicro()}
-	next.Head = commitID
+	next := head.Successor(manifest.Commit{ID: commitID, Parents: []string{head.Head}, Actor: RecoveryActor, TimeMicros: now.UnixMicro()})
 	rec := &Record{OperationID: operationID, RecoveryKind: Repaired, WriterKind: "repair", Branch: branch, CommitID: commitID, Actor: RecoveryActor}
 	for _, d := range drifts {
 		if d.Behind() {

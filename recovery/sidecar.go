@@ -15,7 +15,14 @@ import (
 )
 
 // Dir is where sidecars live, relative to the graph root.
-const Dir = "__recovery/"
+const Dir = dirRecovery + "/"
+
+const dirRecovery = "__recovery"
+
+// LayoutWords returns the directory words of the recovery layout (the
+// sidecars and the audit log), so a branch name cannot be given a
+// component that reads as one.
+func LayoutWords() []string { return []string{dirRecovery, dirAudit} }
 
 // Format is the one sidecar format this binary reads and writes.
 const Format = 1

@@ -304,7 +304,7 @@ func rollBack(ctx context.Context, store backend.StorageAdapter, opts Options, a
 			// undo ('omnigraph repair' restores drift separately).
 			o.Action = "left_foreign"
 		case t.State == NoMovement && t.Residue:
-			if err := store.DeletePrefix(ctx, t.Path+"/tree/"+t.Branch+"/_versions/"); err != nil {
+			if err := store.DeletePrefix(ctx, table.VersionsPrefix(t.Path, t.Branch)); err != nil {
 				return fmt.Errorf("roll back operation %s: reclaim the fork residue of %s: %w", in.OperationID, t.Key, err)
 			}
 			o.Action = "residue_reclaimed"
@@ -312,12 +312,7 @@ func rollBack(ctx context.Context, store backend.StorageAdapter, opts Options, a
 		rec.Tables = append(rec.Tables, o)
 	}
 	if publish {
-		next := a.head.Clone()
-		next.Kind = manifest.KindCommit
-		next.Version = a.head.Version + 1
-		next.Fork = nil
-		next.Commit = &manifest.Commit{ID: a.Sidecar.RollbackCommitID, Parents: []string{a.head.Head}, Actor: RecoveryActor, TimeMicros: opts.now().UnixMicro()}
-		next.Head = next.Commit.ID
+		next := a.head.Successor(manifest.Commit{ID: a.Sidecar.RollbackCommitID, Parents: []string{a.head.Head}, Actor: RecoveryActor, TimeMicros: opts.now().UnixMicro()})
 		for _, t := range a.Tables {
 			if t.State != RolledPastExpected && t.State != Compensated || t.Unpublished {
 				continue

@@ -22,7 +22,7 @@ DURATION=${DURATION:-}
 
 batch() {
   echo "== sim: seeds $1..$(($1 + SEEDS - 1)), $OPS operations each"
-  go test ./sim -run 'TestSimulation$' -count=1 -timeout 0 -first="$1" -seeds="$SEEDS" -ops="$OPS"
+  go test ./sim -run 'TestSimulation$' -count=1 -timeout 0 -first="$1" -seeds="$SEEDS" -ops="$OPS" -fresh=0
 }
 
 if [ -z "$DURATION" ]; then

@@ -32,6 +32,10 @@ if [ -n "$emulators" ]; then
 fi
 
 mkdir -p test-results
+# The simulation runs fresh seeds besides its fixed ones, drawn from the
+# commit under test (sim/sim_test.go freshSeeds; the log names them, and a
+# failing one replays with -seed=N).
+export OMNIGRAPH_SIM_FRESH=${OMNIGRAPH_SIM_FRESH:-$(git rev-parse HEAD 2>/dev/null || date -u +%F)}
 echo "== go build (the binary the client and SDK tests serve with)"
 go build -o test-results/omnigraph ./cmd/omnigraph
 export OMNIGRAPH_TEST_BIN=$(pwd)/test-results/omnigraph

@@ -167,7 +167,8 @@ func MapError(err error, graphID string) *Failure {
 		return fail(http.StatusNotFound, api.CodeNotFound, "the graph holds no data at its storage location")
 	case errors.Is(err, manifest.ErrBranchNotFound):
 		return fail(http.StatusNotFound, api.CodeNotFound, "%s", userText(err))
-	case errors.Is(err, manifest.ErrCommitNotFound):
+	case errors.Is(err, manifest.ErrCommitNotFound), errors.Is(err, manifest.ErrCleanedUp):
+		// A commit cleanup removed the data of is listed but unreadable.
 		return fail(http.StatusNotFound, api.CodeNotFound, "%s", userText(err))
 	case errors.Is(err, manifest.ErrBranchExists), errors.Is(err, manifest.ErrBranchOverlap),
 		errors.Is(err, graph.ErrHasDescendants), errors.Is(err, manifest.ErrHeadMoved):

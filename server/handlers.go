@@ -291,12 +291,27 @@ func (r *request) limitParam() (int, error) {
 	return n, nil
 }
 
+// boolParam parses a true/false query parameter (absent: false).
+func (r *request) boolParam(name string) (bool, error) {
+	switch s := r.URL.Query().Get(name); s {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	}
+	return false, badRequest("%s must be true or false", name)
+}
+
 func handleCommits(r *request) (int, any, error) {
 	limit, err := r.limitParam()
 	if err != nil {
 		return 0, nil, err
 	}
-	out, err := r.opCommits(r.branchParam(), limit)
+	fp, err := r.boolParam("first_parent")
+	if err != nil {
+		return 0, nil, err
+	}
+	out, err := r.opCommits(r.branchParam(), limit, fp)
 	return 200, out, err
 }
 

@@ -43,6 +43,8 @@ type (
 	CommitsInput struct {
 		Branch string `json:"branch,omitempty" jsonschema:"the branch (default main)"`
 		Limit  int    `json:"limit,omitempty" jsonschema:"at most this many commits, newest first (0: all)"`
+		// FirstParent lists the branch's own line only.
+		FirstParent bool `json:"first_parent,omitempty" jsonschema:"follow first parents only: the branch's own commits, not those merges brought in"`
 	}
 	// CommitInput names one commit.
 	CommitInput struct {
@@ -122,7 +124,9 @@ func mcpTools() []mcpTool {
 		tool("branch_merge", ActionBranchMerge, "Merge a branch into another (default main); conflicts fail with status 409 and merge_conflicts", destructive(true),
 			func(r *request, in api.MergeRequest) (any, error) { return r.opMerge(in) }),
 		tool("commit_list", ActionRead, "The commits reachable from a branch head, newest first", readOnly(),
-			func(r *request, in CommitsInput) (any, error) { return r.opCommits(in.Branch, in.Limit) }),
+			func(r *request, in CommitsInput) (any, error) {
+				return r.opCommits(in.Branch, in.Limit, in.FirstParent)
+			}),
 		tool("commit_get", ActionRead, "One commit", readOnly(),
 			func(r *request, in CommitInput) (any, error) { return r.opCommit(in.CommitID) }),
 		tool("blob_stat", ActionRead, "Describe one Blob value (entity node or edge, type, id, property) at a branch head or a commit: managed (size, sha256, etag) or external (uri)", readOnly(),

@@ -145,6 +145,9 @@ func operation(rt api.Route, auth bool) map[string]any {
 		if q.Integer {
 			s = map[string]any{"type": "integer", "minimum": 0}
 		}
+		if q.Boolean {
+			s = map[string]any{"type": "boolean"}
+		}
 		p := map[string]any{"name": q.Name, "in": "query", "required": false, "description": q.Doc, "schema": s}
 		if q.Repeat {
 			p["schema"] = map[string]any{"type": "array", "items": s}

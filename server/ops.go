@@ -88,14 +88,20 @@ func (r *request) opMutate(m api.MutateRequest, ifCommit string) (api.ChangeOutp
 	if err := r.authorize(ActionChange, branch, ""); err != nil {
 		return api.ChangeOutput{}, err
 	}
+	opts := mutate.Options{Branch: m.Branch, Params: m.Params, IfCommit: ifCommit, Actor: r.actorID(),
+		Budget: r.s.budgetFor(r.graphID, r.actor)}
+	// Parse and type-check before taking a write slot: a mutation that
+	// can never run holds none.
+	if err := mutate.Check(r.Context(), r.g, m.Query, m.Name, opts); err != nil {
+		return api.ChangeOutput{}, err
+	}
 	release, err := r.admitWrite()
 	if err != nil {
 		return api.ChangeOutput{}, err
 	}
 	defer release()
 	start := time.Now()
-	res, err := mutate.Query(r.Context(), r.g, m.Query, m.Name, mutate.Options{Branch: m.Branch, Params: m.Params, IfCommit: ifCommit, Actor: r.actorID(),
-		Budget: r.s.budgetFor(r.graphID, r.actor)})
+	res, err := mutate.Query(r.Context(), r.g, m.Query, m.Name, opts)
 	if err != nil {
 		return api.ChangeOutput{}, r.slowRefusal(start, err)
 	}
@@ -323,7 +329,7 @@ func (r *request) opMerge(m api.MergeRequest) (api.MergeOutput, error) {
 	return out, nil
 }
 
-func (r *request) opCommits(branch string, limit int) (api.CommitList, error) {
+func (r *request) opCommits(branch string, limit int, firstParent bool) (api.CommitList, error) {
 	branch = orMain(branch)
 	if limit < 0 {
 		return api.CommitList{}, badRequest("limit must be 0 (all) or a positive whole number")
@@ -331,7 +337,7 @@ func (r *request) opCommits(branch string, limit int) (api.CommitList, error) {
 	if err := r.authorize(ActionRead, branch, ""); err != nil {
 		return api.CommitList{}, err
 	}
-	cs, err := r.g.Commits(r.Context(), branch, limit)
+	cs, err := r.g.Log(r.Context(), branch, graph.LogOptions{Limit: limit, FirstParent: firstParent})
 	if err != nil {
 		return api.CommitList{}, err
 	}

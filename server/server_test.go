@@ -339,30 +339,14 @@ func TestServerAdmission(t *testing.T) {
 	g := testGraph(t)
 	tokens, secrets := tokensFor(t, "alice", "bob")
 	_, base := newTestServer(t, g, Config{Tokens: tokens, Limits: Limits{WritesPerActor: 1, RetryAfter: 7}})
-	entered, unblock := make(chan struct{}), make(chan struct{})
-	first := true
-	clear := graph.Failpoints.Set(g.ID(), graph.FailpointPostPhaseA, func() error {
-		if first {
-			first = false
-			close(entered)
-			<-unblock
-		}
-		return nil
-	})
-	defer clear()
 	alice := &client{t: t, base: base, token: secrets["alice"]}
-	done := make(chan int)
-	go func() {
-		st, _ := (&client{t: t, base: base, token: secrets["alice"]}).json("POST", "/graphs/default/mutate", `{"query":"mutation m() { insert Person { name: \"a1\" } }"}`)
-		done <- st
-	}()
-	<-entered
+	unblock, done := writeInFlight(t, g, alice, `{"query":"mutation m() { insert Person { name: \"a1\" } }"}`)
 	st, m, h := alice.do("POST", "/graphs/default/mutate", "application/json", `{"query":"mutation m() { insert Person { name: \"a2\" } }"}`)
 	mustStatus(t, "second write of alice", st, 429, m)
 	if h.Get("Retry-After") != "7" || m["code"] != "too_many_requests" {
 		t.Fatalf("429: Retry-After %q, body %v", h.Get("Retry-After"), m)
 	}
-	close(unblock)
+	unblock()
 	if st := <-done; st != 200 {
 		t.Fatalf("first write: %d", st)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -32,7 +33,32 @@ var (
 	firstFlag   = flag.Uint64("first", 1, "sim: the first seed of TestSimulation")
 	historyFlag = flag.Bool("history", false, "sim: log the history of every seed, passing or not")
 	workersFlag = flag.Int("workers", 0, "sim: seeds run at once (0: GOMAXPROCS)")
+	freshFlag   = flag.Int("fresh", 10, "sim: fresh seeds TestSimulation runs besides -first..-seeds, drawn from $OMNIGRAPH_SIM_FRESH (CI: the commit id) or the UTC date")
 )
+
+// freshSeeds returns n seeds no fixed range covers, drawn from salt: each
+// CI run (each commit, each day) explores new seeds besides the fixed
+// ones, and a failing one replays by its number alone (-seed=N).
+func freshSeeds(salt string, n int) []uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(salt))
+	// Above the fixed range (1..200) and make soak's (1,000 on, by the
+	// thousand): 10^9 up.
+	base := 1_000_000_000 + h.Sum64()%1_000_000_000_000
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = base + uint64(i)
+	}
+	return out
+}
+
+// freshSalt is what the fresh seeds are drawn from.
+func freshSalt() string {
+	if s := os.Getenv("OMNIGRAPH_SIM_FRESH"); s != "" {
+		return s
+	}
+	return time.Now().UTC().Format(time.DateOnly)
+}
 
 // clients is how many read-write handles (logical clients) one simulated
 // writer process holds; their operations interleave as the seed chooses.
@@ -1246,6 +1272,12 @@ func TestSimulation(t *testing.T) {
 	}
 	if testing.Short() && *seedFlag == 0 && len(seeds) > 20 {
 		seeds = seeds[:20]
+	}
+	if *seedFlag == 0 && *freshFlag > 0 && !testing.Short() {
+		salt := freshSalt()
+		fresh := freshSeeds(salt, *freshFlag)
+		t.Logf("fresh seeds %d..%d (drawn from %q); replay one with: go test ./sim -run 'TestSimulation$' -seed=N -ops=%d -v", fresh[0], fresh[len(fresh)-1], salt, *opsFlag)
+		seeds = append(seeds, fresh...)
 	}
 	skip, err := parseSteps(*dropFlag)
 	if err != nil {

@@ -445,7 +445,7 @@ func buildAdjacencyIndex(ctx context.Context, ds *Dataset, root string, m *Manif
 		return Index{}, "", err
 	}
 	id := newUUID()
-	rel := strings.TrimPrefix(root, ds.path+"/") + "_indices/" + id + "/adj.idx"
+	rel := strings.TrimPrefix(root, ds.path+"/") + dirIndices + "/" + id + "/adj.idx"
 	key := ds.path + "/" + rel
 	if _, err := ds.store.Put(ctx, key, data); err != nil {
 		return Index{}, "", fmt.Errorf("write adjacency index: %w", err)
@@ -685,6 +685,7 @@ type interner struct {
 	slots []uint64 // tag<<32 | 1 + dense number; 0 is free
 	seed  maphash.Seed
 	block strings.Builder
+	order []int32 // the values' order, kept by sorted
 }
 
 func (in *interner) val(d int32) string { return in.vals[d/internVals][d%internVals] }
@@ -754,16 +755,27 @@ func (in *interner) grow() {
 	})
 }
 
+// sorted returns the dense numbers in the order of their values; the
+// order is kept until more values are interned.
+func (in *interner) sorted() []int32 {
+	if len(in.order) == in.n && in.n > 0 {
+		return in.order
+	}
+	order := make([]int32, in.n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(in.val(a), in.val(b)) })
+	in.order = order
+	return order
+}
+
 // encode writes the index file (format 2, adjcodec.go) of the edge rows
 // whose dense endpoints are src and dst (renumbered in place to the
 // values' ranks).
 func (in *interner) encode(src, dst []int32) ([]byte, error) {
 	nodes := in.n
-	order := make([]int32, nodes)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(in.val(a), in.val(b)) })
+	order := in.sorted()
 	rank := make([]int32, nodes)
 	for r, d := range order {
 		rank[d] = int32(r)

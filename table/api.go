@@ -287,6 +287,11 @@ type CleanupOptions struct {
 	// which table versions its kept manifest versions pin). The newest
 	// version of each branch and fork points are kept regardless.
 	Keep func(branch string, version uint64) bool
+	// Drop, when set, names branches to reclaim although they have a ref
+	// (the forks of graph branches that were deleted and that no kept
+	// version needs any more): their refs are deleted (when older than
+	// Grace), and they are cleaned as branches with no ref.
+	Drop func(ref Ref) bool
 	// DryRun counts what would be removed and removes nothing.
 	DryRun bool
 	// BeforeDelete, when set, runs before each delete; an error stops the
@@ -299,6 +304,9 @@ type CleanupOptions struct {
 type CleanupResult struct {
 	VersionsDeleted int
 	FilesDeleted    int
+	// BranchesDropped counts the refs CleanupOptions.Drop named that were
+	// deleted (their versions and files count above).
+	BranchesDropped int
 	BytesFreed      int64
 }
 

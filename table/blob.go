@@ -47,7 +47,7 @@ const (
 	// last, and so the most one read of a blob holds.
 	BlobPieceSize = 4 << 20
 	// blobAreaDir is the blob area under a dataset's path.
-	blobAreaDir = "_blobs/"
+	blobAreaDir = dirBlobs + "/"
 )
 
 // The fields of BlobType, in order.

@@ -124,7 +124,7 @@ func ReadRef(ctx context.Context, store backend.StorageAdapter, path, name strin
 
 // branchNames lists live branch names (refs only; "main" is implicit).
 func branchNames(ctx context.Context, store backend.StorageAdapter, path string) ([]string, error) {
-	prefix := path + "/_refs/branches/"
+	prefix := refsPrefix(path)
 	objs, err := backend.ListAll(ctx, store, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("list branches: %w", err)

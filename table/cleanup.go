@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/omnigraph-go/omnigraph/backend"
@@ -51,6 +52,13 @@ func Cleanup(ctx context.Context, store backend.StorageAdapter, path string, opt
 	live := map[string]bool{MainBranch: true}
 	forks := map[string]map[uint64]bool{}
 	for _, r := range refs {
+		if opts.Drop != nil && opts.Drop(r) && nowT.Sub(r.CreatedAt) >= opts.Grace {
+			if err := del(backend.Attrs{Key: refKey(path, r.Name)}); err != nil {
+				return res, fmt.Errorf("cleanup: delete the ref of branch %q: %w", r.Name, err)
+			}
+			res.BranchesDropped++
+			continue
+		}
 		live[r.Name] = true
 		if forks[r.ParentBranch] == nil {
 			forks[r.ParentBranch] = map[uint64]bool{}
@@ -66,7 +74,9 @@ func Cleanup(ctx context.Context, store backend.StorageAdapter, path string, opt
 		// Keys sort newest first.
 		for i, o := range objs {
 			v, ok := parseVersionKey(o.Key)
-			if !ok {
+			if !ok || strings.Contains(strings.TrimPrefix(o.Key, versionsPrefix(path, b)), "/") {
+				// Not a version of b (a key of a legacy branch nested
+				// under b's versions directory is its own branch's).
 				continue
 			}
 			keep := i < opts.RetainVersions || forks[b][v] ||
@@ -109,30 +119,31 @@ func Cleanup(ctx context.Context, store backend.StorageAdapter, path string, opt
 	}
 	for _, o := range objs {
 		rel := strings.TrimPrefix(o.Key, path+"/")
-		if strings.HasPrefix(rel, "_refs/") || referenced[rel] || referenced[blobEntryOf(rel)] {
+		if strings.HasPrefix(rel, dirRefs+"/") || referenced[rel] || referenced[blobEntryOf(rel)] {
 			continue
 		}
 		if nowT.Sub(o.ModTime) < opts.Grace {
 			continue
 		}
-		if i := strings.Index(rel, "_versions/"); i >= 0 && (i == 0 || rel[i-1] == '/') {
-			// A version manifest: main's and live branches' were handled
-			// above; this one belongs to a branch with no ref.
-			branch := MainBranch
-			if strings.HasPrefix(rel, "tree/") && i > len("tree/") {
-				branch = rel[len("tree/") : i-1]
-			}
-			if live[branch] {
-				continue
-			}
+		_, rest, ok := ownerOf(rel, live)
+		switch {
+		case blobEntryOf(rel) != "":
+			// A piece of a stored Blob value no kept version references
+			// (blob.go): reclaimed like a fragment.
+		case ok && strings.HasPrefix(rest, dirVersions+"/"):
+			// A live branch's version: the first pass decided it.
+			continue
+		case ok && !isFileDir(rest):
+			continue // not a file of the layout: leave it alone
+		case !ok && deadVersion(rel):
+			// A version manifest of a branch with no ref.
 			if err := del(o); err != nil {
 				return res, fmt.Errorf("cleanup: delete dead branch version: %w", err)
 			}
 			res.VersionsDeleted++
 			res.BytesFreed += o.Size
 			continue
-		}
-		if !isDataFile(rel) {
+		case !ok && !deadFile(rel):
 			continue
 		}
 		if err := del(o); err != nil {
@@ -144,16 +155,52 @@ func Cleanup(ctx context.Context, store backend.StorageAdapter, path string, opt
 	return res, nil
 }
 
-// isDataFile recognises fragment, deletion and index files by their
-// directory, at the dataset root or under a branch tree.
-func isDataFile(rel string) bool {
-	if blobEntryOf(rel) != "" {
-		return true // a piece of a stored Blob value (blob.go)
+// ownerOf returns the live branch whose root holds rel (a key relative to
+// the dataset path) and the key relative to that root. Keys outside tree/
+// are main's. Under tree/ the owner is found by each live branch's own
+// root, never by the first layout word in the key: a branch name may
+// itself contain one ("feat/_versions/x", made before such names were
+// refused). Live names are path-prefix-disjoint, so at most one root
+// holds a layout path; of overlapping legacy names the longest wins.
+// ok is false for a key under tree/ that no live branch owns (the residue
+// of a deleted branch).
+func ownerOf(rel string, live map[string]bool) (owner, rest string, ok bool) {
+	inTree, found := strings.CutPrefix(rel, dirTree+"/")
+	if !found {
+		return MainBranch, rel, true
 	}
-	for _, d := range []string{"data/", "_deletions/", "_indices/"} {
-		if strings.HasPrefix(rel, d) || (strings.HasPrefix(rel, "tree/") && strings.Contains(rel, "/"+d)) {
-			return true
+	for i := len(inTree) - 1; i > 0; i-- {
+		if inTree[i] != '/' {
+			continue
+		}
+		b, r := inTree[:i], inTree[i+1:]
+		if b != MainBranch && live[b] && (strings.HasPrefix(r, dirVersions+"/") || isFileDir(r)) {
+			return b, r, true
 		}
 	}
-	return false
+	return "", "", false
+}
+
+// deadVersion recognises a version manifest under tree/ (of a branch with
+// no ref): a version file name directly in a versions directory.
+func deadVersion(rel string) bool {
+	i := strings.LastIndexByte(rel, '/')
+	if i < 0 || !strings.HasPrefix(rel, dirTree+"/") {
+		return false
+	}
+	_, ok := parseVersionKey(rel)
+	parent := rel[:i]
+	return ok && strings.HasSuffix(parent, "/"+dirVersions)
+}
+
+// deadFile recognises a fragment, deletion vector or index file under
+// tree/ whose branch has no ref: a file directory among its components.
+// Cleanup deletes it only when no kept version references it (a live
+// branch forked from a deleted one shares its files).
+func deadFile(rel string) bool {
+	if !strings.HasPrefix(rel, dirTree+"/") {
+		return false
+	}
+	comps := strings.Split(rel, "/")
+	return slices.ContainsFunc(comps[1:len(comps)-1], func(c string) bool { return slices.Contains(fileDirs, c) })
 }

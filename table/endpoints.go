@@ -3,15 +3,19 @@ package table
 import (
 	"hash/maphash"
 	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // Endpoints interns the two endpoint columns of the rows a bulk writer
-// encodes (FragmentWriter.TrackEndpoints), so the adjacency index of the
-// version that stages those fragments is built from memory instead of
-// reading the fragments back and interning them again: the distinct values
-// once, and each row's two dense numbers (8 bytes a row). The fragments of
-// one table share one Endpoints and are written in order by one goroutine
-// at a time; it is read-only once they are closed.
+// encodes, so the adjacency index of the version that stages those
+// fragments is built from memory instead of reading the fragments back
+// and interning them again: the distinct values once, and each row's two
+// dense numbers (8 bytes a row). A loader feeds it every batch of rows it
+// hands its fragment writers, in the same order (Add, typically on a
+// goroutine of its own beside the encoder), then gives each closed writer
+// its share (Track). One goroutine at a time calls Add; once Track is
+// done it is read-only.
 //
 // The index build uses it only when it is exactly right: every fragment
 // the build would read was tracked by the same Endpoints, and its rows are
@@ -21,6 +25,9 @@ import (
 type Endpoints struct {
 	from, to string
 	in       interner
+	// src and dst are every row's dense numbers, in the order added (-1
+	// for both when either is null).
+	src, dst []int32
 }
 
 // NewEndpoints tracks the string columns from and to.
@@ -35,35 +42,63 @@ type trackedEnds struct {
 	src, dst []int32
 }
 
-// TrackEndpoints makes the writer intern the endpoint columns of every row
-// it writes into e. Call it before the first Write.
-func (fw *FragmentWriter) TrackEndpoints(e *Endpoints) error {
-	if fw.rows > 0 || fw.closed {
-		return errorf(ErrInvalid, "track endpoints: the fragment writer already has rows")
-	}
-	fi, ti, err := adjacencyColumns(fw.schema, e.from, e.to)
+// Add interns the endpoints of rec's rows, after the rows added before.
+func (e *Endpoints) Add(rec arrow.Record) error {
+	fi, ti, err := adjacencyColumns(rec.Schema(), e.from, e.to)
 	if err != nil {
 		return err
 	}
-	fw.track, fw.trackCols = &trackedEnds{e: e}, [2]int{fi, ti}
-	return nil
-}
-
-// trackRows interns the endpoints of rec's rows (called by Write).
-func (fw *FragmentWriter) trackRows(cols [2]stringArray, n int) {
-	t := fw.track
-	t.src = slices.Grow(t.src, n)
-	t.dst = slices.Grow(t.dst, n)
-	s, d := cols[0], cols[1]
+	s, ok1 := rec.Column(fi).(stringArray)
+	d, ok2 := rec.Column(ti).(stringArray)
+	if !ok1 || !ok2 {
+		return errorf(ErrInvalid, "track endpoints: an endpoint column is not a string column")
+	}
+	n := int(rec.NumRows())
+	e.src = slices.Grow(e.src, n)
+	e.dst = slices.Grow(e.dst, n)
 	nulls := s.NullN()+d.NullN() > 0
 	for j := 0; j < n; j++ {
 		if nulls && (s.IsNull(j) || d.IsNull(j)) {
-			t.src, t.dst = append(t.src, -1), append(t.dst, -1)
+			e.src, e.dst = append(e.src, -1), append(e.dst, -1)
 			continue
 		}
-		t.src = append(t.src, t.e.in.intern(s.Value(j), true))
-		t.dst = append(t.dst, t.e.in.intern(d.Value(j), true))
+		e.src = append(e.src, e.in.intern(s.Value(j), true))
+		e.dst = append(e.dst, e.in.intern(d.Value(j), true))
 	}
+	return nil
+}
+
+// Rows is the number of rows added.
+func (e *Endpoints) Rows() int64 { return int64(len(e.src)) }
+
+// Sort orders the values for the index build ahead of it (the build sorts
+// them itself otherwise): a loader calls it after the last Add, on the
+// goroutine that added, while other work goes on.
+func (e *Endpoints) Sort() { e.in.sorted() }
+
+// Track gives the closed writers fws, which hold exactly the rows added,
+// in the order added, each its share: the build of the index of a version
+// that stages them reads nothing back.
+func (e *Endpoints) Track(fws ...*FragmentWriter) error {
+	var rows int64
+	for _, fw := range fws {
+		if !fw.closed {
+			return errorf(ErrInvalid, "track endpoints: a fragment writer is not closed")
+		}
+		if _, _, err := adjacencyColumns(fw.schema, e.from, e.to); err != nil {
+			return err
+		}
+		rows += fw.rows
+	}
+	if rows != e.Rows() {
+		return errorf(ErrInvalid, "track endpoints: the writers hold %d rows, %d were added", rows, e.Rows())
+	}
+	var at int64
+	for _, fw := range fws {
+		fw.track = &trackedEnds{e: e, src: e.src[at : at+fw.rows : at+fw.rows], dst: e.dst[at : at+fw.rows : at+fw.rows]}
+		at += fw.rows
+	}
+	return nil
 }
 
 // Value returns the endpoint value of dense number d.

@@ -14,6 +14,9 @@ import (
 // fragments were not tracked, over a table with an index, reads as before.
 func TestTrackedEndpointsBuildTheSameIndex(t *testing.T) {
 	ctx := context.Background()
+	// The first writer gets its rows by Write, the second by Append (row
+	// groups across the batches); the tracker gets every batch in order,
+	// and its values are sorted ahead of the build.
 	write := func(track *Endpoints) []*FragmentWriter {
 		var out []*FragmentWriter
 		for i, p := range []string{"a", "b"} {
@@ -21,15 +24,19 @@ func TestTrackedEndpointsBuildTheSameIndex(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if track != nil {
-				if err := fw.TrackEndpoints(track); err != nil {
-					t.Fatal(err)
-				}
-			}
 			for part := 0; part < 3; part++ {
 				rec := edgeRecord(p+string(rune('0'+part)), 2_000, 900, i*5+part)
-				if err := fw.Write(rec); err != nil {
+				write := fw.Write
+				if i == 1 {
+					write = fw.Append
+				}
+				if err := write(rec); err != nil {
 					t.Fatal(err)
+				}
+				if track != nil {
+					if err := track.Add(rec); err != nil {
+						t.Fatal(err)
+					}
 				}
 				rec.Release()
 			}
@@ -37,6 +44,12 @@ func TestTrackedEndpointsBuildTheSameIndex(t *testing.T) {
 				t.Fatal(err)
 			}
 			out = append(out, fw)
+		}
+		if track != nil {
+			track.Sort()
+			if err := track.Track(out...); err != nil {
+				t.Fatal(err)
+			}
 		}
 		return out
 	}
@@ -98,22 +111,42 @@ func TestTrackedEndpointsBuildTheSameIndex(t *testing.T) {
 	}
 }
 
-// TestTrackEndpointsRefusesLateOrWrongColumns: tracking starts before the
-// first row and needs two string columns.
-func TestTrackEndpointsRefusesLateOrWrongColumns(t *testing.T) {
+// TestTrackEndpointsRefusesWrongColumnsOrRows: an Endpoints needs its two
+// string columns, and gives its rows only to closed writers that hold
+// exactly them.
+func TestTrackEndpointsRefusesWrongColumnsOrRows(t *testing.T) {
+	rec := edgeRecord("x", 10, 5, 0)
+	defer rec.Release()
+	if err := NewEndpoints("src", "nope").Add(rec); err == nil {
+		t.Fatal("tracked a column that does not exist")
+	}
+	e := NewEndpoints("src", "dst")
+	if err := e.Add(rec); err != nil {
+		t.Fatal(err)
+	}
 	fw, err := NewFragmentWriter(edgeSchema, "id")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fw.TrackEndpoints(NewEndpoints("src", "nope")); err == nil {
-		t.Fatal("tracked a column that does not exist")
-	}
-	rec := edgeRecord("x", 10, 5, 0)
-	defer rec.Release()
 	if err := fw.Write(rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := fw.TrackEndpoints(NewEndpoints("src", "dst")); err == nil {
-		t.Fatal("started tracking after rows were written")
+	if err := e.Track(fw); err == nil {
+		t.Fatal("tracked an open writer")
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Track(fw, fw); err == nil {
+		t.Fatal("tracked writers holding more rows than were added")
+	}
+	if src, _ := fw.Endpoints(); src != nil {
+		t.Fatal("a refused Track left the writer tracked")
+	}
+	if err := e.Track(fw); err != nil {
+		t.Fatal(err)
+	}
+	if src, dst := fw.Endpoints(); len(src) != 10 || len(dst) != 10 || e.Value(src[0]) != "n00000" || e.Value(dst[0]) != "n00000" {
+		t.Fatalf("tracked %d and %d rows, want 10 from n00000", len(src), len(dst))
 	}
 }

@@ -182,7 +182,7 @@ func (st *Staged) AddIndexFile(ctx context.Context, f IndexFile) error {
 	}
 	m := st.Manifest
 	id := newUUID()
-	rel := strings.TrimPrefix(branchRoot(st.Path, st.Branch), st.Path+"/") + "_indices/" + id + "/" + f.Kind + ".idx"
+	rel := strings.TrimPrefix(branchRoot(st.Path, st.Branch), st.Path+"/") + dirIndices + "/" + id + "/" + f.Kind + ".idx"
 	key := st.Path + "/" + rel
 	if _, err := st.store.Put(ctx, key, f.Data); err != nil {
 		return fmt.Errorf("write %s index: %w", f.Kind, err)

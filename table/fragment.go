@@ -113,7 +113,7 @@ func distinctColumns(s *arrow.Schema, recs []arrow.Record) []string {
 // manifest (Fragment.Keys), so a key check never reads it.
 func writeFragment(ctx context.Context, store backend.StorageAdapter, path, root string, s *arrow.Schema, keyColumn string, recs []arrow.Record) (Fragment, string, error) {
 	id := newUUID()
-	rel := strings.TrimPrefix(root, path+"/") + "data/" + id + ".parquet"
+	rel := strings.TrimPrefix(root, path+"/") + dirData + "/" + id + ".parquet"
 	// Blob values go to the blob area first (the fragment names them):
 	// a crash in between leaves unreferenced pieces, never a row whose
 	// bytes are missing.

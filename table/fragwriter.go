@@ -15,10 +15,17 @@ import (
 )
 
 // FragmentWriter encodes the rows of one future fragment as they arrive,
-// so a bulk writer holds compressed Parquet, not rows: every Write becomes
-// row groups of at most rowGroupRows rows at once. Nothing is stored until
-// the writer is staged (StageAppendFragments), and a writer can be staged
+// so a bulk writer holds compressed Parquet, not rows. Write makes each
+// call row groups of its own (at most rowGroupRows rows each); Append adds
+// rows to the open row group, which EndRowGroup ends (a bulk writer whose
+// batches of rows are not row-group sized). Nothing is stored until the
+// writer is staged (StageAppendFragments), and a writer can be staged
 // again by a later attempt (each staging Puts its bytes under a new name).
+//
+// The Parquet writer is made by the first batch of rows: the plain columns
+// given, and any string column whose values are (nearly) all distinct in
+// that batch (distinctColumns, as a compaction decides), are written
+// without a dictionary.
 type FragmentWriter struct {
 	schema    *arrow.Schema
 	key       string
@@ -32,10 +39,11 @@ type FragmentWriter struct {
 	plain     []string
 	pschema   *arrow.Schema   // the schema as written (parquetSchema)
 	blobs     map[string]bool // store keys of the stored Blob values written
-	// track, when set, interns the endpoint columns trackCols of every row
-	// written (TrackEndpoints).
-	track     *trackedEnds
-	trackCols [2]int
+	// endGroup: the next Append starts a new row group.
+	endGroup bool
+	// track, when set, holds the writer's rows' dense endpoints
+	// (Endpoints.Track).
+	track *trackedEnds
 }
 
 // NewFragmentWriter starts a fragment of schema s whose key column is
@@ -47,16 +55,41 @@ func NewFragmentWriter(s *arrow.Schema, keyColumn string, plain ...string) (*Fra
 	}
 	fw := &FragmentWriter{schema: s, key: keyColumn, unordered: make([]bool, s.NumFields()), plain: plain}
 	fw.pschema = parquetSchema(s)
-	w, err := pqarrow.NewFileWriter(fw.pschema, &fw.buf, writerProps(append([]string{keyColumn}, plain...)), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		return nil, fmt.Errorf("parquet writer: %w", err)
-	}
-	fw.w = w
 	return fw, nil
 }
 
-// Write encodes rec (of the writer's schema, every key non-null).
+// open makes the Parquet writer, first is the first batch of rows (nil
+// for a writer closed without any).
+func (fw *FragmentWriter) open(first arrow.Record) error {
+	plain := append([]string{fw.key}, fw.plain...)
+	if first != nil {
+		plain = append(plain, distinctColumns(fw.schema, []arrow.Record{first})...)
+	}
+	w, err := pqarrow.NewFileWriter(fw.pschema, &fw.buf, writerProps(plain), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		return fmt.Errorf("parquet writer: %w", err)
+	}
+	fw.w = w
+	return nil
+}
+
+// Write encodes rec (of the writer's schema, every key non-null) as row
+// groups of its own.
 func (fw *FragmentWriter) Write(rec arrow.Record) error {
+	return fw.write(rec, false)
+}
+
+// Append adds rec's rows (of the writer's schema, every key non-null) to
+// the open row group, starting one when there is none; a row group that
+// reaches rowGroupRows rows is ended and the rest go to the next.
+func (fw *FragmentWriter) Append(rec arrow.Record) error {
+	return fw.write(rec, true)
+}
+
+// EndRowGroup ends the open row group: the next Append starts a new one.
+func (fw *FragmentWriter) EndRowGroup() { fw.endGroup = true }
+
+func (fw *FragmentWriter) write(rec arrow.Record, buffered bool) error {
 	if fw.closed {
 		return errorf(ErrInvalid, "fragment writer is closed")
 	}
@@ -73,16 +106,25 @@ func (fw *FragmentWriter) Write(rec arrow.Record) error {
 	if err := checkBlobs(fw.schema, rec, fw.blobs); err != nil {
 		return err
 	}
-	if fw.track != nil {
-		s, ok1 := rec.Column(fw.trackCols[0]).(stringArray)
-		d, ok2 := rec.Column(fw.trackCols[1]).(stringArray)
-		if !ok1 || !ok2 {
-			return errorf(ErrInvalid, "track endpoints: an endpoint column is not a string column")
+	if fw.w == nil {
+		if err := fw.open(rec); err != nil {
+			return err
 		}
-		fw.trackRows([2]stringArray{s, d}, int(n))
 	}
 	pr := toParquet(fw.pschema, rec)
-	err := fw.w.Write(pr)
+	var err error
+	switch {
+	case !buffered:
+		err = fw.w.Write(pr)
+		fw.endGroup = true // an Append after it must not add to its last group
+	case fw.endGroup:
+		fw.endGroup = false
+		if err = fw.w.NewBufferedRowGroupChecked(); err == nil {
+			err = fw.w.WriteBuffered(pr)
+		}
+	default:
+		err = fw.w.WriteBuffered(pr)
+	}
 	pr.Release()
 	if err != nil {
 		return fmt.Errorf("parquet write: %w", err)
@@ -283,6 +325,11 @@ func (fw *FragmentWriter) Close() error {
 		return nil
 	}
 	fw.closed = true
+	if fw.w == nil {
+		if err := fw.open(nil); err != nil {
+			return err
+		}
+	}
 	if err := fw.w.Close(); err != nil {
 		return fmt.Errorf("parquet close: %w", err)
 	}
@@ -372,7 +419,7 @@ func (ds *Dataset) putFragments(ctx context.Context, st *Staged, m *Manifest, fw
 			return err
 		}
 		id := newUUID()
-		rel := root + "data/" + id + ".parquet"
+		rel := root + dirData + "/" + id + ".parquet"
 		key := ds.path + "/" + rel
 		if _, err := ds.store.Put(ctx, key, fw.buf.Bytes()); err != nil {
 			return fmt.Errorf("write fragment: %w", err)

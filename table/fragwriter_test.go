@@ -251,3 +251,95 @@ func TestCompactWritesDistinctStringsWithoutDictionary(t *testing.T) {
 		}
 	}
 }
+
+// TestFragmentWriterAppendFillsRowGroups: Append adds batches of any size
+// to the open row group up to rowGroupRows rows, EndRowGroup and Write end
+// it, the rows stay in order; a string column whose first batch is all
+// distinct values is written without a dictionary, one of few values with.
+func TestFragmentWriterAppendFillsRowGroups(t *testing.T) {
+	ctx := context.Background()
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String},
+		{Name: "name", Type: arrow.BinaryTypes.String},
+		{Name: "city", Type: arrow.BinaryTypes.String},
+	}, nil)
+	fw, err := NewFragmentWriter(s, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := 0
+	batch := func(n int) arrow.Record {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+		defer b.Release()
+		for i := 0; i < n; i++ {
+			b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("id%06d", next))
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("name-%06d", next))
+			b.Field(2).(*array.StringBuilder).Append([]string{"oslo", "lima", "rome"}[next%3])
+			next++
+		}
+		return b.NewRecordBatch()
+	}
+	for _, step := range []struct {
+		n    int
+		call string
+	}{{10_000, "append"}, {10_000, "append"}, {3_000, "append"}, {0, "end"}, {500, "append"}, {100, "write"}, {50, "append"}} {
+		if step.call == "end" {
+			fw.EndRowGroup()
+			continue
+		}
+		rec := batch(step.n)
+		write := fw.Append
+		if step.call == "write" {
+			write = fw.Write
+		}
+		if err := write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	store := newStore()
+	ds, err := Create(ctx, store, "t", s, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ds.StageAppendFragments(ctx, fw)
+	ds = mustCommit(t, st, err)
+	ff, err := loadFragment(ctx, store, ds.Path(), ds.Manifest().Fragments[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := ff.fr.ParquetReader().MetaData()
+	var groups []int64
+	for g := 0; g < md.NumRowGroups(); g++ {
+		groups = append(groups, md.RowGroup(g).NumRows())
+	}
+	if want := fmt.Sprint([]int64{rowGroupRows, 23_000 - rowGroupRows, 500, 100, 50}); fmt.Sprint(groups) != want {
+		t.Fatalf("row groups %v, want %s", groups, want)
+	}
+	for c, wantDict := range map[int]bool{0: false, 1: false, 2: true} {
+		cc, err := md.RowGroup(0).ColumnChunk(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cc.HasDictionaryPage(); got != wantDict {
+			t.Errorf("column %d: dictionary page %v, want %v", c, got, wantDict)
+		}
+	}
+	rec, err := ds.ScanRecord(ctx, ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	ids := rec.Column(0).(*array.String)
+	if ids.Len() != next {
+		t.Fatalf("%d rows, want %d", ids.Len(), next)
+	}
+	for i := 0; i < ids.Len(); i++ {
+		if want := fmt.Sprintf("id%06d", i); ids.Value(i) != want {
+			t.Fatalf("row %d is %s, want %s", i, ids.Value(i), want)
+		}
+	}
+}

@@ -435,7 +435,7 @@ func buildKeyIndex(ctx context.Context, ds *Dataset, root string, m *Manifest, c
 func writeKeyIndex(ctx context.Context, store backend.StorageAdapter, path, root, column string, frags []string, entries []keyEntry) (Index, string, error) {
 	data, dirLen := encodeKeyIndex(frags, entries)
 	id := newUUID()
-	rel := strings.TrimPrefix(root, path+"/") + "_indices/" + id + "/key.idx"
+	rel := strings.TrimPrefix(root, path+"/") + dirIndices + "/" + id + "/key.idx"
 	key := path + "/" + rel
 	if _, err := store.Put(ctx, key, data); err != nil {
 		return Index{}, "", fmt.Errorf("write key index: %w", err)

@@ -38,10 +38,14 @@ func branchRoot(path, branch string) string {
 	if branch == MainBranch {
 		return path + "/"
 	}
-	return path + "/tree/" + branch + "/"
+	return path + "/" + dirTree + "/" + branch + "/"
 }
 
-func versionsPrefix(path, branch string) string { return branchRoot(path, branch) + "_versions/" }
+func versionsPrefix(path, branch string) string { return branchRoot(path, branch) + dirVersions + "/" }
+
+// VersionsPrefix is the key prefix of the version manifests of one branch
+// of the dataset at path (recovery lists and reclaims a fork's line).
+func VersionsPrefix(path, branch string) string { return versionsPrefix(path, branch) }
 
 // versionKey names version v so that newer versions sort first.
 func versionKey(path, branch string, v uint64) string {
@@ -62,7 +66,10 @@ func parseVersionKey(key string) (uint64, bool) {
 	return math.MaxUint64 - n, true
 }
 
-func refKey(path, name string) string { return path + "/_refs/branches/" + name }
+func refKey(path, name string) string { return refsPrefix(path) + name }
+
+// refsPrefix is the prefix of every branch ref of the dataset at path.
+func refsPrefix(path string) string { return path + "/" + dirRefs + "/" + dirRefBranches + "/" }
 
 func encodeSchema(s *arrow.Schema) ([]byte, error) {
 	var buf bytes.Buffer

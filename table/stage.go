@@ -269,7 +269,7 @@ func (ds *Dataset) applyDeletes(ctx context.Context, st *Staged, m *Manifest, de
 		if err != nil {
 			return fmt.Errorf("encode deletion vector: %w", err)
 		}
-		p := rel + "_deletions/" + f.ID + "-" + newUUID() + ".bin"
+		p := rel + dirDeletions + "/" + f.ID + "-" + newUUID() + ".bin"
 		if _, err := ds.store.Put(ctx, ds.path+"/"+p, data); err != nil {
 			return fmt.Errorf("write deletion vector: %w", err)
 		}

@@ -42,10 +42,15 @@ func commitListCmd(a *app) *cobra.Command {
 	var t graphTarget
 	var branch string
 	var limit int
+	var firstParent bool
 	c := &cobra.Command{
-		Use:   "list [--branch B]",
+		Use:   "list [--branch B] [--first-parent]",
 		Short: "List the commits reachable from a branch head, newest first",
-		Args:  cobra.NoArgs,
+		Long: "List the commits reachable from a branch head, newest first, as git log does:\n" +
+			"through both parents of every merge, so the commits a merge brought in appear\n" +
+			"among the branch's own (by time), each once. --first-parent lists only the\n" +
+			"branch's own line (and what it inherited through its fork point).",
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if limit < 0 {
 				return usagef("--limit must be 0 (all) or more")
@@ -56,7 +61,11 @@ func commitListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if sg != nil {
-				out, err := sg.Commits(c.Context(), branch, limit)
+				list := sg.Commits
+				if firstParent {
+					list = sg.FirstParentCommits
+				}
+				out, err := list(c.Context(), branch, limit)
 				if err != nil {
 					return t.remoteErr(err)
 				}
@@ -70,7 +79,7 @@ func commitListCmd(a *app) *cobra.Command {
 					return err
 				}
 				defer done()
-				if cs, err = g.Commits(c.Context(), branch, limit); err != nil {
+				if cs, err = g.Log(c.Context(), branch, graph.LogOptions{Limit: limit, FirstParent: firstParent}); err != nil {
 					return err
 				}
 			}
@@ -87,6 +96,7 @@ func commitListCmd(a *app) *cobra.Command {
 	}
 	c.Flags().StringVar(&branch, "branch", "main", "branch whose history to list")
 	c.Flags().IntVar(&limit, "limit", 0, "list at most this many commits (0: all)")
+	c.Flags().BoolVar(&firstParent, "first-parent", false, "follow first parents only (the branch's own line), not the commits merges brought in")
 	t.addStore(c)
 	t.addServer(c)
 	t.addJSON(c)

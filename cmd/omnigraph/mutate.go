@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,6 +101,14 @@ func init() {
 					}
 					res = mutateResult(out)
 				} else {
+					opts := mutate.Options{Branch: branch, Params: p, IfCommit: ifCommit, Budget: budget}
+					// Parse and type-check before the cluster lock: a
+					// query that can never run must not hold it (a writer
+					// beside it would be refused with state_lock_held
+					// meanwhile).
+					if err := checkMutation(ctx, &t, src, name, opts); err != nil {
+						return err
+					}
 					// err stays the named result: done reports a failed
 					// lock release through it.
 					var g *graph.Graph
@@ -108,7 +117,7 @@ func init() {
 						return err
 					}
 					defer done(&err)
-					res, err = mutate.Query(ctx, g, src, name, mutate.Options{Branch: branch, Params: p, IfCommit: ifCommit, Budget: budget})
+					res, err = mutate.Query(ctx, g, src, name, opts)
 					if errors.Is(err, graph.ErrPreconditionFailed) {
 						return exitCodeError{code: exitConflict, err: err}
 					}
@@ -148,6 +157,17 @@ func init() {
 		bf.add(c, "the read phase")
 		return c
 	})
+}
+
+// checkMutation runs mutate.Check on a read-only handle, which takes no
+// lock.
+func checkMutation(ctx context.Context, t *graphTarget, src, name string, opts mutate.Options) error {
+	g, done, err := t.openGraph(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return mutate.Check(ctx, g, src, name, opts)
 }
 
 func startsWithKeyword(src string) bool {

@@ -6,9 +6,16 @@
 // versions (or those newer than OlderThan), plus its genesis (the fork
 // point, which a merge base and its inheritance read) and every merged
 // parent its merge commits name (the base of that source's next merge).
+// A kept merge of a branch deleted since keeps that branch's commits it
+// brought in readable the same way: from the merged commit down its line,
+// the newest Keep versions (or those within OlderThan, and the merged
+// commit itself), and so on through their own merges (deadRetained).
 // Every table version
 // one of those manifest versions pins is kept, and so is every table
 // branch's newest version and every version a table fork was made from.
+// The table forks of deleted branches that no kept version pins are
+// reclaimed whole (branch delete leaves those of a merged branch to
+// cleanup).
 // Older manifest versions stay listed in history, but time travel to them
 // fails once their tables are gone. main's manifest history beyond the
 // retention is pruned too (history.go): the commits move to an archive,
@@ -75,8 +82,11 @@ type TableResult struct {
 	Table    string `json:"table"`
 	Versions int    `json:"versions"`
 	Files    int    `json:"files"`
-	Objects  int    `json:"objects"`
-	Bytes    int64  `json:"bytes"`
+	// Branches counts the table forks of deleted branches reclaimed
+	// (their refs; their versions and files count above).
+	Branches int   `json:"branches,omitempty"`
+	Objects  int   `json:"objects"`
+	Bytes    int64 `json:"bytes"`
 }
 
 // Result is what cleanup removed, or with Confirm unset would remove.
@@ -170,7 +180,11 @@ func Run(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
 	for _, path := range paths {
 		tk := keep[path]
 		r, err := table.Cleanup(ctx, g.Store(), path, table.CleanupOptions{
-			Keep:         func(branch string, v uint64) bool { return tk[branch][v] },
+			Keep: func(branch string, v uint64) bool { return tk[branch][v] },
+			// A fork of a deleted graph branch that no kept version pins.
+			Drop: func(r table.Ref) bool {
+				return graph.IsBranchFork(r.Name) && !ret.live[r.Name] && len(tk[r.Name]) == 0
+			},
 			Grace:        opts.Grace,
 			Now:          now,
 			DryRun:       !opts.Confirm,
@@ -179,7 +193,8 @@ func Run(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
 		if err != nil {
 			return res, fmt.Errorf("clean up table %s: %w", names[path], err)
 		}
-		tr := TableResult{Table: names[path], Versions: r.VersionsDeleted, Files: r.FilesDeleted, Objects: r.VersionsDeleted + r.FilesDeleted, Bytes: r.BytesFreed}
+		tr := TableResult{Table: names[path], Versions: r.VersionsDeleted, Files: r.FilesDeleted, Branches: r.BranchesDropped,
+			Objects: r.VersionsDeleted + r.FilesDeleted + r.BranchesDropped, Bytes: r.BytesFreed}
 		res.Tables = append(res.Tables, tr)
 		res.Objects += tr.Objects
 		res.Bytes += tr.Bytes
@@ -219,7 +234,7 @@ func Run(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
 // listing skips the rest of the table it found.
 func orphanTables(ctx context.Context, store backend.StorageAdapter, keep map[string]map[string]map[uint64]bool) ([]string, error) {
 	var out []string
-	for _, root := range []string{"nodes/", "edges/"} {
+	for _, root := range graph.TableDirs() {
 		opts := backend.ListOptions{MaxKeys: 1}
 		for {
 			page, err := store.List(ctx, root, opts)
@@ -301,6 +316,8 @@ type retention struct {
 	kept  int               // manifest versions whose tables are kept
 	// prune: per live incarnation, the manifest versions to prune.
 	prune [][]*manifest.Entry
+	// live holds the table branch of every live graph branch incarnation.
+	live map[string]bool
 	// entries: every manifest version walked, by commit id.
 	entries map[string]*manifest.Entry
 }
@@ -332,12 +349,15 @@ func retained(ctx context.Context, man *manifest.Store, opts Options, now time.T
 	// parents of their merge commits.
 	byID := map[string]*manifest.Entry{}
 	var merged []string
+	var keptMerges []*manifest.Entry
 	pinned := map[*manifest.Entry]bool{}
+	live := map[string]bool{}
 	h := newHistory()
 	for _, r := range refs {
 		if !r.Live() {
 			continue
 		}
+		live[graph.TableBranchOf(r.Branch, r.Incarnation)] = true
 		n := 0
 		inc := h.add(r)
 		err := man.Versions(ctx, r.Branch, r.Incarnation, r.Version, func(e *manifest.Entry) (bool, error) {
@@ -363,6 +383,9 @@ func retained(ctx context.Context, man *manifest.Store, opts Options, now time.T
 				pin(e)
 				pinned[e] = true
 				kept++
+				if within && e.Commit != nil && len(e.Commit.Parents) > 1 {
+					keptMerges = append(keptMerges, e)
+				}
 			}
 			return true, nil
 		})
@@ -381,6 +404,11 @@ func retained(ctx context.Context, man *manifest.Store, opts Options, now time.T
 			kept++
 		}
 	}
+	n, err := deadRetained(ctx, man, keptMerges, byID, opts, now, pin)
+	if err != nil {
+		return nil, err
+	}
+	kept += n
 	prune, err := h.prunable(ctx, man, byID, pinned)
 	if err != nil {
 		return nil, err
@@ -390,7 +418,74 @@ func retained(ctx context.Context, man *manifest.Store, opts Options, now time.T
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	return &retention{keep: keep, paths: paths, names: names, kept: kept, prune: prune, entries: byID}, nil
+	return &retention{keep: keep, paths: paths, names: names, kept: kept, prune: prune, live: live, entries: byID}, nil
+}
+
+// deadRetained pins the commits of deleted branches that the kept merges
+// brought in: from each merged commit down its own line (never into the
+// branch it was forked from, which is walked as a live branch or reached
+// the same way), the newest Keep versions, or with OlderThan those
+// within it, and always the merged commit itself; then the same for the
+// merges among them. It returns how many versions it pinned. Merges that
+// record where their second parent was published cost one GET each.
+func deadRetained(ctx context.Context, man *manifest.Store, merges []*manifest.Entry, byID map[string]*manifest.Entry, opts Options, now time.Time, pin func(*manifest.Entry)) (int, error) {
+	var todo []*manifest.Entry
+	next := func(e *manifest.Entry) error {
+		if byID[e.Commit.Parents[1]] != nil {
+			return nil // on a live branch: kept as a merged parent
+		}
+		p, err := man.MergedParent(ctx, e)
+		if errors.Is(err, manifest.ErrCommitNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !p.Pruned {
+			todo = append(todo, p)
+		}
+		return nil
+	}
+	for _, e := range merges {
+		if err := next(e); err != nil {
+			return 0, err
+		}
+	}
+	seen := map[string]bool{}
+	kept := 0
+	for len(todo) > 0 {
+		p := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		n := 0
+		var follow []*manifest.Entry
+		err := man.HistoryN(ctx, p, opts.Keep, func(e *manifest.Entry) (bool, error) {
+			if e.Branch != p.Branch || e.Incarnation != p.Incarnation || e.Pruned || seen[e.Commit.ID] {
+				return false, nil
+			}
+			n++
+			within := n == 1 || (opts.Keep > 0 && n <= opts.Keep) ||
+				(opts.OlderThan > 0 && now.Sub(time.UnixMicro(e.Commit.TimeMicros)) < opts.OlderThan)
+			if !within {
+				return false, nil
+			}
+			seen[e.Commit.ID] = true
+			pin(e)
+			kept++
+			if len(e.Commit.Parents) > 1 {
+				follow = append(follow, e)
+			}
+			return true, nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range follow {
+			if err := next(e); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return kept, nil
 }
 
 // Describe renders a result for people: one line per table that had
@@ -405,7 +500,11 @@ func Describe(r *Result) string {
 		if t.Objects == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "%s: %s %d objects (%d versions, %d files), %d bytes\n", t.Table, verb, t.Objects, t.Versions, t.Files, t.Bytes)
+		forks := ""
+		if t.Branches > 0 {
+			forks = fmt.Sprintf(", the forks of %d deleted branches", t.Branches)
+		}
+		fmt.Fprintf(&b, "%s: %s %d objects (%d versions, %d files%s), %d bytes\n", t.Table, verb, t.Objects, t.Versions, t.Files, forks, t.Bytes)
 	}
 	for _, t := range r.Orphans {
 		fmt.Fprintf(&b, "unreferenced table %s: %s %d objects, %d bytes\n", t.Table, verb, t.Objects, t.Bytes)

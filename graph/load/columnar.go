@@ -1,26 +1,34 @@
 package load
 
 // The columnar load path (append loads of types without @unique groups or
-// @card): each line is parsed straight into its table's Arrow builders (no
-// per-row map), finished row groups are encoded as they fill (one Parquet
-// row group per rowGroupRows rows, a new fragment every fragmentRows rows),
-// and validation runs on what is kept: the ids of the file per table (for
-// duplicates, key conflicts and endpoints) and the edge endpoints not yet
-// resolved when their line was read. Memory is the key sets plus the
-// compressed fragments, not the rows.
+// @card): each line is parsed straight into Arrow builders (no per-row
+// map), the batches are encoded as they arrive (Parquet row groups of
+// rowGroupRows rows, a new fragment every fragmentRows rows), and
+// validation runs on what is kept: the ids of the file per table (for
+// duplicates, key conflicts and endpoints) and the interned edge endpoints.
+// Memory is the key sets, the interned endpoints and the compressed
+// fragments, not the rows.
 //
-// Lines the fast parser (fast.go) does not handle in one pass (escapes,
-// nested values, odd member order, anything wrong) go through the strict
-// row parser (parseLoadLine), so every error message is the row path's.
+// The work runs as a pipeline (pipeline.go): parse workers turn chunks of
+// lines into batches of rows on every core, one goroutine applies the
+// chunks in line order (ids, counts, the lines the fast parser left), and
+// each table's batches are encoded, and an edge table's endpoints
+// interned, on goroutines of their own. Lines the fast parser (fast.go)
+// does not handle in one pass (escapes, nested values, odd member order,
+// anything wrong) go through the strict row parser (parseLoadLine) in line
+// order, so every error message is the row path's.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	crand "crypto/rand"
 	"fmt"
 	"io"
+	"math/bits"
+	"runtime"
+	"runtime/pprof"
 	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -37,8 +45,8 @@ import (
 // Sizes of what a bulk load writes (docs/loading.md); variables so tests
 // can make them small.
 var (
-	// rowGroupRows rows are encoded at a time: one Parquet row group (the
-	// table layer's row-group bound).
+	// rowGroupRows rows make one Parquet row group (the table layer's
+	// row-group bound).
 	rowGroupRows = 16 * 1024
 	// fragmentRows bounds one fragment file of a load (the compaction
 	// target): a larger table gets several.
@@ -117,7 +125,10 @@ type lineRun struct {
 	n    int64
 }
 
-// bulkTable is one table's share of a columnar load.
+// bulkTable is one table's share of a columnar load. Its fixed part (the
+// schema, properties and columns) is set when it is made and only read
+// after, by every parse worker; the rest belongs to the goroutine that
+// applies the chunks.
 type bulkTable struct {
 	key    string
 	node   *pg.NodeType
@@ -127,7 +138,9 @@ type bulkTable struct {
 	propIx map[string]int
 	schema *arrow.Schema
 	cols   []bulkColumn
-	rb     *array.RecordBuilder
+	// rb holds the rows of lines the strict parser read, in line order
+	// between the parse workers' batches.
+	rb *array.RecordBuilder
 	// ids are the file's ids of the table (derived keys and data.id; not
 	// minted ULIDs) with the line that gave each (keyset.go).
 	ids *keySet
@@ -139,19 +152,19 @@ type bulkTable struct {
 	// written keeps them as written (before duplicate edges are dropped)
 	// for the rows pending endpoints name.
 	frags, written []*table.FragmentWriter
-	// ends interns an edge table's endpoints as its fragments encode;
-	// runs map its rows to lines.
+	// ends interns an edge table's endpoints (on the track lane) from the
+	// batches the encoder gets; runs map its rows to lines.
 	ends *table.Endpoints
 	runs []lineRun
-	// enc encodes the table's row groups on its own goroutine (started by
-	// the first flush), in the order flushed.
-	enc *encoder
+	// enc encodes the table's batches, track interns an edge table's
+	// endpoints, each on a goroutine of its own (started by the first
+	// batch), in the order sent.
+	enc, track *lane
 	// pending endpoints of an edge table, in line order, per side.
 	pendSrc, pendDst []pendingEnd
 	newFrag          func() (*table.FragmentWriter, error)
-	// scratch for one line
-	slots []slot
-	seen  []bool
+	// slow is the applier's scratch for lines of the strict parser.
+	slow *scratch
 }
 
 func (t *bulkTable) typeName() string {
@@ -163,19 +176,25 @@ func (t *bulkTable) typeName() string {
 
 // bulkLoad is the state of one columnar load.
 type bulkLoad struct {
-	ctx      context.Context
-	snap     *graph.Snapshot
-	cat      *pg.Catalog
+	ctx  context.Context
+	snap *graph.Snapshot
+	cat  *pg.Catalog
+	// mu guards the tables' making (byType, nodeName, edgeName, tables):
+	// parse workers find their tables by name.
+	mu       sync.Mutex
 	byType   map[any]*bulkTable
 	nodeName map[string]*bulkTable
 	edgeName map[string]*bulkTable
 	tables   []*bulkTable
 	res      *Result
-	dupErr   error
-	ids      minter
-	lines    int
-	slow     int     // lines the strict parser read
-	in       *intake // the load's Blob values (blobs.go)
+	// dupErr is the duplicate id of the first line that repeats one
+	// (dupLine), reported once the whole file parsed.
+	dupErr  error
+	dupLine int32
+	ids     minter
+	lines   int
+	slow    int     // lines the strict parser read
+	in      *intake // the load's Blob values (blobs.go)
 }
 
 func newBulkLoad(ctx context.Context, snap *graph.Snapshot, in *intake) *bulkLoad {
@@ -189,32 +208,50 @@ func newBulkLoad(ctx context.Context, snap *graph.Snapshot, in *intake) *bulkLoa
 	}
 }
 
-func (bl *bulkLoad) mint() string { return bl.ids.mint() }
-
 // minter mints the new ids of one load: ULIDs that share the load's start
-// time and whose random part counts up by one, so they sort in load order
-// and compress well.
+// time and whose random part is the load's random base plus the line
+// number, so they sort in load order, compress well, and a parse worker
+// mints a line's id knowing only its number. The base's top bit is clear,
+// so adding a line number never carries out of the 80 bits.
 type minter struct {
-	ts      uint64
-	entropy *ulid.MonotonicEntropy
+	ts uint64
+	hi uint16
+	lo uint64
 }
 
 func newMinter() minter {
-	return minter{ts: ulid.Timestamp(time.Now()), entropy: ulid.Monotonic(crand.Reader, 1)}
+	var b [10]byte
+	_, _ = crand.Read(b[:]) // never fails (crypto/rand)
+	return minter{
+		ts: ulid.Timestamp(time.Now()),
+		hi: uint16(b[0]&0x7f)<<8 | uint16(b[1]),
+		lo: uint64(b[2])<<56 | uint64(b[3])<<48 | uint64(b[4])<<40 | uint64(b[5])<<32 | uint64(b[6])<<24 | uint64(b[7])<<16 | uint64(b[8])<<8 | uint64(b[9]),
+	}
 }
 
-func (m *minter) mint() string {
-	id, err := ulid.New(m.ts, m.entropy)
-	if err != nil { // 80 random bits overflowed: the next millisecond
-		m.ts++
-		m.entropy = ulid.Monotonic(crand.Reader, 1)
-		id = ulid.MustNew(m.ts, m.entropy)
+// at returns the id of line n as text in dst (26 bytes).
+func (m *minter) at(n int32, dst []byte) []byte {
+	var u ulid.ULID
+	_ = u.SetTime(m.ts) // a time from time.Now fits
+	lo, carry := bits.Add64(m.lo, uint64(n), 0)
+	hi := m.hi + uint16(carry)
+	u[6], u[7] = byte(hi>>8), byte(hi)
+	for i := 0; i < 8; i++ {
+		u[8+i] = byte(lo >> (56 - 8*i))
 	}
-	return id.String()
+	dst = dst[:26]
+	_ = u.MarshalTextTo(dst) // dst is 26 bytes
+	return dst
 }
 
 // table returns the bulk table of a node or edge type, opening its schema.
 func (bl *bulkLoad) table(n *pg.NodeType, e *pg.EdgeType) (*bulkTable, error) {
+	bl.mu.Lock()
+	defer bl.mu.Unlock()
+	return bl.tableLocked(n, e)
+}
+
+func (bl *bulkLoad) tableLocked(n *pg.NodeType, e *pg.EdgeType) (*bulkTable, error) {
 	var k any = n
 	if n == nil {
 		k = e
@@ -265,81 +302,23 @@ func (bl *bulkLoad) table(n *pg.NodeType, e *pg.EdgeType) (*bulkTable, error) {
 			t.fast[c.prop] = fastKindOf(t.props[c.prop], t.rb.Field(i))
 		}
 	}
-	t.slots = make([]slot, len(t.props))
-	t.seen = make([]bool, len(t.props))
+	t.slow = newScratch(t)
 	bl.byType[k] = t
 	bl.tables = append(bl.tables, t)
-	// An edge table's writers intern its endpoints as they encode, so the
-	// traversal index is built without reading the fragments back.
-	var ends *table.Endpoints
+	// An edge table's endpoints are interned as its batches are encoded,
+	// so the traversal index is built without reading the fragments back.
 	if e != nil {
-		ends = table.NewEndpoints(pg.ColSrc, pg.ColDst)
-		t.ends = ends
+		t.ends = table.NewEndpoints(pg.ColSrc, pg.ColDst)
 	}
 	t.newFrag = func() (*table.FragmentWriter, error) {
-		fw, err := table.NewFragmentWriter(t.schema, pg.ColID, plain...)
-		if err == nil && ends != nil {
-			err = fw.TrackEndpoints(ends)
-		}
-		return fw, err
+		return table.NewFragmentWriter(t.schema, pg.ColID, plain...)
 	}
 	return t, nil
 }
 
-// read parses every line of r into the tables. It stops at the first bad
-// line; a duplicate id is remembered (bl.dupErr) and reported after the
-// whole file parsed, as the row path does.
-func (bl *bulkLoad) read(r io.Reader, progress func(string, int64)) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), MaxLine)
-	n := 0
-	for sc.Scan() {
-		n++
-		b := sc.Bytes()
-		if n == 1 {
-			b = bytes.TrimPrefix(b, []byte("\ufeff"))
-		}
-		if len(bytes.TrimSpace(b)) == 0 {
-			continue
-		}
-		if err := bl.line(b, n); err != nil {
-			return err
-		}
-		if progress != nil && n%65536 == 0 {
-			progress("parse", int64(n))
-		}
-	}
-	if err := readErr(sc.Err(), n); err != nil {
-		return err
-	}
-	bl.lines = n
-	for _, t := range bl.tables {
-		if err := t.flush(true); err != nil {
-			return err
-		}
-	}
-	for _, t := range bl.tables {
-		if t.edge != nil {
-			if err := bl.pendingEnds(t); err != nil {
-				return err
-			}
-		}
-	}
-	if progress != nil {
-		progress("parse", int64(n))
-	}
-	return nil
-}
-
-// line adds one non-blank line.
-func (bl *bulkLoad) line(b []byte, n int) error {
-	fl, err := bl.parseFast(b)
-	if err == nil {
-		return bl.add(fl, n)
-	}
-	if err != errSlow {
-		return err
-	}
+// slowLine adds line n, which the fast parser left, through the strict
+// parser (the applier's, in line order).
+func (bl *bulkLoad) slowLine(b []byte, n int) error {
 	bl.slow++
 	ln, err := bl.in.parseLine(b)
 	if err != nil {
@@ -350,51 +329,34 @@ func (bl *bulkLoad) line(b []byte, n int) error {
 		return err
 	}
 	for i, p := range t.props {
-		t.slots[i] = slot{tag: tagValue, v: ln.props[p.Name]}
+		t.slow.slots[i] = slot{tag: tagValue, v: ln.props[p.Name]}
 	}
-	return bl.add(fastLine{t: t, id: ln.id, from: []byte(ln.from), to: []byte(ln.to)}, n)
+	return bl.add(fastLine{t: t, id: ln.id, from: []byte(ln.from), to: []byte(ln.to)}, t.slow, n)
 }
 
-// add appends a parsed line (its values in t.slots) to its table.
-func (bl *bulkLoad) add(fl fastLine, n int) error {
+// add appends one line (its values in sc) to its table's builder.
+func (bl *bulkLoad) add(fl fastLine, sc *scratch, n int) error {
 	t := fl.t
 	id := fl.id
-	if id == "" {
-		id = bl.mint()
-	} else if first, dup := t.ids.line(id); dup && t.edge != nil {
-		// The same edge id again: the last line wins. Its counts go once.
-		if t.dupEdges == nil {
-			t.dupEdges = map[string]bool{}
-		}
-		t.dupEdges[id] = true
-		bl.res.Edges--
-		bl.res.Types[t.edge.Name]--
-	} else if dup {
-		if bl.dupErr == nil {
-			bl.dupErr = graph.InputErrorf(lineWhere(n), "%s %q is already given at %s; each id may appear once per file", t.typeName(), id, lineWhere(int(first)))
-		}
-	} else {
-		if err := t.ids.add(id, int32(n)); err != nil {
+	if id != "" {
+		if err := bl.addID(t, id, t.ids.hash(id), int32(n)); err != nil {
 			return err
 		}
 	}
+	bl.count(t, 1)
 	if t.edge != nil {
-		bl.res.Edges++
-		bl.res.Types[t.edge.Name]++
-		if k := len(t.runs) - 1; k >= 0 && t.runs[k].line+int32(t.runs[k].n) == int32(n) {
-			t.runs[k].n++
-		} else {
-			t.runs = append(t.runs, lineRun{line: int32(n), row: int64(t.rows), n: 1})
-		}
-	} else {
-		bl.res.Nodes++
-		bl.res.Types[t.node.Name]++
+		t.addRun(int32(n), int64(t.rows), 1)
 	}
+	var minted [26]byte
 	for i, c := range t.cols {
 		fb := t.rb.Field(i)
 		switch c.role {
 		case roleID:
-			fb.(*array.StringBuilder).Append(id)
+			if id == "" {
+				fb.(*array.StringBuilder).BinaryBuilder.Append(bl.ids.at(int32(n), minted[:]))
+			} else {
+				fb.(*array.StringBuilder).Append(id)
+			}
 		case roleSrc:
 			fb.(*array.StringBuilder).BinaryBuilder.Append(fl.from)
 		case roleDst:
@@ -402,7 +364,7 @@ func (bl *bulkLoad) add(fl fastLine, n int) error {
 		case roleNull:
 			fb.AppendNull()
 		default:
-			if err := t.slots[c.prop].appendTo(fb); err != nil {
+			if err := sc.slots[c.prop].appendTo(fb); err != nil {
 				return fmt.Errorf("column %s: %w", t.props[c.prop].Name, err)
 			}
 		}
@@ -414,67 +376,158 @@ func (bl *bulkLoad) add(fl fastLine, n int) error {
 	return nil
 }
 
+// addID records that line gave id (whose hash is h) to table t: a new id
+// is kept; an edge id given again makes its last line win (counted once);
+// a node id given again is the load's error if no earlier line repeats
+// one.
+func (bl *bulkLoad) addID(t *bulkTable, id string, h uint64, line int32) error {
+	first, dup, err := t.ids.insert(id, h, line)
+	switch {
+	case err != nil:
+		return err
+	case !dup:
+	case t.edge != nil:
+		if t.dupEdges == nil {
+			t.dupEdges = map[string]bool{}
+		}
+		t.dupEdges[strings.Clone(id)] = true // id may alias a chunk
+		bl.count(t, -1)
+	case bl.dupErr == nil || line < bl.dupLine:
+		bl.dupErr = graph.InputErrorf(lineWhere(int(line)), "%s %q is already given at %s; each id may appear once per file", t.typeName(), id, lineWhere(int(first)))
+		bl.dupLine = line
+	}
+	return nil
+}
+
+// count adds n rows of t to the result.
+func (bl *bulkLoad) count(t *bulkTable, n int) {
+	if t.edge != nil {
+		bl.res.Edges += n
+	} else {
+		bl.res.Nodes += n
+	}
+	bl.res.Types[t.typeName()] += n
+}
+
+// addRun records that the edge table's rows row..row+n-1 came from lines
+// line..line+n-1.
+func (t *bulkTable) addRun(line int32, row, n int64) {
+	if k := len(t.runs) - 1; k >= 0 && t.runs[k].line+int32(t.runs[k].n) == line && t.runs[k].row+t.runs[k].n == row {
+		t.runs[k].n += n
+	} else {
+		t.runs = append(t.runs, lineRun{line: line, row: row, n: n})
+	}
+}
+
 // staged reports whether the file holds node id of type name.
 func (bl *bulkLoad) staged(name string, id string) bool {
+	t := bl.nodeTable(name)
+	return t != nil && t.ids.has(id)
+}
+
+// nodeTable is the bulk table of node type name, nil when the file has no
+// line of it.
+func (bl *bulkLoad) nodeTable(name string) *bulkTable {
 	n, ok := bl.cat.Node(name)
 	if !ok {
-		return false
+		return nil
 	}
-	t := bl.byType[n]
-	if t == nil {
-		return false
-	}
-	return t.ids.has(id)
+	return bl.byType[n]
 }
 
 // pendingEnds lists, once the file is read, the endpoint values of edge
 // table t that no node line of the file gives (per side, each value at its
 // first row, in line order): the ones checkEndpoints looks up on the
 // branch. Each distinct value is looked up once (its rows share its dense
-// number in the table's Endpoints), not once a line.
+// number in the table's Endpoints), not once a line, the lookups split
+// across the cores.
 func (bl *bulkLoad) pendingEnds(t *bulkTable) error {
-	const ( // a value's state: looked up or not, and pending on which side
-		unknown    = 0
-		inFile     = 1
-		notInFile  = 2
-		pendingBit = 4 // << side
-	)
-	// One state per endpoint type: an edge type between nodes of one type
-	// looks each value up once for both sides.
-	state := [2][]uint8{make([]uint8, t.ends.Len())}
-	if state[1] = state[0]; t.edge.To != t.edge.From {
-		state[1] = make([]uint8, t.ends.Len())
-	}
+	n := t.ends.Len()
 	types := [2]string{t.edge.From, t.edge.To}
+	for _, fw := range t.frags {
+		if src, _ := fw.Endpoints(); int64(len(src)) != fw.Rows() {
+			return fmt.Errorf("load %s: a fragment's endpoints were not tracked", t.key)
+		}
+	}
+	// inFile[side][d]: the value numbered d is a node of that side's type
+	// in the file. One table serves both sides of an edge type that joins
+	// a node type to itself; otherwise only the values a side names are
+	// looked up for it.
+	var inFile [2][]bool
+	sides := 2
+	if types[0] == types[1] {
+		sides = 1
+	}
+	for side := 0; side < sides; side++ {
+		nt := bl.nodeTable(types[side])
+		inFile[side] = make([]bool, n)
+		if nt == nil {
+			continue
+		}
+		var named []bool
+		if sides == 2 {
+			named = make([]bool, n)
+			for _, fw := range t.frags {
+				ends := [2][]int32{}
+				ends[0], ends[1] = fw.Endpoints()
+				for _, d := range ends[side] {
+					if d >= 0 {
+						named[d] = true
+					}
+				}
+			}
+		}
+		parallelRanges(n, func(lo, hi int) {
+			for d := lo; d < hi; d++ {
+				if named == nil || named[d] {
+					inFile[side][d] = nt.ids.has(t.ends.Value(int32(d)))
+				}
+			}
+		})
+	}
+	if sides == 1 {
+		inFile[1] = inFile[0]
+	}
+	var pendingOn [2][]bool // a value already pending on that side
 	pend := [2]*[]pendingEnd{&t.pendSrc, &t.pendDst}
 	var row int64
 	for _, fw := range t.frags {
 		src, dst := fw.Endpoints()
-		if int64(len(src)) != fw.Rows() {
-			return fmt.Errorf("load %s: a fragment's endpoints were not tracked", t.key)
-		}
 		for r := range src {
 			for side, d := range [2]int32{src[r], dst[r]} {
-				if d < 0 || state[side][d]&(inFile|pendingBit<<side) != 0 {
-					continue // in the file, or already pending on this side
+				if d < 0 || inFile[side][d] {
+					continue
 				}
-				v := t.ends.Value(d)
-				if state[side][d] == unknown {
-					state[side][d] = inFile
-					if !bl.staged(types[side], v) {
-						state[side][d] = notInFile
-					}
+				if pendingOn[side] == nil {
+					pendingOn[side] = make([]bool, n)
 				}
-				if state[side][d]&notInFile != 0 {
-					state[side][d] |= pendingBit << side
-					*pend[side] = append(*pend[side], pendingEnd{line: t.lineOf(row + int64(r)), row: row + int64(r), node: v})
+				if pendingOn[side][d] {
+					continue
 				}
+				pendingOn[side][d] = true
+				*pend[side] = append(*pend[side], pendingEnd{line: t.lineOf(row + int64(r)), row: row + int64(r), node: t.ends.Value(d)})
 			}
 		}
 		row += int64(len(src))
 	}
 	t.written = t.frags
 	return nil
+}
+
+// parallelRanges calls fn on the ranges of [0, n) split across the cores,
+// at once, and returns when every call has.
+func parallelRanges(n int, fn func(lo, hi int)) {
+	parts := min(runtime.GOMAXPROCS(0), max(1, n/4096))
+	var wg sync.WaitGroup
+	for p := 0; p < parts; p++ {
+		lo, hi := n*p/parts, n*(p+1)/parts
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(lo, hi)
+		}()
+	}
+	wg.Wait()
 }
 
 // lineOf returns the line row r of the table came from.
@@ -498,120 +551,172 @@ func (t *bulkTable) edgeID(r int64) string {
 	return ""
 }
 
-// flush hands the builder's rows, as one row group, to the table's
-// encoder; last waits for the encoder to close the open fragment and sets
-// t.frags.
+// send hands one batch of the table's rows, in order, to its encoder and,
+// for an edge table, its endpoint tracker; it takes rec.
+func (t *bulkTable) send(rec arrow.Record) error {
+	if t.enc == nil {
+		t.startLanes()
+	}
+	if t.track != nil {
+		rec.Retain()
+		if err := t.track.send(rec); err != nil {
+			rec.Release()
+			return err
+		}
+	}
+	return t.enc.send(rec)
+}
+
+// flush sends the rows of the strict parser's lines the builder holds;
+// last then waits for the lanes, sets t.frags and gives them their
+// endpoints.
 func (t *bulkTable) flush(last bool) error {
 	if t.rb.Field(0).Len() > 0 {
-		if t.enc == nil {
-			t.enc = startEncoder(t)
-		}
-		if err := t.enc.send(t.rb.NewRecordBatch()); err != nil {
+		if err := t.send(t.rb.NewRecordBatch()); err != nil {
 			return err
 		}
 	}
 	if !last || t.enc == nil {
 		return nil
 	}
-	frags, err := t.enc.finish()
-	t.frags = frags
-	return err
+	err := t.enc.finish()
+	if t.track != nil {
+		if terr := t.track.finish(); err == nil {
+			err = terr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if t.ends != nil {
+		return t.ends.Track(t.frags...)
+	}
+	return nil
 }
 
-// encoderQueue bounds the row groups waiting for a table's encoder: the
-// parser runs at most this far ahead (memory: that many row groups).
-const encoderQueue = 4
+// startLanes starts the table's encoder and, for an edge table, its
+// endpoint tracker. The encoder cuts the batches it gets into row groups
+// of rowGroupRows rows and fragments of fragmentRows rows.
+func (t *bulkTable) startLanes() {
+	var cur *table.FragmentWriter
+	var inGroup int64
+	t.enc = startLane("encode "+t.key, func(rec arrow.Record) error {
+		for off, n := int64(0), rec.NumRows(); off < n; {
+			if cur == nil {
+				fw, err := t.newFrag()
+				if err != nil {
+					return err
+				}
+				cur, inGroup = fw, 0
+			}
+			take := min(n-off, fragmentRows-cur.Rows(), int64(rowGroupRows)-inGroup)
+			part := rec.NewSlice(off, off+take)
+			err := cur.Append(part)
+			part.Release()
+			if err != nil {
+				return fmt.Errorf("encode rows of %s: %w", t.key, err)
+			}
+			off += take
+			if inGroup += take; inGroup >= int64(rowGroupRows) {
+				cur.EndRowGroup()
+				inGroup = 0
+			}
+			if cur.Rows() >= fragmentRows {
+				if err := cur.Close(); err != nil {
+					return err
+				}
+				t.frags = append(t.frags, cur)
+				cur = nil
+			}
+		}
+		return nil
+	}, func() error {
+		if cur == nil {
+			return nil
+		}
+		if err := cur.Close(); err != nil {
+			return err
+		}
+		t.frags = append(t.frags, cur)
+		return nil
+	})
+	if t.ends != nil {
+		t.track = startLane("track "+t.key, t.ends.Add, func() error {
+			t.ends.Sort() // for the index build, while the checks run
+			return nil
+		})
+	}
+}
 
-// An encoder turns one table's row groups into fragment files (Parquet
-// encoding and compression, the endpoint interning of an edge table) on a
-// goroutine of its own, in the order they are sent, so parsing and
-// encoding run on different cores. A new fragment starts every
-// fragmentRows rows.
-type encoder struct {
+// laneQueue bounds the batches waiting for a lane: the applier runs at
+// most this far ahead (memory: that many batches).
+const laneQueue = 4
+
+// A lane runs one stage of a table's batches (encoding, endpoint
+// interning) on a goroutine of its own, in the order they are sent, so
+// the stages of the load run on every core. each is called for every
+// batch (the lane releases it), end once the last was sent; after the
+// first failure the lane drains what it gets.
+type lane struct {
 	recs chan arrow.Record
 	done chan struct{}
-	// set by the goroutine, read after done
-	frags []*table.FragmentWriter
-	err   error
+	// err is set by the goroutine, read after done or failed closed.
+	err error
 	// failed is closed when the goroutine fails, so send stops waiting.
 	failed chan struct{}
 	closed bool
 }
 
-func startEncoder(t *bulkTable) *encoder {
-	e := &encoder{recs: make(chan arrow.Record, encoderQueue), done: make(chan struct{}), failed: make(chan struct{})}
-	go e.run(t.key, t.newFrag)
-	return e
+func startLane(label string, each func(arrow.Record) error, end func() error) *lane {
+	l := &lane{recs: make(chan arrow.Record, laneQueue), done: make(chan struct{}), failed: make(chan struct{})}
+	go pprof.Do(context.Background(), pprof.Labels("load", label), func(context.Context) { l.run(each, end) })
+	return l
 }
 
-func (e *encoder) run(key string, newFrag func() (*table.FragmentWriter, error)) {
-	defer close(e.done)
-	var cur *table.FragmentWriter
+func (l *lane) run(each func(arrow.Record) error, end func() error) {
+	defer close(l.done)
 	fail := func(err error) {
-		if e.err == nil {
-			e.err = err
-			close(e.failed)
+		if l.err == nil {
+			l.err = err
+			close(l.failed)
 		}
 	}
-	for rec := range e.recs {
-		if e.err != nil {
-			rec.Release() // drain after a failure
-			continue
-		}
-		if cur == nil {
-			fw, err := newFrag()
-			if err != nil {
+	for rec := range l.recs {
+		if l.err == nil {
+			if err := each(rec); err != nil {
 				fail(err)
-				rec.Release()
-				continue
 			}
-			cur = fw
 		}
-		err := cur.Write(rec)
 		rec.Release()
-		if err != nil {
-			fail(fmt.Errorf("encode rows of %s: %w", key, err))
-			continue
-		}
-		if cur.Rows() >= fragmentRows {
-			if err := cur.Close(); err != nil {
-				fail(err)
-				continue
-			}
-			e.frags = append(e.frags, cur)
-			cur = nil
-		}
 	}
-	if cur != nil && e.err == nil {
-		if err := cur.Close(); err != nil {
+	if l.err == nil {
+		if err := end(); err != nil {
 			fail(err)
-			return
 		}
-		e.frags = append(e.frags, cur)
 	}
 }
 
-// send queues one row group (the encoder releases it); it fails once the
-// encoder has failed.
-func (e *encoder) send(rec arrow.Record) error {
+// send queues one batch (the lane releases it); it fails once the lane
+// has failed.
+func (l *lane) send(rec arrow.Record) error {
 	select {
-	case e.recs <- rec:
+	case l.recs <- rec:
 		return nil
-	case <-e.failed: // e.err is set before failed closes
+	case <-l.failed: // l.err is set before failed closes
 		rec.Release()
-		return e.err
+		return l.err
 	}
 }
 
-// finish closes the queue, waits for the goroutine and returns the closed
-// fragments. It may be called more than once.
-func (e *encoder) finish() ([]*table.FragmentWriter, error) {
-	if !e.closed {
-		e.closed = true
-		close(e.recs)
+// finish closes the queue and waits for the goroutine. It may be called
+// more than once.
+func (l *lane) finish() error {
+	if !l.closed {
+		l.closed = true
+		close(l.recs)
 	}
-	<-e.done
-	return e.frags, e.err
+	<-l.done
+	return l.err
 }
 
 // attempt validates the parsed file against w's snapshot and commits it.
@@ -623,7 +728,10 @@ func (bl *bulkLoad) attempt(ctx context.Context, g *graph.Graph, opts Options) (
 	}
 	snap := w.Snapshot()
 	if snap.SchemaIdentity() != bl.cat.Identity {
-		return nil, fmt.Errorf("%w: the schema of branch %q changed while the file was read; load it again", graph.ErrInvalidInput, snap.Branch())
+		// A schema apply landed after the file was checked against the
+		// schema: a concurrent change like any other that moved the
+		// branch (409 over HTTP), not bad input; nothing was written.
+		return nil, &graph.ReadSetChanged{Branch: snap.Branch(), Member: "schema_identity", Expected: bl.cat.Identity, Actual: snap.SchemaIdentity()}
 	}
 	if opts.Progress != nil {
 		opts.Progress("validate", int64(bl.lines))
@@ -839,12 +947,15 @@ func stringsOf(a arrow.Array) *array.String {
 	return s
 }
 
-// release stops the encoders (a load that failed while reading leaves them
+// release stops the lanes (a load that failed while reading leaves them
 // running) and frees the builders.
 func (bl *bulkLoad) release() {
 	for _, t := range bl.tables {
 		if t.enc != nil {
 			t.enc.finish() //nolint:errcheck // the load already failed or finished
+		}
+		if t.track != nil {
+			t.track.finish() //nolint:errcheck // likewise
 		}
 		t.rb.Release()
 	}
@@ -881,9 +992,6 @@ func runColumnar(ctx context.Context, g *graph.Graph, snap *graph.Snapshot, in *
 	n := opts.Retries
 	if n <= 0 {
 		n = graph.DefaultWriteRetries
-	}
-	if opts.Mode == Overwrite {
-		n = 1
 	}
 	var out *Result
 	_, err := graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {

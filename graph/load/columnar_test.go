@@ -230,41 +230,7 @@ func TestColumnarMatchesRowPath(t *testing.T) {
 // Every bad input fails with the row path's error, names the same line,
 // and changes nothing: no commit, no table version, no stored object.
 func TestColumnarErrorsMatchRowPath(t *testing.T) {
-	good := strings.Join(colLines[:3], "\n") + "\n"
-	cases := map[string]string{
-		"syntax":          good + `{"type":"Person","data":{"handle":"x","name":"X"}` + "\n",
-		"unknown field":   good + `{"type":"Person","data":{"handle":"x","name":"X","nmae":1}}` + "\n",
-		"unknown type":    good + `{"type":"Persn","data":{}}` + "\n",
-		"edge as node":    good + `{"type":"Knows","data":{}}` + "\n",
-		"dup member":      good + `{"type":"Person","data":{"handle":"x","name":"X","name":"Y"}}` + "\n",
-		"dup envelope":    good + `{"type":"Person","type":"Person","data":{"handle":"x","name":"X"}}` + "\n",
-		"required":        good + `{"type":"Person","data":{"handle":"x"}}` + "\n",
-		"required null":   good + `{"type":"Person","data":{"handle":"x","name":null}}` + "\n",
-		"bad int":         good + `{"type":"Person","data":{"handle":"x","name":"X","age":4.5}}` + "\n",
-		"i32 overflow":    good + `{"type":"Person","data":{"handle":"x","name":"X","age":2147483648}}` + "\n",
-		"bad float":       good + `{"type":"Person","data":{"handle":"x","name":"X","score":"1"}}` + "\n",
-		"check":           good + `{"type":"Person","data":{"handle":"x","name":"X","code":"ABC"}}` + "\n",
-		"range":           good + `{"type":"Person","data":{"handle":"x","name":"X","level":11}}` + "\n",
-		"enum":            good + `{"type":"Person","data":{"handle":"x","name":"X","tier":"bronze"}}` + "\n",
-		"empty key":       good + `{"type":"Person","data":{"handle":"","name":"X"}}` + "\n",
-		"id mismatch":     good + `{"type":"Person","data":{"handle":"x","name":"X","id":"y"}}` + "\n",
-		"reserved":        good + `{"type":"Person","data":{"handle":"x","name":"X","_rowid":1}}` + "\n",
-		"src in data":     good + `{"edge":"Knows","from":"ada","to":"bob","data":{"src":"ada"}}` + "\n",
-		"no from":         good + `{"edge":"Knows","to":"bob"}` + "\n",
-		"empty to":        good + `{"edge":"Knows","from":"ada","to":""}` + "\n",
-		"node with from":  good + `{"type":"Person","from":"a","data":{"handle":"x","name":"X"}}` + "\n",
-		"trailing":        good + `{"type":"Note"} x` + "\n",
-		"bad utf8":        good + "{\"type\":\"Note\",\"data\":{\"text\":\"\xff\"}}\n",
-		"control char":    good + "{\"type\":\"Note\",\"data\":{\"text\":\"a\tb\"}}\n",
-		"not an object":   good + `[1]` + "\n",
-		"dup id":          good + `{"type":"Person","data":{"handle":"ada","name":"Again"}}` + "\n",
-		"dup then syntax": good + `{"type":"Person","data":{"handle":"ada","name":"Again"}}` + "\n{\n",
-		"key conflict":    good + `{"type":"Person","data":{"handle":"old","name":"Again"}}` + "\n",
-		"src missing":     good + `{"edge":"Knows","from":"nobody","to":"ada"}` + "\n",
-		"dst missing":     `{"edge":"Knows","from":"ada","to":"ghost"}` + "\n" + good,
-		"both missing":    `{"edge":"Knows","from":"g1","to":"g2"}` + "\n" + `{"edge":"Knows","from":"ada","to":"g3"}` + "\n" + good,
-		"wrong end type":  good + `{"edge":"About","from":"ada","to":"bob"}` + "\n",
-	}
+	cases := badFiles()
 	names := make([]string, 0, len(cases))
 	for n := range cases {
 		names = append(names, n)
@@ -296,6 +262,50 @@ func TestColumnarErrorsMatchRowPath(t *testing.T) {
 				t.Fatalf("errors differ:\ncolumnar: %s\nrows:     %s", msgs[0], msgs[1])
 			}
 		})
+	}
+}
+
+// badFiles are files with one (or a first) bad line, by what is wrong.
+func badFiles() map[string]string {
+	good := strings.Join(colLines[:3], "\n") + "\n"
+	more := "\n" + strings.Join(colLines[3:8], "\n") + "\n" // good lines after the bad one
+	return map[string]string{
+		"bad in the middle":   good + `{"type":"Person","data":{"handle":"x","name":"X","age":4.5}}` + more,
+		"two bad lines":       good + `{"type":"Persn","data":{}}` + more + `{"type":"Person","data":{"handle":"y"}}` + "\n",
+		"dup in the middle":   good + `{"type":"Person","data":{"handle":"ada","name":"Again"}}` + more + "{\n",
+		"missing then syntax": `{"edge":"Knows","from":"ada","to":"ghost"}` + "\n" + good + more + `{"type":` + "\n",
+		"syntax":              good + `{"type":"Person","data":{"handle":"x","name":"X"}` + "\n",
+		"unknown field":       good + `{"type":"Person","data":{"handle":"x","name":"X","nmae":1}}` + "\n",
+		"unknown type":        good + `{"type":"Persn","data":{}}` + "\n",
+		"edge as node":        good + `{"type":"Knows","data":{}}` + "\n",
+		"dup member":          good + `{"type":"Person","data":{"handle":"x","name":"X","name":"Y"}}` + "\n",
+		"dup envelope":        good + `{"type":"Person","type":"Person","data":{"handle":"x","name":"X"}}` + "\n",
+		"required":            good + `{"type":"Person","data":{"handle":"x"}}` + "\n",
+		"required null":       good + `{"type":"Person","data":{"handle":"x","name":null}}` + "\n",
+		"bad int":             good + `{"type":"Person","data":{"handle":"x","name":"X","age":4.5}}` + "\n",
+		"i32 overflow":        good + `{"type":"Person","data":{"handle":"x","name":"X","age":2147483648}}` + "\n",
+		"bad float":           good + `{"type":"Person","data":{"handle":"x","name":"X","score":"1"}}` + "\n",
+		"check":               good + `{"type":"Person","data":{"handle":"x","name":"X","code":"ABC"}}` + "\n",
+		"range":               good + `{"type":"Person","data":{"handle":"x","name":"X","level":11}}` + "\n",
+		"enum":                good + `{"type":"Person","data":{"handle":"x","name":"X","tier":"bronze"}}` + "\n",
+		"empty key":           good + `{"type":"Person","data":{"handle":"","name":"X"}}` + "\n",
+		"id mismatch":         good + `{"type":"Person","data":{"handle":"x","name":"X","id":"y"}}` + "\n",
+		"reserved":            good + `{"type":"Person","data":{"handle":"x","name":"X","_rowid":1}}` + "\n",
+		"src in data":         good + `{"edge":"Knows","from":"ada","to":"bob","data":{"src":"ada"}}` + "\n",
+		"no from":             good + `{"edge":"Knows","to":"bob"}` + "\n",
+		"empty to":            good + `{"edge":"Knows","from":"ada","to":""}` + "\n",
+		"node with from":      good + `{"type":"Person","from":"a","data":{"handle":"x","name":"X"}}` + "\n",
+		"trailing":            good + `{"type":"Note"} x` + "\n",
+		"bad utf8":            good + "{\"type\":\"Note\",\"data\":{\"text\":\"\xff\"}}\n",
+		"control char":        good + "{\"type\":\"Note\",\"data\":{\"text\":\"a\tb\"}}\n",
+		"not an object":       good + `[1]` + "\n",
+		"dup id":              good + `{"type":"Person","data":{"handle":"ada","name":"Again"}}` + "\n",
+		"dup then syntax":     good + `{"type":"Person","data":{"handle":"ada","name":"Again"}}` + "\n{\n",
+		"key conflict":        good + `{"type":"Person","data":{"handle":"old","name":"Again"}}` + "\n",
+		"src missing":         good + `{"edge":"Knows","from":"nobody","to":"ada"}` + "\n",
+		"dst missing":         `{"edge":"Knows","from":"ada","to":"ghost"}` + "\n" + good,
+		"both missing":        `{"edge":"Knows","from":"g1","to":"g2"}` + "\n" + `{"edge":"Knows","from":"ada","to":"g3"}` + "\n" + good,
+		"wrong end type":      good + `{"edge":"About","from":"ada","to":"bob"}` + "\n",
 	}
 }
 
@@ -660,4 +670,47 @@ func TestColumnarEndpointViolationNamesTheEdge(t *testing.T) {
 		`line 35: edge Knows: src "ghost" not found in Person`, "k-ghost")
 	// Only destinations missing: the first one.
 	check(slices.Concat(lines[:32], nodes), `line 32: edge Knows: dst "ghost" not found`, "k-dst")
+}
+
+// The parse pipeline gives the sequential read's rows and errors however
+// the file is cut into chunks and however many workers parse them: one
+// line a chunk, a few, and one chunk; one worker and several. The good
+// file starts with a byte order mark and has blank lines, so line numbers
+// and skipped lines are checked across chunk edges too.
+func TestPipelineMatchesOneLineAChunk(t *testing.T) {
+	defer func(l, b, w int) { chunkLines, chunkBytes, parseWorkers = l, b, w }(chunkLines, chunkBytes, parseWorkers)
+	good := "\ufeff" + strings.Join(colLines[:9], "\n") + "\n\n  \n" + strings.Join(colLines[9:], "\n\n") + "\n"
+	type config struct{ lines, bytes, workers int }
+	configs := []config{{1, 1 << 20, 1}, {1, 1 << 20, 3}, {2, 1 << 20, 2}, {3, 1 << 20, 3}, {1 << 14, 100, 2}, {1 << 14, 1 << 20, 1}}
+	run := func(c config, data string, rows bool) (string, string) {
+		chunkLines, chunkBytes, parseWorkers = c.lines, c.bytes, c.workers
+		r := newColRig(t)
+		res, err := r.run(t, data, rows)
+		if err != nil {
+			return "", err.Error()
+		}
+		res.Commit = nil
+		return fmt.Sprint(*res) + "\n" + r.dump(t), ""
+	}
+	want, msg := run(configs[0], good, true)
+	if msg != "" {
+		t.Fatalf("row path: %s", msg)
+	}
+	bad := badFiles()
+	wantErr := map[string]string{}
+	for name, data := range bad {
+		if _, wantErr[name] = run(configs[0], data, true); wantErr[name] == "" {
+			t.Fatalf("%s: the row path loaded a bad file", name)
+		}
+	}
+	for _, c := range configs {
+		if got, msg := run(c, good, false); got != want {
+			t.Fatalf("%+v: the pipeline loaded other rows (error %q):\n%s\nwant:\n%s", c, msg, got, want)
+		}
+		for name, data := range bad {
+			if _, msg := run(c, data, false); msg != wantErr[name] {
+				t.Errorf("%+v %s: error\n  %s\nwant\n  %s", c, name, msg, wantErr[name])
+			}
+		}
+	}
 }

@@ -22,11 +22,23 @@ import (
 
 var errSlow = errors.New("load: the line needs the strict parser")
 
-// fastLine is one parsed line; its property values are in t.slots.
+// fastLine is one parsed line; its property values are in its table's
+// scratch slots (the parser's own: each parse worker has its scratch).
 type fastLine struct {
 	t        *bulkTable
-	id       string // "" for a new ULID
+	id       string // "" for a new ULID; may alias the line
 	from, to []byte
+}
+
+// scratch is one parser's scratch for one table: the values of the line
+// being parsed, and which properties it gave.
+type scratch struct {
+	slots []slot
+	seen  []bool
+}
+
+func newScratch(t *bulkTable) *scratch {
+	return &scratch{slots: make([]slot, len(t.props)), seen: make([]bool, len(t.props))}
 }
 
 // fastKind is how a property's values go to its builder without Coerce.
@@ -310,43 +322,47 @@ func (p *scan) value(sl *slot, prop *pg.Property, k fastKind) bool {
 	return true
 }
 
-// parseFast parses b into its table's slots, or answers errSlow.
-func (bl *bulkLoad) parseFast(b []byte) (fastLine, error) {
+// parseFast parses b into its table's scratch (w.scratch), or answers
+// errSlow. It only reads the line and the tables' fixed parts (schema,
+// properties), so parse workers run it at once.
+func (w *parser) parseFast(b []byte) (fastLine, *scratch, error) {
 	var fl fastLine
 	p := scan{s: b}
 	p.ws()
 	if !p.eat('{') {
-		return fl, errSlow
+		return fl, nil, errSlow
 	}
 	var t *bulkTable
+	var sc *scratch
 	var isNode, isEdge, hasFrom, hasTo, hasData, hasID bool
 	var givenID []byte
 	for {
 		p.ws()
 		k, ok := p.str()
 		if !ok {
-			return fl, errSlow
+			return fl, nil, errSlow
 		}
 		p.ws()
 		if !p.eat(':') {
-			return fl, errSlow
+			return fl, nil, errSlow
 		}
 		p.ws()
 		switch string(k) {
 		case "type", "edge":
 			if t != nil {
-				return fl, errSlow
+				return fl, nil, errSlow
 			}
 			name, ok := p.str()
 			if !ok {
-				return fl, errSlow
+				return fl, nil, errSlow
 			}
 			var err error
-			if t, err = bl.typeByName(string(k) == "type", name); err != nil || t == nil {
-				return fl, errSlowOr(err)
+			if t, err = w.table(string(k) == "type", name); err != nil || t == nil {
+				return fl, nil, errSlowOr(err)
 			}
 			isNode, isEdge = t.node != nil, t.edge != nil
-			clear(t.seen)
+			sc = w.scratch(t)
+			clear(sc.seen)
 		case "from", "to":
 			dst, has := &fl.from, &hasFrom
 			if string(k) == "to" {
@@ -354,19 +370,19 @@ func (bl *bulkLoad) parseFast(b []byte) (fastLine, error) {
 			}
 			v, ok := p.str()
 			if *has || !ok || len(v) == 0 {
-				return fl, errSlow
+				return fl, nil, errSlow
 			}
 			*dst, *has = v, true
 		case "data":
 			if hasData || t == nil {
-				return fl, errSlow
+				return fl, nil, errSlow
 			}
 			hasData = true
 			if p.lit("null") {
 				break
 			}
 			if !p.eat('{') {
-				return fl, errSlow
+				return fl, nil, errSlow
 			}
 			p.ws()
 			if p.eat('}') {
@@ -376,27 +392,27 @@ func (bl *bulkLoad) parseFast(b []byte) (fastLine, error) {
 				p.ws()
 				name, ok := p.str()
 				if !ok {
-					return fl, errSlow
+					return fl, nil, errSlow
 				}
 				p.ws()
 				if !p.eat(':') {
-					return fl, errSlow
+					return fl, nil, errSlow
 				}
 				p.ws()
 				if string(name) == pg.ColID {
 					v, ok := p.str()
 					if hasID || !ok || len(v) == 0 {
-						return fl, errSlow
+						return fl, nil, errSlow
 					}
 					givenID, hasID = v, true
 				} else {
 					j, ok := t.propIx[string(name)]
-					if !ok || t.seen[j] {
-						return fl, errSlow
+					if !ok || sc.seen[j] {
+						return fl, nil, errSlow
 					}
-					t.seen[j] = true
-					if !p.value(&t.slots[j], t.props[j], t.fast[j]) {
-						return fl, errSlow
+					sc.seen[j] = true
+					if !p.value(&sc.slots[j], t.props[j], t.fast[j]) {
+						return fl, nil, errSlow
 					}
 				}
 				p.ws()
@@ -406,10 +422,10 @@ func (bl *bulkLoad) parseFast(b []byte) (fastLine, error) {
 				if p.eat('}') {
 					break
 				}
-				return fl, errSlow
+				return fl, nil, errSlow
 			}
 		default:
-			return fl, errSlow
+			return fl, nil, errSlow
 		}
 		p.ws()
 		if p.eat(',') {
@@ -418,35 +434,35 @@ func (bl *bulkLoad) parseFast(b []byte) (fastLine, error) {
 		if p.eat('}') {
 			break
 		}
-		return fl, errSlow
+		return fl, nil, errSlow
 	}
 	p.ws()
 	if p.i != len(p.s) || t == nil {
-		return fl, errSlow
+		return fl, nil, errSlow
 	}
 	if isNode && (hasFrom || hasTo) || isEdge && (!hasFrom || !hasTo) {
-		return fl, errSlow
+		return fl, nil, errSlow
 	}
 	for j, pr := range t.props {
-		if !t.seen[j] {
+		if !sc.seen[j] {
 			if !pr.Nullable {
-				return fl, errSlow
+				return fl, nil, errSlow
 			}
-			t.slots[j] = slot{tag: tagNull}
+			sc.slots[j] = slot{tag: tagNull}
 		}
 	}
 	fl.t = t
 	if hasID {
-		fl.id = string(givenID)
+		fl.id = unsafe.String(unsafe.SliceData(givenID), len(givenID)) // aliases the line
 	}
 	if isNode && len(t.node.Key) > 0 {
-		id, ok := t.keyID()
+		id, ok := t.keyID(sc.slots)
 		if !ok || hasID && fl.id != id {
-			return fl, errSlow
+			return fl, nil, errSlow
 		}
 		fl.id = id
 	}
-	return fl, nil
+	return fl, sc, nil
 }
 
 func errSlowOr(err error) error {
@@ -457,8 +473,10 @@ func errSlowOr(err error) error {
 }
 
 // typeByName finds the bulk table of a node ("type") or edge type name;
-// nil when the schema has no such type.
+// nil when the schema has no such type. Parse workers call it at once.
 func (bl *bulkLoad) typeByName(node bool, name []byte) (*bulkTable, error) {
+	bl.mu.Lock()
+	defer bl.mu.Unlock()
 	m := bl.edgeName
 	if node {
 		m = bl.nodeName
@@ -473,13 +491,13 @@ func (bl *bulkLoad) typeByName(node bool, name []byte) (*bulkTable, error) {
 		if !ok {
 			return nil, nil
 		}
-		t, err = bl.table(n, nil)
+		t, err = bl.tableLocked(n, nil)
 	} else {
 		e, ok := bl.cat.Edge(string(name))
 		if !ok {
 			return nil, nil
 		}
-		t, err = bl.table(nil, e)
+		t, err = bl.tableLocked(nil, e)
 	}
 	if err != nil {
 		return nil, err
@@ -488,15 +506,17 @@ func (bl *bulkLoad) typeByName(node bool, name []byte) (*bulkTable, error) {
 	return t, nil
 }
 
-// keyID is the id the keyed node's @key gives (pg.NodeType.IDFor).
-func (t *bulkTable) keyID() (string, bool) {
+// keyID is the id the keyed node's @key gives (pg.NodeType.IDFor) to the
+// line whose values are slots. A single String key's id aliases the line.
+func (t *bulkTable) keyID(slots []slot) (string, bool) {
 	n := t.node
 	if len(n.Key) == 1 {
-		if j, ok := t.propIx[n.Key[0]]; ok && t.fast[j] == fastString && t.slots[j].tag == tagBytes {
-			if len(t.slots[j].b) == 0 {
+		if j, ok := t.propIx[n.Key[0]]; ok && t.fast[j] == fastString && slots[j].tag == tagBytes {
+			b := slots[j].b
+			if len(b) == 0 {
 				return "", false
 			}
-			return string(t.slots[j].b), true
+			return unsafe.String(unsafe.SliceData(b), len(b)), true
 		}
 	}
 	m := make(map[string]any, len(n.Key))
@@ -505,7 +525,7 @@ func (t *bulkTable) keyID() (string, bool) {
 		if !ok {
 			return "", false
 		}
-		m[k] = t.slots[j].canonical(t.fast[j])
+		m[k] = slots[j].canonical(t.fast[j])
 	}
 	id, err := n.IDFor(m)
 	return id, err == nil

@@ -59,10 +59,20 @@ func (s *keySet) all() []string {
 	return out
 }
 
+// hash is k's hash in this set: a parse worker computes it beside the
+// line so the goroutine that adds the ids only probes (addHashed,
+// lineHashed). The seed is fixed when the set is made, so any goroutine
+// may call it.
+func (s *keySet) hash(k string) uint64 { return maphash.String(s.seed, k) }
+
 // find returns k's line, or false and the free slot where k goes, and
 // k's tag.
 func (s *keySet) find(k string) (line int32, ok bool, free, tag uint64) {
-	h := maphash.String(s.seed, k)
+	return s.findHashed(k, s.hash(k))
+}
+
+// findHashed is find with k's hash h.
+func (s *keySet) findHashed(k string, h uint64) (line int32, ok bool, free, tag uint64) {
 	tag = h >> 32 << 32
 	if len(s.slots) == 0 {
 		return 0, false, 0, tag
@@ -94,12 +104,30 @@ func (s *keySet) has(k string) bool {
 	return ok
 }
 
+// insert adds k (whose hash is h), given at line, unless the set has it:
+// then it answers the line that gave k first and true.
+func (s *keySet) insert(k string, h uint64, line int32) (first int32, dup bool, err error) {
+	if 4*(s.n+1) > 3*len(s.slots) {
+		s.grow()
+	}
+	first, dup, free, tag := s.findHashed(k, h)
+	if dup {
+		return first, true, nil
+	}
+	return 0, false, s.put(k, line, free, tag)
+}
+
 // add records k, given at line; k must be new.
 func (s *keySet) add(k string, line int32) error {
 	if 4*(s.n+1) > 3*len(s.slots) {
 		s.grow()
 	}
 	_, _, free, tag := s.find(k)
+	return s.put(k, line, free, tag)
+}
+
+// put stores the entry of k in slot free with tag.
+func (s *keySet) put(k string, line int32, free, tag uint64) error {
 	need := binary.MaxVarintLen64 + len(k) + 4
 	last := len(s.blocks) - 1
 	if last < 0 || cap(s.blocks[last])-len(s.blocks[last]) < need {

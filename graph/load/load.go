@@ -64,8 +64,9 @@ type Options struct {
 	// Progress, when set, is called as the load advances: phase is
 	// "parse", "validate" or "write"; done counts lines parsed.
 	Progress func(phase string, done int64)
-	// Retries bounds re-preparing an append or merge that lost a race
-	// (default graph.DefaultWriteRetries).
+	// Retries bounds re-preparing an append or merge that lost a race,
+	// or any load (overwrite included) that only maintenance commits
+	// moved (default graph.DefaultWriteRetries).
 	Retries int
 	// Actor overrides the handle's actor for this commit.
 	Actor string
@@ -153,9 +154,6 @@ func runRows(ctx context.Context, g *graph.Graph, in *intake, r io.Reader, opts 
 	if n <= 0 {
 		n = graph.DefaultWriteRetries
 	}
-	if opts.Mode == Overwrite {
-		n = 1
-	}
 	var out *Result
 	_, err = graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {
 		res, err := attempt(ctx, g, cat, lines, opts)
@@ -188,7 +186,10 @@ func attempt(ctx context.Context, g *graph.Graph, cat *pg.Catalog, lines []loadL
 	}
 	snap := w.Snapshot()
 	if snap.SchemaIdentity() != cat.Identity {
-		return nil, fmt.Errorf("%w: the schema of branch %q changed while the file was read; load it again", graph.ErrInvalidInput, snap.Branch())
+		// A schema apply landed after the file was checked against the
+		// schema: a concurrent change like any other that moved the
+		// branch (409 over HTTP), not bad input; nothing was written.
+		return nil, &graph.ReadSetChanged{Branch: snap.Branch(), Member: "schema_identity", Expected: cat.Identity, Actual: snap.SchemaIdentity()}
 	}
 	if opts.Progress != nil {
 		opts.Progress("validate", int64(len(lines)))
@@ -249,7 +250,8 @@ func attempt(ctx context.Context, g *graph.Graph, cat *pg.Catalog, lines []loadL
 			res.Types[ln.edge.Name]++
 		}
 		if id == "" {
-			id, fresh = ids.mint(), true
+			var minted [26]byte
+			id, fresh = string(ids.at(int32(ln.line), minted[:])), true
 			p.Mint(id)
 		}
 		if opts.Mode == Overwrite {

@@ -81,6 +81,21 @@ func (w *walker) firstParent(ctx context.Context, e *manifest.Entry) (*manifest.
 	return w.byCommit(ctx, want)
 }
 
+// merged returns the second parent of a merge commit that records where it
+// was published (one GET; cached).
+func (w *walker) merged(ctx context.Context, e *manifest.Entry) (*manifest.Entry, error) {
+	if c, ok := w.byID[e.Commit.Parents[1]]; ok {
+		return c, nil
+	}
+	l := e.Merged
+	p, err := w.m.ReadVersion(ctx, l.Branch, l.Incarnation, l.Version)
+	if err != nil || p.Kind != manifest.KindCommit || p.Commit.ID != l.Head {
+		return w.byCommit(ctx, e.Commit.Parents[1])
+	}
+	w.remember(p)
+	return p, nil
+}
+
 // byCommit finds a commit by id (a manifest scan; cached).
 func (w *walker) byCommit(ctx context.Context, id string) (*manifest.Entry, error) {
 	if c, ok := w.byID[id]; ok {
@@ -99,9 +114,12 @@ func (w *walker) parents(ctx context.Context, e *manifest.Entry) ([]*manifest.En
 	for i, id := range e.Commit.Parents {
 		var p *manifest.Entry
 		var err error
-		if i == 0 {
+		switch {
+		case i == 0:
 			p, err = w.firstParent(ctx, e)
-		} else {
+		case i == 1 && e.Merged != nil:
+			p, err = w.merged(ctx, e)
+		default:
 			p, err = w.byCommit(ctx, id)
 		}
 		if err != nil {

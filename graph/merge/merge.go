@@ -77,9 +77,17 @@ type Result struct {
 	Warnings []string          `json:"warnings,omitempty"`
 }
 
-// Run merges branch source into branch target (default main).
+// Run merges branch source into branch target (default main). A target
+// that moved while the merge was prepared refuses it (ReadSetChanged),
+// unless only maintenance commits moved it: then the merge is prepared
+// again (bounded), as what it read is unchanged.
 func Run(ctx context.Context, g *graph.Graph, source, target string, opts Options) (*Result, error) {
-	res, err := run(ctx, g, source, target, opts)
+	var res *Result
+	_, err := graph.Retry(ctx, graph.DefaultWriteRetries, func(ctx context.Context) (*graph.Result, error) {
+		r, err := run(ctx, g, source, target, opts)
+		res = r
+		return nil, err
+	})
 	if err != nil {
 		// A branch deleted after the merge captured it takes its table
 		// versions with it: say so, not which table version went missing.
@@ -112,7 +120,14 @@ func run(ctx context.Context, g *graph.Graph, source, target string, opts Option
 	if err != nil {
 		return nil, fmt.Errorf("merge source %q: %w", source, err)
 	}
-	w, err := g.BeginWrite(ctx, target, graph.WriteOptions{Kind: graph.KindMerge, Strict: true, MergedParent: src.CommitID(), Actor: opts.Actor})
+	wk := newWalker(g)
+	sc, err := wk.commitOf(ctx, src.Entry())
+	if err != nil {
+		return nil, err
+	}
+	// The merge commit records where its second parent was published.
+	from := &manifest.ForkPoint{Branch: sc.Branch, Incarnation: sc.Incarnation, Version: sc.Version, Head: sc.Commit.ID}
+	w, err := g.BeginWrite(ctx, target, graph.WriteOptions{Kind: graph.KindMerge, Strict: true, MergedParent: src.CommitID(), MergedFrom: from, Actor: opts.Actor})
 	if err != nil {
 		return nil, fmt.Errorf("merge target %q: %w", target, err)
 	}
@@ -125,11 +140,6 @@ func run(ctx context.Context, g *graph.Graph, source, target string, opts Option
 		return nil, fmt.Errorf("%w: %q and %q have different schemas; apply the same schema to both before merging", ErrSchemaBoundary, source, target)
 	}
 	// 2. The merge base, outside the gates.
-	wk := newWalker(g)
-	sc, err := wk.commitOf(ctx, src.Entry())
-	if err != nil {
-		return nil, err
-	}
 	tc, err := wk.commitOf(ctx, tgt.Entry())
 	if err != nil {
 		return nil, err

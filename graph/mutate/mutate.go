@@ -29,12 +29,15 @@ type Options struct {
 	// Go values).
 	Params map[string]any
 	// IfCommit, when set, makes the write conditional: it runs only while
-	// the branch head is this commit, and is never retried.
+	// the branch holds this commit's rows: the head is the commit, or
+	// follows it by maintenance commits only (a compaction changes no
+	// row). It is retried only over maintenance commits.
 	IfCommit string
 	// Now fixes now() (zero: the time of the call).
 	Now time.Time
-	// Retries bounds re-preparing an insert-only mutation that lost a race
-	// (default graph.DefaultWriteRetries).
+	// Retries bounds re-preparing an insert-only mutation that lost a
+	// race, or any mutation that only maintenance commits moved (default
+	// graph.DefaultWriteRetries).
 	Retries int
 	// Actor overrides the handle's actor for this commit.
 	Actor string
@@ -65,21 +68,65 @@ type Result struct {
 // accepted schema of the head each attempt writes to. A read query is
 // refused.
 func Query(ctx context.Context, g *graph.Graph, src, name string, opts Options) (*Result, error) {
-	f, err := gq.Parse(src)
+	q, strict, err := parseMutation(src, name)
 	if err != nil {
 		return nil, err
+	}
+	return run(ctx, g, strict, func(cat *pg.Catalog) (*gq.Plan, error) { return gq.CheckQuery(q, cat) }, opts)
+}
+
+// Check parses the mutation query name of src, type-checks it against
+// the accepted schema of branch opts.Branch and binds opts.Params, with no
+// write: what a caller runs before it takes a writer lock or an admission
+// slot, so a mutation that could never run holds neither (a concurrent
+// writer would otherwise be refused for a query that was never going to
+// write). g may be read-only. The write checks again against the schema
+// it prepares against; Check's answer is the same unless a schema apply
+// lands in between.
+func Check(ctx context.Context, g *graph.Graph, src, name string, opts Options) error {
+	q, _, err := parseMutation(src, name)
+	if err != nil {
+		return err
+	}
+	snap, err := g.Snapshot(ctx, opts.Branch)
+	if err != nil {
+		return err
+	}
+	cat, err := snap.Catalog(ctx)
+	if err != nil {
+		return err
+	}
+	plan, err := gq.CheckQuery(q, cat)
+	if err != nil {
+		return err
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	_, err = gq.BindAt(plan, opts.Params, now)
+	return err
+}
+
+// parseMutation parses src and returns its mutation query name (syntax,
+// a read refused, the D₂ rule), and whether it is strict (an update or a
+// delete: it reads what it changes).
+func parseMutation(src, name string) (*gq.QueryDecl, bool, error) {
+	f, err := gq.Parse(src)
+	if err != nil {
+		return nil, false, err
 	}
 	q, err := f.Query(name)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if q.Mutation == nil {
-		return nil, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", graph.ErrInvalidInput, q.Name)
+		return nil, false, fmt.Errorf("%w: query %s is a read; run it with 'omnigraph query'", graph.ErrInvalidInput, q.Name)
 	}
 	// D₂ belongs to this query alone: another query of the file that mixes
 	// inserts and deletes does not stop this one.
 	if err := q.CheckShape(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	strict := false
 	for _, st := range q.Mutation {
@@ -87,13 +134,15 @@ func Query(ctx context.Context, g *graph.Graph, src, name string, opts Options) 
 			strict = true
 		}
 	}
-	return run(ctx, g, strict, func(cat *pg.Catalog) (*gq.Plan, error) { return gq.CheckQuery(q, cat) }, opts)
+	return q, strict, nil
 }
 
 // Run runs a checked mutation plan as one graph commit. Insert-only
 // plans re-prepare when their branch moved before any effect (bounded by
 // opts.Retries); plans with updates or deletes, and conditional writes,
-// return the *ReadSetChanged or *PreconditionFailed instead. Bad input
+// return the *ReadSetChanged or *PreconditionFailed instead, unless only
+// maintenance commits moved it (then they re-prepare too: what they read
+// is unchanged). Bad input
 // (a parameter, a constraint, a missing endpoint) is an error matching
 // ErrInvalidInput or gq.ErrInvalidQuery, and writes nothing. The plan must
 // have been checked against the branch's accepted schema.
@@ -119,9 +168,6 @@ func runOnce(ctx context.Context, g *graph.Graph, strict bool, planFor func(*pg.
 	n := opts.Retries
 	if n <= 0 {
 		n = graph.DefaultWriteRetries
-	}
-	if strict || opts.IfCommit != "" {
-		n = 1
 	}
 	var out *Result
 	_, err := graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {
@@ -191,7 +237,13 @@ func prepare(ctx context.Context, g *graph.Graph, strict bool, planFor func(*pg.
 	}
 	snap := w.Snapshot()
 	if opts.IfCommit != "" && snap.CommitID() != opts.IfCommit {
-		return nil, &graph.PreconditionFailed{Branch: snap.Branch(), Expected: opts.IfCommit, Actual: snap.CommitID()}
+		same, err := snap.SameRowsAs(ctx, opts.IfCommit)
+		if err != nil {
+			return nil, err
+		}
+		if !same {
+			return nil, &graph.PreconditionFailed{Branch: snap.Branch(), Expected: opts.IfCommit, Actual: snap.CommitID()}
+		}
 	}
 	cat, err := snap.Catalog(ctx)
 	if err != nil {

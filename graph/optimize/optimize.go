@@ -72,11 +72,17 @@ type Result struct {
 	Tables []TableResult     `json:"tables"`
 }
 
-// Run compacts the branch's tables as one graph commit.
+// Run compacts the branch's tables as one graph commit. A branch deleted
+// while it ran is manifest.ErrBranchNotFound (graph.IfBranchDeleted), like
+// every writer's target.
 func Run(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
-	return graph.RetryOp(ctx, opts.Retries, func(ctx context.Context) (*Result, *graph.Result, error) {
+	res, err := graph.RetryOp(ctx, opts.Retries, func(ctx context.Context) (*Result, *graph.Result, error) {
 		return attempt(ctx, g, opts)
 	})
+	if err != nil {
+		return nil, g.IfBranchDeleted(ctx, "optimize target", opts.Branch, err)
+	}
+	return res, nil
 }
 
 func attempt(ctx context.Context, g *graph.Graph, opts Options) (*Result, *graph.Result, error) {

@@ -302,8 +302,12 @@ func (nr *nodeRows) with(recs []arrow.Record, lookedUp []string) *nodeRows {
 }
 
 // fullRows is a full load of recs: rows and ids now, the id map later.
+// Without an id column (a plan that reads no ids) there are no ids.
 func fullRows(schema *arrow.Schema, recs []arrow.Record) *nodeRows {
 	nr := &nodeRows{full: true, lazy: true, rows: *newRowStore(schema, recs), absent: map[string]bool{}}
+	if _, ok := nr.rows.cols[pg.ColID]; !ok {
+		return nr
+	}
 	nr.ids = make([]string, 0, nr.rows.len())
 	for _, r := range recs {
 		idc := r.Column(r.Schema().FieldIndices(pg.ColID)[0]).(*array.String)
@@ -336,6 +340,14 @@ func (nr *nodeRows) size() int64 {
 		n = len(nr.ids) // counted as if built
 	}
 	return nr.rows.bytes + int64(n)*80 + int64(len(nr.absent))*48
+}
+
+// id is the id of a global row; "" when nr was loaded without ids.
+func (nr *nodeRows) id(row int32) string {
+	if int(row) < len(nr.ids) {
+		return nr.ids[row]
+	}
+	return ""
 }
 
 // row returns the global row of a node id, and false when the node does not
@@ -423,14 +435,14 @@ func nodeTable(ctx context.Context, s *graph.Snapshot, typ string, ids, cols []s
 	return nr, nil
 }
 
-// loadColumns is the column list of a full load: cols, the id, and what
-// nr (a full load with fewer columns) holds already, in schema order; nil
-// (every column) when cols is nil.
+// loadColumns is the column list of a full load: cols (the id among them
+// when the plan reads ids) and what nr (a full load with fewer columns)
+// holds already, in schema order; nil (every column) when cols is nil.
 func loadColumns(s *arrow.Schema, cols []string, nr *nodeRows) []string {
 	if cols == nil {
 		return nil
 	}
-	want := map[string]bool{pg.ColID: true}
+	want := map[string]bool{}
 	for _, c := range cols {
 		want[c] = true
 	}
@@ -438,6 +450,9 @@ func loadColumns(s *arrow.Schema, cols []string, nr *nodeRows) []string {
 		for c := range nr.colSet {
 			want[c] = true
 		}
+	}
+	if len(want) == 0 {
+		want[pg.ColID] = true // a load of no column still needs its rows
 	}
 	var out []string
 	for _, f := range s.Fields() {

@@ -8,8 +8,8 @@ import (
 )
 
 // neededColumns lists, per node type a plan reads, the columns it can
-// touch: the id, and every property a predicate, output column, aggregate
-// or sort key reads. A whole-node output column needs every column: its
+// touch: every property a predicate, output column, aggregate or sort key
+// reads, and the id unless the plan never needs a node's identity (needsID). A whole-node output column needs every column: its
 // type maps to nil, as does any type the walk is unsure of. A full load
 // of a node table reads only these columns (table column projection);
 // rowStore.value of a column that was not loaded would read NULL, so the
@@ -19,7 +19,7 @@ func neededColumns(rp *gq.ReadPlan) map[string][]string {
 	all := map[string]bool{}
 	for _, v := range rp.Vars {
 		if v.Kind == gq.VarNode && v.Node != nil {
-			sets[v.Node.Name] = map[string]bool{pg.ColID: true}
+			sets[v.Node.Name] = map[string]bool{}
 		}
 	}
 	prop := func(slot int, p *pg.Property) {
@@ -94,8 +94,12 @@ func neededColumns(rp *gq.ReadPlan) map[string][]string {
 			all[t] = true
 		}
 	}
+	id := needsID(rp)
 	out := make(map[string][]string, len(sets))
 	for t, set := range sets {
+		if id {
+			set[pg.ColID] = true
+		}
 		if all[t] {
 			out[t] = nil
 			continue
@@ -108,4 +112,63 @@ func neededColumns(rp *gq.ReadPlan) map[string][]string {
 		out[t] = cols
 	}
 	return out
+}
+
+// needsID reports whether executing rp can read a node's id: a traversal,
+// an anti-join, a key lookup, a text predicate (index hits are ids), a
+// variable compared or returned as a value, a whole node, a sort by id or
+// a plan shape this walk does not know. A plan that only scans, filters on
+// properties, and returns, groups, counts or sorts by properties does not:
+// its node tables load without the id column (for the first filtered
+// aggregate in a process, a third of the decoding), and its rows are
+// counted by their binding, not their id. One rule for every type keeps it
+// simple; a plan reading ids reads them for every type.
+func needsID(rp *gq.ReadPlan) bool {
+	operand := func(o gq.Operand) bool {
+		switch o.Kind {
+		case gq.OperandProp, gq.OperandLiteral, gq.OperandParam, gq.OperandNow, 0:
+			return false
+		}
+		return true // a variable (its id) or an operand kind unknown here
+	}
+	pred := func(p *gq.Predicate) bool {
+		return p != nil && (p.Op.TextOp() || operand(p.Left) || operand(p.Right))
+	}
+	for _, st := range rp.Steps {
+		switch st := st.(type) {
+		case *gq.ScanStep:
+			if st.Key != nil {
+				return true
+			}
+			for _, p := range st.Where {
+				if pred(p) {
+					return true
+				}
+			}
+		case *gq.FilterStep:
+			if pred(st.Pred) {
+				return true
+			}
+		default: // expansions, anti-joins, anything new
+			return true
+		}
+	}
+	for _, c := range rp.Columns {
+		switch {
+		case c.Kind == gq.ColumnAggregate && c.Agg == gq.AggCount && c.Expr.Kind == gq.OperandVar:
+			// count($x) counts bindings (exec.go group)
+		case c.Kind == gq.ColumnProp || c.Kind == gq.ColumnValue || c.Kind == gq.ColumnAggregate:
+			if operand(c.Expr) {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	for _, k := range rp.Order {
+		if k.Kind != gq.SortProp && k.Kind != gq.SortColumn {
+			return true
+		}
+	}
+	return false
 }

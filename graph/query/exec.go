@@ -205,7 +205,7 @@ func (ex *executor) scan(ctx context.Context, rows [][]ref, st *gq.ScanStep) ([]
 		if nr, err = ex.loadNodes(ctx, st.Node.Name, nil); err != nil {
 			return nil, err
 		}
-		cands = make([]int32, len(nr.ids))
+		cands = make([]int32, nr.rows.len())
 		for i := range cands {
 			cands[i] = int32(i)
 		}
@@ -230,7 +230,7 @@ func (ex *executor) scan(ctx context.Context, rows [][]ref, st *gq.ScanStep) ([]
 					return nil, err
 				}
 			}
-			scratch[st.Var] = ref{id: nr.ids[row], nr: nr, row: row, set: true}
+			scratch[st.Var] = ref{id: nr.id(row), nr: nr, row: row, set: true}
 			ok := true
 			for _, p := range slow {
 				if !ex.pred(p, scratch) {
@@ -256,7 +256,7 @@ func (ex *executor) scan(ctx context.Context, rows [][]ref, st *gq.ScanStep) ([]
 	for _, r := range rows {
 		for _, row := range cands {
 			o := ex.arena.clone(r)
-			o[st.Var] = ref{id: nr.ids[row], nr: nr, row: row, set: true}
+			o[st.Var] = ref{id: nr.id(row), nr: nr, row: row, set: true}
 			out = append(out, o)
 		}
 	}

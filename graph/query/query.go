@@ -69,7 +69,11 @@ func Head(ctx context.Context, g *graph.Graph, branch, src, name string, params 
 	if err != nil {
 		return nil, err
 	}
-	return Run(ctx, s, src, name, params)
+	res, err := Run(ctx, s, src, name, params)
+	if err != nil {
+		return nil, g.IfBranchDeleted(ctx, "query target", branch, err)
+	}
+	return res, nil
 }
 
 // Run compiles the query name of src (name may be "" when src holds one

@@ -68,9 +68,13 @@ const (
 // do not cover the table as it is, in the same table transactions. Other
 // declared @index groups are listed as pending (see IndexPending.Reason).
 func EnsureIndices(ctx context.Context, g *graph.Graph, opts IndexOptions) (*IndexResult, error) {
-	return graph.RetryOp(ctx, opts.Retries, func(ctx context.Context) (*IndexResult, *graph.Result, error) {
+	res, err := graph.RetryOp(ctx, opts.Retries, func(ctx context.Context) (*IndexResult, *graph.Result, error) {
 		return ensureAttempt(ctx, g, opts)
 	})
+	if err != nil {
+		return nil, g.IfBranchDeleted(ctx, "index target", opts.Branch, err)
+	}
+	return res, nil
 }
 
 func ensureAttempt(ctx context.Context, g *graph.Graph, opts IndexOptions) (*IndexResult, *graph.Result, error) {

@@ -112,7 +112,7 @@ export const captureChangeBaseline = <ThrowOnError extends boolean = false>(opti
 });
 
 /**
- * The commits reachable from a branch head, newest first
+ * The commits reachable from a branch head, newest first, through both parents of merges (as git log)
  */
 export const listCommits = <ThrowOnError extends boolean = false>(options: Options<ListCommitsData, ThrowOnError>) => (options.client ?? client).get<ListCommitsResponses, ListCommitsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

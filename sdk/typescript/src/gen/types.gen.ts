@@ -1069,6 +1069,10 @@ export type ListCommitsData = {
          * at most this many (0: all)
          */
         limit?: number;
+        /**
+         * true: follow first parents only (the branch's own line), not the commits merges brought in
+         */
+        first_parent?: boolean;
     };
     url: '/graphs/{graph_id}/commits';
 };
