@@ -30,7 +30,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
 )
 
 // Sizes of the parse pipeline; variables so tests can make them small.
