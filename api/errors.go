@@ -30,6 +30,7 @@ type ErrorOutput struct {
 	PreconditionFailure *PreconditionFailure `json:"precondition_failure,omitempty"`
 	OutcomeUnknown      *OutcomeUnknown      `json:"outcome_unknown,omitempty"`
 	ChangeDiffRefusal   *ChangeDiffRefusal   `json:"change_diff_refusal,omitempty"`
+	BlobRange           *BlobRange           `json:"blob_range,omitempty"`
 	ChangeFeedGap       *ChangeFeedGap       `json:"change_feed_gap,omitempty"`
 	// Class is the failure class of a 500/503 (a storage failure kind,
 	// "lease_lost", "poisoned"...): what the per-request log records.
@@ -93,4 +94,12 @@ type OutcomeUnknown struct {
 // ChangeDiffRefusal: a commit's changes cannot be proven.
 type ChangeDiffRefusal struct {
 	Reason string `json:"reason"`
+}
+
+// BlobRange: a byte range outside a Blob value (416); the value holds
+// Length bytes.
+type BlobRange struct {
+	Start  int64 `json:"start"`
+	End    int64 `json:"end"`
+	Length int64 `json:"length"`
 }
