@@ -30,6 +30,7 @@ type ErrorOutput struct {
 	PreconditionFailure *PreconditionFailure `json:"precondition_failure,omitempty"`
 	OutcomeUnknown      *OutcomeUnknown      `json:"outcome_unknown,omitempty"`
 	ChangeDiffRefusal   *ChangeDiffRefusal   `json:"change_diff_refusal,omitempty"`
+	BlobRange           *BlobRange           `json:"blob_range,omitempty"`
 	ChangeFeedGap       *ChangeFeedGap       `json:"change_feed_gap,omitempty"`
 	// StopReason says why a stopping server refuses (503
 	// server_stopping): shutdown, panic, recovery_required,
@@ -97,4 +98,12 @@ type OutcomeUnknown struct {
 // ChangeDiffRefusal: a commit's changes cannot be proven.
 type ChangeDiffRefusal struct {
 	Reason string `json:"reason"`
+}
+
+// BlobRange: a byte range outside a Blob value (416); the value holds
+// Length bytes.
+type BlobRange struct {
+	Start  int64 `json:"start"`
+	End    int64 `json:"end"`
+	Length int64 `json:"length"`
 }

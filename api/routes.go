@@ -37,7 +37,7 @@ type Route struct {
 	Query []Param
 	// Request and Response name the schemas of components.schemas; an
 	// empty Request means no body. "NDJSON" is a graph batch, "OpenAPI"
-	// the document itself.
+	// the document itself, "Blob" raw bytes (application/octet-stream).
 	Request, Response string
 	// Statuses are the non-200 statuses the route documents.
 	Statuses []int
@@ -98,6 +98,8 @@ const (
 	// TrailerExportEntities is set after the last line of a complete
 	// export: the number of lines. A body without it was cut short.
 	TrailerExportEntities = "Omnigraph-Export-Entities"
+	// HeaderSnapshotID is the graph commit a blob answer read.
+	HeaderSnapshotID = "Omnigraph-Snapshot-Id"
 )
 
 var (
@@ -110,6 +112,14 @@ var (
 	limitParam    = Param{Name: "limit", Doc: "at most this many (0: all)", Integer: true}
 	typeParam     = Param{Name: "type", Doc: "only this node or edge type"}
 	snapshotParam = Param{Name: "snapshot", Doc: "a graph commit id to read instead of a branch head"}
+	// blobParams select one Blob value and the snapshot to read it at.
+	blobParams = []Param{
+		{Name: "entity", Doc: "node or edge"},
+		{Name: "type", Doc: "the node or edge type"},
+		{Name: "id", Doc: "the entity's id (a node's key, an edge's id)"},
+		{Name: "property", Doc: "the Blob property"},
+		branchParam, snapshotParam,
+	}
 )
 
 // Routes is the route table, in the order the document lists it.
@@ -134,6 +144,8 @@ func Routes() []Route {
 		{Method: "DELETE", Path: g + "/branches/{branch}", OperationID: "deleteBranch", Summary: "Delete a branch", Auth: true, Graph: true, Write: true, Rest: true, Response: "BranchDeleteOutput", Statuses: writeErrs},
 		{Method: "GET", Path: g + "/commits", OperationID: "listCommits", Summary: "The commits reachable from a branch head, newest first, through both parents of merges (as git log)", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam, limitParam, {Name: "first_parent", Doc: "true: follow first parents only (the branch's own line), not the commits merges brought in", Boolean: true}}, Response: "CommitList", Statuses: readErrs},
 		{Method: "GET", Path: g + "/commits/{commit_id}", OperationID: "getCommit", Summary: "One commit", Auth: true, Graph: true, Idempotent: true, Response: "CommitOutput", Statuses: readErrs},
+		{Method: "GET", Path: g + "/blob", OperationID: "getBlob", Summary: "The bytes of one Blob value (one byte range with Range), or a redirect to an external one", Auth: true, Graph: true, Idempotent: true, Query: blobParams, Response: "Blob", Statuses: append([]int{206, 302, 304, 412, 416, 429}, readErrs...)},
+		{Method: "HEAD", Path: g + "/blob", OperationID: "headBlob", Summary: "The headers of one Blob value (size, ETag, snapshot), without its bytes", Auth: true, Graph: true, Idempotent: true, Query: blobParams, Response: "Blob", Statuses: append([]int{302, 304, 412, 429}, readErrs...)},
 		{Method: "GET", Path: g + "/commits/{commit_id}/changes", OperationID: "getCommitChanges", Summary: "The entity changes of a commit against its first parent", Auth: true, Graph: true, Idempotent: true, Query: []Param{typeParam, {Name: "op", Doc: "only insert, update or delete"}, limitParam}, Response: "ChangesOutput", Statuses: append([]int{409, 413, 429}, readErrs...)},
 	}, append(append(feedRoutes(g), storedRoutes(g)...), ConsoleRoutes(g)...)...)
 }

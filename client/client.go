@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -143,6 +144,9 @@ type call struct {
 	// branch is the branch a write goes to, for the check of an unknown
 	// outcome.
 	graph, branch string
+	// answers are the non-2xx statuses that are answers, not failures (a
+	// blob read's 302 and 304); a redirect among them is not followed.
+	answers []int
 }
 
 // do sends c and decodes a 2xx JSON answer into out (when not nil).
@@ -220,7 +224,13 @@ func (cl *Client) send(ctx context.Context, c call) (*http.Response, error) {
 		req.Header.Set("User-Agent", cl.userAgent)
 		var wrote bool
 		req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { wrote = true }}))
-		resp, err := cl.hc.Do(req)
+		hc := cl.hc
+		if len(c.answers) > 0 {
+			nr := *cl.hc
+			nr.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+			hc = &nr
+		}
+		resp, err := hc.Do(req)
 		var retryErr error
 		var wait time.Duration
 		switch {
@@ -235,7 +245,7 @@ func (cl *Client) send(ctx context.Context, c call) (*http.Response, error) {
 			return nil, cl.unknown(c, err)
 		case err != nil:
 			return nil, fmt.Errorf("omnigraph %s: the request was not sent (nothing was done): %w", c.op, err)
-		case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		case resp.StatusCode >= 200 && resp.StatusCode < 300, slices.Contains(c.answers, resp.StatusCode):
 			return resp, nil
 		default:
 			e := readError(c.op, resp)

@@ -50,18 +50,19 @@ func (e *Error) OutcomeUnknown() (check string, unknown bool) {
 
 // The kinds of Error, for errors.Is.
 var (
-	ErrBadRequest       = errors.New("bad request")         // 400, 415: the input is invalid; nothing was done
-	ErrUnauthorized     = errors.New("unauthorized")        // 401: no or a wrong token
-	ErrForbidden        = errors.New("forbidden")           // 403: the policy denies it, or a read-only replica
-	ErrNotFound         = errors.New("not found")           // 404: no such graph, branch or commit
-	ErrConflict         = errors.New("conflict")            // 409: key, read-set or merge conflicts; nothing was written
-	ErrPrecondition     = errors.New("precondition failed") // 412: the branch head is not the expected commit
-	ErrTooLarge         = errors.New("too large")           // 413: a body or an answer beyond a limit
-	ErrTooManyRequests  = errors.New("too many requests")   // 429: retry after RetryAfter; nothing was done
-	ErrUnavailable      = errors.New("unavailable")         // 503: recovery required or the server is stopping
-	ErrRecoveryRequired = errors.New("recovery required")   // 503 with recovery_required
-	ErrOutcomeUnknown   = errors.New("outcome unknown")     // a write that may have landed: see OutcomeUnknown
-	ErrInternal         = errors.New("internal")            // 500
+	ErrBadRequest       = errors.New("bad request")           // 400, 415: the input is invalid; nothing was done
+	ErrUnauthorized     = errors.New("unauthorized")          // 401: no or a wrong token
+	ErrForbidden        = errors.New("forbidden")             // 403: the policy denies it, or a read-only replica
+	ErrNotFound         = errors.New("not found")             // 404: no such graph, branch or commit
+	ErrConflict         = errors.New("conflict")              // 409: key, read-set or merge conflicts; nothing was written
+	ErrPrecondition     = errors.New("precondition failed")   // 412: the branch head is not the expected commit
+	ErrTooLarge         = errors.New("too large")             // 413: a body or an answer beyond a limit
+	ErrRange            = errors.New("range not satisfiable") // 416: a Blob byte range outside the value (Details.BlobRange)
+	ErrTooManyRequests  = errors.New("too many requests")     // 429: retry after RetryAfter; nothing was done
+	ErrUnavailable      = errors.New("unavailable")           // 503: recovery required or the server is stopping
+	ErrRecoveryRequired = errors.New("recovery required")     // 503 with recovery_required
+	ErrOutcomeUnknown   = errors.New("outcome unknown")       // a write that may have landed: see OutcomeUnknown
+	ErrInternal         = errors.New("internal")              // 500
 )
 
 // Is matches the kinds above.
@@ -83,6 +84,8 @@ func (e *Error) Is(target error) bool {
 		return e.Status == 409
 	case ErrPrecondition:
 		return e.Status == 412
+	case ErrRange:
+		return e.Status == 416
 	case ErrTooLarge:
 		return e.Status == 413
 	case ErrTooManyRequests:

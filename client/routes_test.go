@@ -228,6 +228,21 @@ var routeCalls = map[string]func(ctx context.Context, t *testing.T, c *client.Cl
 			t.Fatalf("changes: %+v %v", ch, err)
 		}
 	},
+	// The social graph has no Blob property: the calls check the route's
+	// refusal; TestBlob reads real values.
+	"getBlob": func(ctx context.Context, t *testing.T, c *client.Client, g *client.Graph) {
+		_, err := g.Blob(ctx, client.BlobRef{Entity: "node", Type: "Person", ID: "alice", Property: "name"}, client.BlobOptions{})
+		var e *client.Error
+		if !errors.As(err, &e) || !errors.Is(err, client.ErrBadRequest) || !strings.Contains(e.Message, "not a Blob") {
+			t.Fatalf("blob of a String property: %v", err)
+		}
+	},
+	"headBlob": func(ctx context.Context, t *testing.T, c *client.Client, g *client.Graph) {
+		_, err := g.BlobHead(ctx, client.BlobRef{Entity: "node", Type: "Person", ID: "alice", Property: "nope"}, client.BlobOptions{})
+		if !errors.Is(err, client.ErrBadRequest) {
+			t.Fatalf("blob head of a missing property: %v", err)
+		}
+	},
 	"pollChanges": func(ctx context.Context, t *testing.T, c *client.Client, g *client.Graph) {
 		now, err := g.PollChanges(ctx, api.PollRequest{})
 		if err != nil || now.Cursor == "" || !now.CaughtUp || len(now.Blocks) != 0 {

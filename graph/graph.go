@@ -55,11 +55,13 @@ type Graph struct {
 	// exclusive: the caller holds the root's writer lock (OpenOptions).
 	exclusive bool
 	actor     string
-	current   string // the branch the handle was opened on
-	graphID   string
-	proc      *Process        // the process scope (nil: the default one)
-	gates     *gates          // the root object's, shared by the process's handles
-	intents   *intentRegistry // the root object's
+	// blobPolicy admits new external Blob references (OpenOptions).
+	blobPolicy ExternalBlobPolicy
+	current    string // the branch the handle was opened on
+	graphID    string
+	proc       *Process        // the process scope (nil: the default one)
+	gates      *gates          // the root object's, shared by the process's handles
+	intents    *intentRegistry // the root object's
 
 	mu     sync.Mutex
 	heads  map[string]*cachedHead
@@ -197,6 +199,9 @@ type OpenOptions struct {
 	// read). For long-lived handles, such as a read replica's: by its
 	// first request Open's read may be old.
 	AlwaysProbe bool
+	// ExternalBlobs is the policy for new external Blob references the
+	// handle's writes may store (the zero policy allows none).
+	ExternalBlobs ExternalBlobPolicy
 }
 
 // Store returns the storage the graph lives in.
@@ -204,6 +209,9 @@ func (g *Graph) Store() backend.StorageAdapter { return g.store }
 
 // Manifest returns the graph's manifest store (for the recovery layer).
 func (g *Graph) Manifest() *manifest.Store { return g.man }
+
+// ExternalBlobs is the handle's policy for new external Blob references.
+func (g *Graph) ExternalBlobs() ExternalBlobPolicy { return g.blobPolicy }
 
 // ReadOnly reports whether the handle refuses writes.
 func (g *Graph) ReadOnly() bool { return g.readOnly }
@@ -279,16 +287,17 @@ func Open(ctx context.Context, store backend.StorageAdapter, opts OpenOptions) (
 		return nil, fmt.Errorf("open graph: %w", err)
 	}
 	g := &Graph{
-		store:     meter.Wrap(store), // a query's storage-bytes budget (budget.go)
-		man:       man,
-		readOnly:  opts.ReadOnly,
-		exclusive: opts.ExclusiveWriter && !opts.ReadOnly,
-		actor:     actorOr(opts.Actor),
-		current:   branch,
-		graphID:   head.GraphID,
-		proc:      opts.Process,
-		heads:     map[string]*cachedHead{},
-		cats:      map[string]*pg.Catalog{},
+		store:      meter.Wrap(store), // a query's storage-bytes budget (budget.go)
+		man:        man,
+		readOnly:   opts.ReadOnly,
+		exclusive:  opts.ExclusiveWriter && !opts.ReadOnly,
+		actor:      actorOr(opts.Actor),
+		blobPolicy: opts.ExternalBlobs,
+		current:    branch,
+		graphID:    head.GraphID,
+		proc:       opts.Process,
+		heads:      map[string]*cachedHead{},
+		cats:       map[string]*pg.Catalog{},
 	}
 	g.attachRoot()
 	g.heads[branch] = &cachedHead{entry: head, etag: r.ETag, unconsumed: !opts.AlwaysProbe}

@@ -11,6 +11,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/poison"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/blob"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/lang/gq"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
@@ -72,6 +73,7 @@ func MapError(err error, graphID string) *Failure {
 		mc      *merge.MergeConflicts
 		qe      *gq.Error
 		mbe     *maxBytesError
+		br      *blob.RangeError
 	)
 	commits := "GET /graphs/" + graphID + "/commits"
 	if be, ok := errBudget(err); ok {
@@ -147,6 +149,16 @@ func MapError(err error, graphID string) *Failure {
 		return &Failure{Status: http.StatusConflict, Body: api.ErrorOutput{Error: "the commit has no parent, so its changes cannot be computed", Code: api.CodeConflict, ChangeDiffRefusal: &api.ChangeDiffRefusal{Reason: "parentless_commit"}}}
 	case errors.Is(err, merge.ErrSchemaBoundary):
 		return &Failure{Status: http.StatusConflict, Body: api.ErrorOutput{Error: "the commit crosses a schema change, so its changes cannot be computed", Code: api.CodeConflict, ChangeDiffRefusal: &api.ChangeDiffRefusal{Reason: "schema_boundary"}}}
+	case errors.As(err, &br):
+		return &Failure{Status: http.StatusRequestedRangeNotSatisfiable, Body: api.ErrorOutput{Error: userText(br), Code: api.CodeBadRequest, BlobRange: &api.BlobRange{Start: br.Start, End: br.End, Length: br.Length}}}
+	case errors.Is(err, blob.ErrNotFound):
+		return fail(http.StatusNotFound, api.CodeNotFound, "%s", userText(err))
+	case errors.Is(err, blob.ErrExternal):
+		return badRequest("%s", userText(err))
+	case errors.Is(err, blob.ErrIntegrity):
+		return &Failure{Status: http.StatusInternalServerError, Body: api.ErrorOutput{
+			Error: "the Blob value's stored bytes are missing or damaged; see the server log", Code: api.CodeInternal, Class: "blob_integrity",
+		}}
 	case errors.Is(err, graph.ErrNoGraph):
 		return fail(http.StatusNotFound, api.CodeNotFound, "the graph holds no data at its storage location")
 	case errors.Is(err, manifest.ErrBranchNotFound):

@@ -12,6 +12,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/poison"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/blob"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/lang/gq"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
@@ -78,6 +79,10 @@ func TestMapErrorEveryEngineError(t *testing.T) {
 		{"storage permanent", storage(backend.KindPermanent), 500, api.CodeInternal, ""},
 		{"storage configuration", storage(backend.KindConfiguration), 500, api.CodeInternal, ""},
 		{"opaque", errors.New("boom " + secretKey), 500, api.CodeInternal, ""},
+		{"blob not found", blob.ErrNotFound, 404, api.CodeNotFound, ""},
+		{"blob range", &blob.RangeError{Start: 9, End: 10, Length: 4}, 416, api.CodeBadRequest, "blob_range"},
+		{"blob external", blob.ErrExternal, 400, api.CodeBadRequest, ""},
+		{"blob integrity", fmt.Errorf("%w: piece %s missing", blob.ErrIntegrity, secretKey), 500, api.CodeInternal, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,6 +99,7 @@ func TestMapErrorEveryEngineError(t *testing.T) {
 				"precondition_failure": f.Body.PreconditionFailure != nil,
 				"outcome_unknown":      f.Body.OutcomeUnknown != nil,
 				"change_diff_refusal":  f.Body.ChangeDiffRefusal != nil,
+				"blob_range":           f.Body.BlobRange != nil,
 			}
 			for name, set := range details {
 				if set != (name == tc.detail) {

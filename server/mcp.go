@@ -131,6 +131,10 @@ func mcpTools() []mcpTool {
 			}),
 		tool("commit_get", ActionRead, "One commit", readOnly(),
 			func(r *request, in CommitInput) (any, error) { return r.opCommit(in.CommitID) }),
+		tool("blob_stat", ActionRead, "Describe one Blob value (entity node or edge, type, id, property) at a branch head or a commit: managed (size, sha256, etag) or external (uri)", readOnly(),
+			func(r *request, in BlobStatInput) (any, error) { return r.opBlobStat(in) }),
+		tool("blob_read", ActionRead, "Read a byte range (at most 1 MiB per call, default from 0) of one Blob value, base64-encoded in data_base64; an external value returns its uri and no data", readOnly(),
+			func(r *request, in BlobReadInput) (any, error) { return r.opBlobRead(in) }),
 		tool("commit_changes", ActionRead, "The entity changes of a commit against its first parent (inserted, updated, deleted rows with before and after)", readOnly(),
 			func(r *request, in ChangesInput) (any, error) {
 				if in.Limit < 0 {

@@ -111,7 +111,7 @@ func TestMCPEndToEnd(t *testing.T) {
 			json.Unmarshal(b, &querySchema)
 		}
 	}
-	if !slices.Equal(names, MCPTools()) || len(names) != 14 {
+	if !slices.Equal(names, MCPTools()) || len(names) != 16 {
 		t.Fatalf("tools/list: %v, want %v", names, MCPTools())
 	}
 	props, _ := querySchema["properties"].(map[string]any)
@@ -374,7 +374,7 @@ func TestMCPToolsListByPolicy(t *testing.T) {
 		slices.Sort(names)
 		return names, cs
 	}
-	reads := []string{"branch_list", "changes_poll", "commit_changes", "commit_get", "commit_list", "graph_query", "graph_snapshot", "schema_get"}
+	reads := []string{"blob_read", "blob_stat", "branch_list", "changes_poll", "commit_changes", "commit_get", "commit_list", "graph_query", "graph_snapshot", "query_lint", "schema_get"}
 	if got, _ := list("alice"); !slices.Equal(got, MCPTools()) {
 		t.Fatalf("alice sees %v, want every tool %v", got, MCPTools())
 	}

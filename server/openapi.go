@@ -72,6 +72,7 @@ var schemaTypes = map[string]reflect.Type{
 	"MergePreviewOutput":  reflect.TypeFor[api.MergePreviewOutput](),
 	"DiffRequest":         reflect.TypeFor[api.DiffRequest](),
 	"DiffOutput":          reflect.TypeFor[api.DiffOutput](),
+	"BlobRange":           reflect.TypeFor[api.BlobRange](),
 	"ChangeFeedOutput":    reflect.TypeFor[api.ChangeFeedOutput](),
 	"ChangeBlock":         reflect.TypeFor[api.ChangeBlock](),
 	"ChangeCause":         reflect.TypeFor[api.ChangeCause](),
@@ -202,6 +203,10 @@ func operation(rt api.Route, auth bool) map[string]any {
 		ok["content"] = map[string]any{"application/x-ndjson": map[string]any{"schema": map[string]any{"type": "string"}, "example": ex.Response}}
 		ok["headers"] = map[string]any{api.HeaderGraphCommit: map[string]any{"description": "the commit the export read", "schema": map[string]any{"type": "string"}}}
 		ok["description"] = "OK: the lines, then the " + api.TrailerExportEntities + " trailer (the line count); a body without the trailer was cut short and must be discarded"
+	case "Blob":
+		ok["content"] = blobContent()
+		ok["headers"] = blobHeaders()
+		ok["description"] = "OK: the value's bytes (none for HEAD)"
 	case "BaselineNDJSON":
 		ok["content"] = map[string]any{"application/x-ndjson": map[string]any{"schema": map[string]any{"type": "string", "description": "graph-batch lines, then the baseline record line"}, "example": ex.Response}}
 		ok["headers"] = map[string]any{api.HeaderGraphCommit: map[string]any{"description": "the commit the baseline is", "schema": map[string]any{"type": "string"}}}
@@ -215,8 +220,22 @@ func operation(rt api.Route, auth bool) map[string]any {
 	responses := map[string]any{"200": ok}
 	has4xx := false
 	for _, st := range rt.Statuses {
-		responses[fmt.Sprint(st)] = errorResponse(st)
 		has4xx = has4xx || st/100 == 4
+		switch st {
+		case 206:
+			h := blobHeaders()
+			h["Content-Range"] = map[string]any{"description": "the range sent: bytes FIRST-LAST/SIZE", "schema": map[string]any{"type": "string"}}
+			responses["206"] = map[string]any{"description": statusText(st), "content": blobContent(), "headers": h}
+		case 302:
+			responses["302"] = map[string]any{"description": statusText(st), "headers": map[string]any{
+				"Location":           map[string]any{"description": "the external value's URI", "schema": map[string]any{"type": "string"}},
+				api.HeaderSnapshotID: map[string]any{"description": "the graph commit read", "schema": map[string]any{"type": "string"}},
+			}}
+		case 304:
+			responses["304"] = map[string]any{"description": statusText(st), "headers": blobHeaders()}
+		default:
+			responses[fmt.Sprint(st)] = errorResponse(st)
+		}
 	}
 	if !has4xx {
 		// The open routes refuse only what every route refuses: a request
@@ -228,6 +247,21 @@ func operation(rt api.Route, auth bool) map[string]any {
 		op["security"] = []any{}
 	}
 	return op
+}
+
+// blobContent is the body of a Blob answer: raw bytes.
+func blobContent() map[string]any {
+	return map[string]any{"application/octet-stream": map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
+}
+
+// blobHeaders are the headers of a Blob answer.
+func blobHeaders() map[string]any {
+	str := map[string]any{"type": "string"}
+	return map[string]any{
+		"ETag":               map[string]any{"description": "strong: the quoted SHA-256 of the value's bytes (If-Match, If-None-Match and If-Range take it)", "schema": str},
+		"Accept-Ranges":      map[string]any{"description": "bytes: one range per request (Range: bytes=a-b, a- or -n)", "schema": str},
+		api.HeaderSnapshotID: map[string]any{"description": "the graph commit read", "schema": str},
+	}
 }
 
 // errorResponse documents one error status with the envelope.
@@ -247,6 +281,12 @@ func ref(name string) map[string]any { return map[string]any{"$ref": "#/componen
 
 func statusText(st int) string {
 	switch st {
+	case 206:
+		return "partial content: the byte range asked for (Content-Range)"
+	case 302:
+		return "found: an external Blob value; Location is its URI (never proxied)"
+	case 304:
+		return "not modified: If-None-Match names the current ETag"
 	case 400:
 		return "bad_request: the input is invalid (the message says what to change); nothing was done"
 	case 401:
@@ -262,11 +302,13 @@ func statusText(st int) string {
 	case 410:
 		return "change_feed_gap: cleanup removed the history the feed needs; take a baseline (POST changes/baseline) and resume from its cursor"
 	case 412:
-		return "precondition_failure: the branch head is not the expected commit; nothing was written"
+		return "precondition_failure: the branch head is not the expected commit; nothing was written (a Blob read: If-Match does not name the current ETag)"
 	case 413:
 		return "resource_limit: the body or the answer exceeds a limit of this route"
 	case 415:
 		return "unsupported media type: send the Content-Type the route takes"
+	case 416:
+		return "blob_range: the byte range lies outside the value (Content-Range: bytes */N)"
 	case 429:
 		return "too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds"
 	case 500:

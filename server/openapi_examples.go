@@ -117,6 +117,10 @@ var examples = map[string]example{
 		Response: api.DiffOutput{From: "main", To: "review", FromCommit: exParent, ToCommit: exCommit, Changes: []api.Change{
 			{EntityKind: "node", TypeName: "Person", ID: "ada", Op: "update", Before: map[string]any{"handle": "ada", "age": 36}, After: map[string]any{"handle": "ada", "age": 37}}}},
 	},
+	// A Blob answer is the value's raw bytes (TestServerBlob drives the
+	// routes on a graph with Blob properties).
+	"getBlob":  {Response: "%PDF-1.7 ..."},
+	"headBlob": {Response: ""},
 	"pollChanges": {Response: api.ChangeFeedOutput{Branch: "main", Blocks: []api.ChangeBlock{{
 		Cause:   api.ChangeCause{GraphCommitID: exCommit, ParentCommitID: exParent, AuthoredBranch: "main", GraphManifestVersion: 7, ActorID: "alice", AuthoredAt: exCreated},
 		Changes: []api.Change{{EntityKind: "node", TypeName: "Person", ID: "ada", Op: "update", Before: map[string]any{"handle": "ada", "age": 36}, After: map[string]any{"handle": "ada", "age": 37}}},

@@ -107,6 +107,11 @@ func TestOpenAPIExamplesRunOnTheServer(t *testing.T) {
 			t.Errorf("route %s has no example response", rt.OperationID)
 			continue
 		}
+		if rt.Response == "Blob" {
+			// The social graph has no Blob property: TestServerBlob runs
+			// these routes (bytes, ranges, validators, 302, 416).
+			continue
+		}
 		var body []byte
 		switch r := ex.Request.(type) {
 		case nil:
@@ -222,7 +227,8 @@ func TestOpenAPIShape(t *testing.T) {
 				if code[0] == '4' {
 					n4++
 				}
-				if code == "200" {
+				if code == "200" || code == "206" || code[0] == '3' {
+					// A success or a redirect: the route's own body, or none.
 					continue
 				}
 				content := r.(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)

@@ -366,7 +366,7 @@ func TestStoredQueriesAsMCPTools(t *testing.T) {
 	}
 	var got []string
 	for _, tl := range lt.Tools {
-		if strings.HasPrefix(tl.Name, "q") || strings.HasPrefix(tl.Name, "stored_") {
+		if n, ok := strings.CutPrefix(tl.Name, "q"); ok && len(n) == 2 || strings.HasPrefix(tl.Name, "stored_") {
 			got = append(got, tl.Name)
 		}
 	}

@@ -49,6 +49,8 @@ var handlers = map[string]func(*request) (int, any, error){
 	"listBranchHeads": handleBranchHeads,
 	"previewMerge":    handleMergePreview,
 	"diffRefs":        handleDiff,
+	"getBlob":         handleBlob,
+	"headBlob":        handleBlob,
 	// The change feed (feed.go) and stored queries (storedq.go).
 	"pollChanges":              handlePollChanges,
 	"captureChangeBaseline":    handleBaseline,

@@ -109,6 +109,10 @@ type Fragment struct {
 	// sorted (deleted rows included): a key check consults them instead of
 	// reading the file.
 	Keys []string `json:"keys,omitempty"`
+	// Blobs are the blob area entries ("_blobs/<uuid>", sorted) the
+	// fragment's rows reference (deleted rows included): Cleanup keeps
+	// them while a kept version lists the fragment (blob.go).
+	Blobs []string `json:"blobs,omitempty"`
 }
 
 // LiveRows is Rows minus deleted rows.

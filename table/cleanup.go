@@ -17,8 +17,8 @@ import (
 //     forked from, are always kept);
 //   - version lines of branches with no ref (deleted or half-created),
 //     older than opts.Grace;
-//   - data, deletion and index files no kept version of any live branch
-//     references, older than opts.Grace, so files an in-flight writer has
+//   - data, deletion, index and blob area files no kept version of any
+//     live branch references, older than opts.Grace, so files an in-flight writer has
 //     staged but not committed survive.
 //
 // Cleanup is idempotent; a crash part-way leaves only more garbage.
@@ -104,6 +104,9 @@ func Cleanup(ctx context.Context, store backend.StorageAdapter, path string, opt
 				if f.Deletion != nil {
 					referenced[f.Deletion.Path] = true
 				}
+				for _, b := range f.Blobs {
+					referenced[b] = true
+				}
 			}
 			for _, ix := range m.Indexes {
 				referenced[ix.Path] = true
@@ -116,7 +119,7 @@ func Cleanup(ctx context.Context, store backend.StorageAdapter, path string, opt
 	}
 	for _, o := range objs {
 		rel := strings.TrimPrefix(o.Key, path+"/")
-		if strings.HasPrefix(rel, dirRefs+"/") || referenced[rel] {
+		if strings.HasPrefix(rel, dirRefs+"/") || referenced[rel] || referenced[blobEntryOf(rel)] {
 			continue
 		}
 		if nowT.Sub(o.ModTime) < opts.Grace {
@@ -124,6 +127,9 @@ func Cleanup(ctx context.Context, store backend.StorageAdapter, path string, opt
 		}
 		_, rest, ok := ownerOf(rel, live)
 		switch {
+		case blobEntryOf(rel) != "":
+			// A piece of a stored Blob value no kept version references
+			// (blob.go): reclaimed like a fragment.
 		case ok && strings.HasPrefix(rest, dirVersions+"/"):
 			// A live branch's version: the first pass decided it.
 			continue

@@ -114,6 +114,14 @@ func distinctColumns(s *arrow.Schema, recs []arrow.Record) []string {
 func writeFragment(ctx context.Context, store backend.StorageAdapter, path, root string, s *arrow.Schema, keyColumn string, recs []arrow.Record) (Fragment, string, error) {
 	id := newUUID()
 	rel := strings.TrimPrefix(root, path+"/") + dirData + "/" + id + ".parquet"
+	// Blob values go to the blob area first (the fragment names them):
+	// a crash in between leaves unreferenced pieces, never a row whose
+	// bytes are missing.
+	recs, blobs, _, err := prepareBlobs(ctx, store, path, s, recs)
+	if err != nil {
+		return Fragment{}, "", err
+	}
+	defer releaseAll(recs)
 	data, err := encodeParquet(s, keyColumn, recs)
 	if err != nil {
 		return Fragment{}, "", err
@@ -126,7 +134,7 @@ func writeFragment(ctx context.Context, store backend.StorageAdapter, path, root
 	for _, r := range recs {
 		rows += r.NumRows()
 	}
-	f := Fragment{ID: id, Path: rel, Rows: rows, Size: int64(len(data)), Stats: computeStats(s, recs)}
+	f := Fragment{ID: id, Path: rel, Rows: rows, Size: int64(len(data)), Stats: computeStats(s, recs), Blobs: blobs}
 	if idx := s.FieldIndices(keyColumn); rows <= inlineKeyRows && len(idx) == 1 {
 		f.Keys = sortedKeys(recs, idx[0])
 	}

@@ -37,7 +37,8 @@ type FragmentWriter struct {
 	keys      []string
 	closed    bool
 	plain     []string
-	pschema   *arrow.Schema // the schema as written (parquetSchema)
+	pschema   *arrow.Schema   // the schema as written (parquetSchema)
+	blobs     map[string]bool // store keys of the stored Blob values written
 	// endGroup: the next Append starts a new row group.
 	endGroup bool
 	// track, when set, holds the writer's rows' dense endpoints
@@ -98,6 +99,12 @@ func (fw *FragmentWriter) write(rec arrow.Record, buffered bool) error {
 	n := rec.NumRows()
 	if n == 0 {
 		return nil
+	}
+	if fw.blobs == nil {
+		fw.blobs = map[string]bool{}
+	}
+	if err := checkBlobs(fw.schema, rec, fw.blobs); err != nil {
+		return err
 	}
 	if fw.w == nil {
 		if err := fw.open(rec); err != nil {
@@ -329,7 +336,7 @@ func (fw *FragmentWriter) Close() error {
 	return nil
 }
 
-func (fw *FragmentWriter) fragment(id, rel string) Fragment {
+func (fw *FragmentWriter) fragment(id, rel string, blobs []string) Fragment {
 	stats := make([]ColumnStats, len(fw.stats))
 	copy(stats, fw.stats)
 	for i := range stats {
@@ -337,7 +344,7 @@ func (fw *FragmentWriter) fragment(id, rel string) Fragment {
 			stats[i].Min, stats[i].Max = nil, nil
 		}
 	}
-	f := Fragment{ID: id, Path: rel, Rows: fw.rows, Size: int64(fw.buf.Len()), Stats: stats}
+	f := Fragment{ID: id, Path: rel, Rows: fw.rows, Size: int64(fw.buf.Len()), Stats: stats, Blobs: blobs}
 	if fw.rows <= inlineKeyRows {
 		keys := append([]string{}, fw.keys...)
 		sort.Strings(keys)
@@ -407,13 +414,17 @@ func (ds *Dataset) putFragments(ctx context.Context, st *Staged, m *Manifest, fw
 		if fw.rows == 0 {
 			continue
 		}
+		blobs, err := checkBlobRefs(ds.path, fw.blobs)
+		if err != nil {
+			return err
+		}
 		id := newUUID()
 		rel := root + dirData + "/" + id + ".parquet"
 		key := ds.path + "/" + rel
 		if _, err := ds.store.Put(ctx, key, fw.buf.Bytes()); err != nil {
 			return fmt.Errorf("write fragment: %w", err)
 		}
-		m.Fragments = append(m.Fragments, fw.fragment(id, rel))
+		m.Fragments = append(m.Fragments, fw.fragment(id, rel, blobs))
 		st.Files = append(st.Files, key)
 		if fw.track != nil && int64(len(fw.track.src)) == fw.rows {
 			if st.tracked == nil {

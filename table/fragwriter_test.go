@@ -167,7 +167,7 @@ func TestFragmentWriterUnorderedStatsAndSchema(t *testing.T) {
 		rec.Release()
 	}
 	fw.Close()
-	f := fw.fragment("x", "data/x.parquet")
+	f := fw.fragment("x", "data/x.parquet", nil)
 	if st := statsMap(f)["w"]; st.Min != nil || st.Max != nil {
 		t.Fatalf("w stats %v..%v, want none (NaN)", st.Min, st.Max)
 	}

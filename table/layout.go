@@ -20,6 +20,7 @@ const (
 	dirTree        = "tree"       // the roots of branches other than main
 	dirRefs        = "_refs"      // branch refs
 	dirRefBranches = "branches"   // under _refs
+	dirBlobs       = "_blobs"     // the blob area (blob.go), at the dataset root only: never under a branch root, so no branch name can be read as it
 )
 
 // fileDirs are the directories of a branch root that hold files its

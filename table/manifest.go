@@ -144,6 +144,7 @@ func (m *Manifest) clone() *Manifest {
 	c := *m
 	c.Fragments = append([]Fragment(nil), m.Fragments...)
 	for i := range c.Fragments {
+		c.Fragments[i].Blobs = slices.Clone(c.Fragments[i].Blobs)
 		if d := c.Fragments[i].Deletion; d != nil {
 			dd := *d
 			c.Fragments[i].Deletion = &dd

@@ -358,7 +358,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, backend.Attrs, err
 		if err != nil {
 			return err
 		}
-		data, err = cloud.ReadAll(resp.Body)
+		data, err = cloud.ReadAllSized(resp.Body, contentLength(resp.ContentLength))
 		if err != nil {
 			return err
 		}
@@ -383,7 +383,7 @@ func (s *Store) GetRange(ctx context.Context, key string, offset, length int64) 
 			if err != nil {
 				return err
 			}
-			data, err = cloud.ReadAll(resp.Body)
+			data, err = cloud.ReadAllSized(resp.Body, contentLength(resp.ContentLength))
 			return err
 		})
 		return data, err
@@ -653,4 +653,12 @@ func emulatorClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.IdleConnTimeout = 3 * time.Second
 	return &http.Client{Transport: tr}
+}
+
+// contentLength is an announced body length (0: unknown).
+func contentLength(n *int64) int64 {
+	if n == nil {
+		return 0
+	}
+	return *n
 }

@@ -212,7 +212,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, backend.Attrs, err
 		if err != nil {
 			return err
 		}
-		data, err = cloud.ReadAll(r)
+		data, err = cloud.ReadAllSized(r, r.Remain())
 		if err != nil {
 			return err
 		}
@@ -233,7 +233,7 @@ func (s *Store) GetRange(ctx context.Context, key string, offset, length int64) 
 			if err != nil {
 				return err
 			}
-			data, err = cloud.ReadAll(r)
+			data, err = cloud.ReadAllSized(r, r.Remain())
 			return err
 		})
 		return data, err

@@ -402,7 +402,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, backend.Attrs, err
 		if err != nil {
 			return err
 		}
-		data, err = cloud.ReadAll(out.Body)
+		data, err = cloud.ReadAllSized(out.Body, aws.ToInt64(out.ContentLength))
 		if err != nil {
 			return err
 		}
@@ -430,7 +430,7 @@ func (s *Store) GetRange(ctx context.Context, key string, offset, length int64) 
 			if err != nil {
 				return err
 			}
-			data, err = cloud.ReadAll(out.Body)
+			data, err = cloud.ReadAllSized(out.Body, aws.ToInt64(out.ContentLength))
 			return err
 		})
 		return data, err

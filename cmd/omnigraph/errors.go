@@ -11,6 +11,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/client"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/blob"
 	"github.com/omnigraph-go/omnigraph/graph/changes"
 	"github.com/omnigraph-go/omnigraph/graph/diff"
 	"github.com/omnigraph-go/omnigraph/graph/schema"
@@ -18,6 +19,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/lang/pg"
 	"github.com/omnigraph-go/omnigraph/manifest"
 	"github.com/omnigraph-go/omnigraph/recovery"
+	"github.com/omnigraph-go/omnigraph/table"
 )
 
 // jsonError is the error object printed on stderr when JSON was asked for.
@@ -113,6 +115,10 @@ var errorCodes = []struct {
 	{"corrupt", manifest.ErrCorrupt},
 	{"corrupt", recovery.ErrCorruptSidecar},
 	{"precondition_failed", graph.ErrPreconditionFailed},
+	{"blob_not_found", blob.ErrNotFound},
+	{"blob_range", table.ErrBlobRange},
+	{"blob_external", blob.ErrExternal},
+	{"blob_integrity", blob.ErrIntegrity},
 	{"change_feed_gap", changes.ErrGap},
 	{"change_cursor_rejected", changes.ErrCursorRejected},
 	{"schema_boundary", diff.ErrSchemaBoundary},

@@ -27,6 +27,23 @@ type graphTarget struct {
 	wait  time.Duration // --wait of the commands that take the cluster lock
 	// server, token and graphID are --server mode (remote.go).
 	server, token, graphID string
+	// blobBases are the --external-blob-base locations whose URIs writes
+	// may store in Blob properties (graph.ExternalBlobPolicy).
+	blobBases []string
+}
+
+// addExternalBlobs adds --external-blob-base to a writing command.
+func (t *graphTarget) addExternalBlobs(c *cobra.Command) {
+	c.Flags().StringArrayVar(&t.blobBases, "external-blob-base", nil, "allow Blob values that are URIs under this location (s3://, gs://, az://, https://; repeatable); without it only \"base64:\" bytes are accepted")
+}
+
+// blobPolicy is the external blob policy of --external-blob-base.
+func (t *graphTarget) blobPolicy() (graph.ExternalBlobPolicy, error) {
+	p, err := graph.NewExternalBlobPolicy(t.blobBases)
+	if err != nil {
+		return p, usageError{msg: strings.TrimPrefix(err.Error(), graph.ErrInvalidInput.Error()+": ")}
+	}
+	return p, nil
 }
 
 func (t *graphTarget) addStore(c *cobra.Command) {

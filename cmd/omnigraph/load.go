@@ -121,6 +121,7 @@ func init() {
 		t.addServer(c)
 		t.addJSON(c)
 		t.addActor(c)
+		t.addExternalBlobs(c)
 		t.addWait(c)
 		auto.add(c)
 		c.Flags().StringVar(&data, "data", "", "NDJSON file to load (- for stdin)")

@@ -126,10 +126,14 @@ func releaseErr(err error) error {
 
 // openWrite is openWriteGraph with the ordinary read-write open.
 func (t *graphTarget) openWrite(ctx context.Context, op string) (*graph.Graph, func(errp *error), error) {
+	pol, err := t.blobPolicy()
+	if err != nil {
+		return nil, nil, err
+	}
 	return t.openWriteGraph(ctx, op, func(ctx context.Context, s backend.StorageAdapter) (*graph.Graph, error) {
 		// The cluster lock is held for the handle's life: it is the only
 		// writer, so it may trust its own publishes.
-		return graph.Open(ctx, s, graph.OpenOptions{Actor: t.actor, ExclusiveWriter: true})
+		return graph.Open(ctx, s, graph.OpenOptions{Actor: t.actor, ExclusiveWriter: true, ExternalBlobs: pol})
 	})
 }
 

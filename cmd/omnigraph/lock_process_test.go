@@ -42,7 +42,9 @@ func TestMain(m *testing.M) {
 				})
 			}
 		}
-		os.Exit(cliMain(os.Args[1:]))
+		code := cliMain(os.Args[1:])
+		recordChildPeak()
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

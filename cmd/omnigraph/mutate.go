@@ -144,6 +144,7 @@ func init() {
 		t.addServer(c)
 		t.addJSON(c)
 		t.addActor(c)
+		t.addExternalBlobs(c)
 		t.addWait(c)
 		auto.add(c)
 		c.Flags().StringVar(&file, "query", "", "a .gq file holding the mutation")

@@ -94,6 +94,7 @@ func init() {
 			},
 		}
 		o.t.addStore(c)
+		o.t.addExternalBlobs(c)
 		c.Flags().StringVar(&o.config, "config", "", "a JSON file naming several graphs (id to storage URL) and the listen address, tokens, policy, groups and limits (docs/server.md); flags given beside it win")
 		c.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
 		c.Flags().StringVar(&o.id, "id", "default", "the graph's id in /graphs/ID/")
@@ -160,6 +161,9 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		if err := server.ValidGraphID(sg.id); err != nil {
 			return usageError{msg: err.Error()}
 		}
+	}
+	if _, err := o.t.blobPolicy(); err != nil {
+		return err
 	}
 	if o.queryRows <= 0 || o.queryMemory <= 0 || o.queryTimeout <= 0 || o.queryReadBytes <= 0 {
 		return usagef("--max-query-rows, --max-query-memory, --query-timeout and --max-query-read-bytes are positive: a server budget can be raised, not switched off")
@@ -432,7 +436,11 @@ func openServed(ctx context.Context, log *slog.Logger, o serveOptions, sg served
 	}
 	// A read-write server holds the writer lock for its life (leased
 	// behind Guard, or unleased): its handle is the only writer.
-	g, err := graph.Open(ctx, writeStore, graph.OpenOptions{ReadOnly: o.readOnly, ExclusiveWriter: !o.readOnly, AlwaysProbe: true})
+	pol, err := o.t.blobPolicy()
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := graph.Open(ctx, writeStore, graph.OpenOptions{ReadOnly: o.readOnly, ExclusiveWriter: !o.readOnly, AlwaysProbe: true, ExternalBlobs: pol})
 	if err != nil {
 		return nil, nil, err
 	}

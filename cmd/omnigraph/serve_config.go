@@ -39,6 +39,9 @@ type serveConfig struct {
 		HeavyReads     int   `json:"max_heavy_reads,omitempty"`
 		queryLimits
 	} `json:"limits"`
+	// ExternalBlobBases allow Blob values that are URIs under these
+	// locations, on every graph (--external-blob-base).
+	ExternalBlobBases []string `json:"external_blob_bases,omitempty"`
 	// Graphs maps graph ids to a storage URL, or to {"store": URL,
 	// "queries": PATH, "limits": {query budgets}} (PATH: the graph's stored
 	// queries).
@@ -210,6 +213,9 @@ func (c *serveConfig) apply(o *serveOptions) ([]servedGraph, map[string][]string
 	}
 	if c.Limits.BodyBytes > 0 && !o.set("max-body-bytes") {
 		o.limits.BodyBytes = c.Limits.BodyBytes
+	}
+	if len(c.ExternalBlobBases) > 0 && !o.set("external-blob-base") {
+		o.t.blobBases = c.ExternalBlobBases
 	}
 	if c.Limits.LoadBytes > 0 && !o.set("max-load-bytes") {
 		o.limits.LoadBytes = c.Limits.LoadBytes

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/omnigraph-go/omnigraph/table"
 )
 
 // Row is one entity: column name to canonical value (nil is NULL). Node rows
@@ -108,6 +110,14 @@ func appendCanonical(b array.Builder, v any) error {
 			return bad()
 		}
 		bb.Append(x)
+	case *array.StructBuilder:
+		if !table.IsBlobType(bb.Type()) {
+			return fmt.Errorf("unsupported column type %s", b.Type())
+		}
+		if _, ok := v.(table.Blob); !ok {
+			return bad()
+		}
+		return table.AppendBlob(bb, v)
 	case *array.FixedSizeListBuilder:
 		x, ok := v.([]float32)
 		if !ok {
@@ -181,6 +191,11 @@ func canonicalAt(a arrow.Array, i int) any {
 		return int64(x.Value(i))
 	case *array.Binary:
 		return append([]byte(nil), x.Value(i)...)
+	case *array.Struct:
+		if b, ok := table.BlobAt(x, i); ok && table.IsBlobType(x.DataType()) {
+			return b
+		}
+		return nil
 	case *array.FixedSizeList:
 		vals, _ := x.ListValues().(*array.Float32)
 		n := int(x.DataType().(*arrow.FixedSizeListType).Len())

@@ -280,14 +280,25 @@ func readRows(ctx context.Context, ds *table.Dataset, frags []string) (map[strin
 	return out, nil
 }
 
-// RowsEqual is the whole-row comparison: every column, NULLs equal.
+// RowsEqual is the whole-row comparison: every column, NULLs equal. Two
+// Blob values are equal when they hold the same bytes (or URI), wherever
+// each is stored: branches that loaded the same bytes apart agree.
 func RowsEqual(a, b change.Row) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for k, va := range a {
 		vb, ok := b[k]
-		if !ok || !reflect.DeepEqual(va, vb) {
+		if !ok {
+			return false
+		}
+		if x, isBlob := va.(table.Blob); isBlob {
+			if y, ok := vb.(table.Blob); !ok || !x.Same(y) {
+				return false
+			}
+			continue
+		}
+		if !reflect.DeepEqual(va, vb) {
 			return false
 		}
 	}

@@ -7,20 +7,29 @@
 //
 // Export is a read: it pins one snapshot and takes no lock. It is streamed:
 // per table it holds the ids (one string column) and one chunk of rows at a
-// time, never the table or the graph.
+// time, never the table or the graph. A Blob value is written as
+// "base64:<payload>" (an external one as its URI); a value stored in a blob
+// area is streamed into its line a piece at a time (lineEncoder), so a
+// large value never sits in memory whole, and load streams it back.
 package export
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/change"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
@@ -30,6 +39,9 @@ import (
 // ChunkRows is how many rows one read of a table fetches (by id, in id
 // order) before they are written.
 var ChunkRows = 4096
+
+// blobChunkRows is ChunkRows for a table with Blob columns.
+const blobChunkRows = 64
 
 // Options shape one export.
 type Options struct {
@@ -74,17 +86,18 @@ func Run(ctx context.Context, s *graph.Snapshot, w io.Writer, opts Options) (*Re
 	}
 	res := &Result{Branch: s.Branch(), CommitID: s.CommitID(), Types: map[string]int{}, Schema: cat.Source, SchemaIdentity: cat.Identity}
 	bw := bufio.NewWriterSize(w, 1<<16)
+	le := newLineEncoder(ctx, s.Graph().Store(), bw)
 	nodes := append([]*pg.NodeType(nil), cat.Nodes...)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	for _, n := range nodes {
 		if len(want) > 0 && !want[n.Name] {
 			continue
 		}
-		c, err := writeTable(ctx, s, bw, graph.NodeTableKey(n.Name), func(r change.Row) any {
+		c, err := writeTable(ctx, s, le, graph.NodeTableKey(n.Name), func(r change.Row) any {
 			data := make(map[string]any, len(n.Properties)+1)
 			data[pg.ColID] = r[pg.ColID]
 			for _, p := range n.Properties {
-				data[p.Name] = p.JSONValue(r[p.Name])
+				data[p.Name] = le.value(p, r[p.Name])
 			}
 			return nodeLine{Type: n.Name, Data: data}
 		})
@@ -100,11 +113,11 @@ func Run(ctx context.Context, s *graph.Snapshot, w io.Writer, opts Options) (*Re
 		if len(want) > 0 && !want[e.Name] {
 			continue
 		}
-		c, err := writeTable(ctx, s, bw, graph.EdgeTableKey(e.Name), func(r change.Row) any {
+		c, err := writeTable(ctx, s, le, graph.EdgeTableKey(e.Name), func(r change.Row) any {
 			data := make(map[string]any, len(e.Properties)+1)
 			data[pg.ColID] = r[pg.ColID]
 			for _, p := range e.Properties {
-				data[p.Name] = p.JSONValue(r[p.Name])
+				data[p.Name] = le.value(p, r[p.Name])
 			}
 			src, _ := r[pg.ColSrc].(string)
 			dst, _ := r[pg.ColDst].(string)
@@ -138,7 +151,7 @@ type edgeLine struct {
 
 // writeTable writes one table's live rows in id order: first its ids (one
 // column), sorted; then the rows chunk by chunk, looked up by id.
-func writeTable(ctx context.Context, s *graph.Snapshot, w io.Writer, key string, line func(change.Row) any) (int, error) {
+func writeTable(ctx context.Context, s *graph.Snapshot, le *lineEncoder, key string, line func(change.Row) any) (int, error) {
 	if _, ok := s.Pin(key); !ok {
 		return 0, nil
 	}
@@ -163,14 +176,20 @@ func writeTable(ctx context.Context, s *graph.Snapshot, w io.Writer, key string,
 		r.Release()
 	}
 	sort.Strings(ids)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
 	n := 0
-	for start := 0; start < len(ids); start += ChunkRows {
+	step := ChunkRows
+	for _, f := range ds.Schema().Fields() {
+		if table.IsBlobType(f.Type) {
+			// Inline Blob values are up to table.BlobInlineMax each: a
+			// smaller chunk keeps the rows held under a few MiB.
+			step = max(1, min(step, blobChunkRows))
+		}
+	}
+	for start := 0; start < len(ids); start += step {
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		chunk := ids[start:min(start+ChunkRows, len(ids))]
+		chunk := ids[start:min(start+step, len(ids))]
 		rec, err := ds.Lookup(ctx, chunk...)
 		if err != nil {
 			return n, err
@@ -182,8 +201,8 @@ func writeTable(ctx context.Context, s *graph.Snapshot, w io.Writer, key string,
 		}
 		sort.Slice(rows, func(i, j int) bool { return rows[i][pg.ColID].(string) < rows[j][pg.ColID].(string) })
 		for _, r := range rows {
-			if err := enc.Encode(line(r)); err != nil {
-				return n, fmt.Errorf("encode row %v: %w", r[pg.ColID], err)
+			if err := le.emit(line(r)); err != nil {
+				return n, fmt.Errorf("write row %v: %w", r[pg.ColID], err)
 			}
 			n++
 		}
@@ -200,4 +219,92 @@ func typeList(cat *pg.Catalog) string {
 		names = append(names, e.Name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// lineEncoder writes envelope lines. A Blob value stored in a blob area is
+// given to the line as a placeholder string (value); emit encodes the line,
+// then writes it with each placeholder replaced by "base64:" and the value
+// streamed from its pieces (table.ReadBlob, one piece at a time) through a
+// base64 encoder.
+type lineEncoder struct {
+	ctx   context.Context
+	store backend.StorageAdapter
+	w     io.Writer
+	buf   bytes.Buffer
+	enc   *json.Encoder
+	// tag starts every placeholder of this export: random, so no stored
+	// string can be taken for one.
+	tag     string
+	pending []table.Blob
+}
+
+func newLineEncoder(ctx context.Context, store backend.StorageAdapter, w io.Writer) *lineEncoder {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	le := &lineEncoder{ctx: ctx, store: store, w: w, tag: "omnigraph-export-blob-" + hex.EncodeToString(b[:]) + "-"}
+	le.enc = json.NewEncoder(&le.buf)
+	le.enc.SetEscapeHTML(false)
+	return le
+}
+
+// value is p's JSON value of v for the current line.
+func (le *lineEncoder) value(p *pg.Property, v any) any {
+	if b, ok := v.(table.Blob); ok && b.Stored() {
+		le.pending = append(le.pending, b)
+		return le.tag + strconv.Itoa(len(le.pending)-1)
+	}
+	return p.JSONValue(v)
+}
+
+// emit writes one line and resets the placeholders.
+func (le *lineEncoder) emit(line any) error {
+	defer func() { le.pending = le.pending[:0] }()
+	le.buf.Reset()
+	if err := le.enc.Encode(line); err != nil {
+		return err
+	}
+	out := le.buf.Bytes()
+	for len(le.pending) > 0 {
+		i := bytes.Index(out, []byte(`"`+le.tag))
+		if i < 0 {
+			return fmt.Errorf("a Blob placeholder went missing from its line")
+		}
+		end := bytes.IndexByte(out[i+1:], '"')
+		n, err := strconv.Atoi(string(out[i+1+len(le.tag) : i+1+end]))
+		if err != nil || n >= len(le.pending) {
+			return fmt.Errorf("a Blob placeholder went missing from its line")
+		}
+		if _, err := le.w.Write(out[:i]); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(le.w, `"base64:`); err != nil {
+			return err
+		}
+		b64 := base64.NewEncoder(base64.StdEncoding, le.w)
+		if err := table.ReadBlob(le.ctx, le.store, le.pending[n], 0, le.pending[n].Size, b64); err != nil {
+			return err
+		}
+		if err := b64.Close(); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(le.w, `"`); err != nil {
+			return err
+		}
+		out = out[i+1+end+1:]
+		le.pending[n] = table.Blob{}
+		if allDone(le.pending) {
+			break
+		}
+	}
+	_, err := le.w.Write(out)
+	return err
+}
+
+func allDone(bs []table.Blob) bool {
+	for _, b := range bs {
+		if b.Stored() {
+			return false
+		}
+	}
+	return true
 }

@@ -15,7 +15,12 @@ import (
 //
 // Iceberg has no unsigned integers: U32 and U64 read as long (a U64 above
 // 2^63-1 does not fit; docs/iceberg.md says so). A Vector(N) is stored as
-// a Parquet list (table/vectors.go), so it reads as list<float>.
+// a Parquet list (table/vectors.go), so it reads as list<float>. A Blob
+// reads as struct<size long, sha256 string, data binary, ref string, uri
+// string> (table.BlobType): readers see every value's length and digest,
+// the bytes of inline values (up to table.BlobInlineMax), where a larger
+// value's bytes are stored (ref, read them through the blob API) and an
+// external value's URI.
 func icebergType(t arrow.DataType, nullableElem bool, old ice.Type, nextID func() int) (ice.Type, error) {
 	switch t.ID() {
 	case arrow.STRING, arrow.LARGE_STRING:
@@ -58,6 +63,38 @@ func icebergType(t arrow.DataType, nullableElem bool, old ice.Type, nextID func(
 			id = nextID()
 		}
 		return &ice.ListType{ElementID: id, Element: et, ElementRequired: !elem.Nullable}, nil
+	case arrow.STRUCT:
+		// A Blob column (table.BlobType): its fields, each keeping its old
+		// id by name.
+		var oldFields []ice.NestedField
+		if os, ok := old.(*ice.StructType); ok {
+			oldFields = os.FieldList
+		}
+		var fields []ice.NestedField
+		for _, f := range t.(*arrow.StructType).Fields() {
+			var of *ice.NestedField
+			for i := range oldFields {
+				if oldFields[i].Name == f.Name {
+					of = &oldFields[i]
+				}
+			}
+			var ot ice.Type
+			if of != nil {
+				ot = of.Type
+			}
+			ft, err := icebergType(f.Type, f.Nullable, ot, nextID)
+			if err != nil {
+				return nil, fmt.Errorf("field %s: %w", f.Name, err)
+			}
+			id := 0
+			if of != nil && promotable(of.Type, ft) {
+				id = of.ID
+			} else {
+				id = nextID()
+			}
+			fields = append(fields, ice.NestedField{ID: id, Name: f.Name, Type: ft, Required: !f.Nullable})
+		}
+		return &ice.StructType{FieldList: fields}, nil
 	}
 	return nil, fmt.Errorf("column type %s has no Iceberg type", t)
 }
@@ -164,11 +201,7 @@ func nameMapping(current *ice.Schema, all []*ice.Schema) (string, error) {
 	var out ice.NameMapping
 	for _, f := range current.Fields() {
 		id := f.ID
-		m := ice.MappedField{FieldID: &id, Names: append([]string{f.Name}, aliases[f.ID]...)}
-		if lt, ok := f.Type.(*ice.ListType); ok {
-			eid := lt.ElementID
-			m.Fields = []ice.MappedField{{FieldID: &eid, Names: []string{"element", "item"}}}
-		}
+		m := ice.MappedField{FieldID: &id, Names: append([]string{f.Name}, aliases[f.ID]...), Fields: nestedMapping(f.Type)}
 		out = append(out, m)
 	}
 	b, err := json.Marshal(out)
@@ -176,4 +209,22 @@ func nameMapping(current *ice.Schema, all []*ice.Schema) (string, error) {
 		return "", err
 	}
 	return string(b), nil
+}
+
+// nestedMapping maps the nested fields of t: a list's element by the names
+// Parquet writers give it, a struct's fields (a Blob column) by name.
+func nestedMapping(t ice.Type) []ice.MappedField {
+	switch x := t.(type) {
+	case *ice.ListType:
+		eid := x.ElementID
+		return []ice.MappedField{{FieldID: &eid, Names: []string{"element", "item"}, Fields: nestedMapping(x.Element)}}
+	case *ice.StructType:
+		var out []ice.MappedField
+		for _, f := range x.FieldList {
+			id := f.ID
+			out = append(out, ice.MappedField{FieldID: &id, Names: []string{f.Name}, Fields: nestedMapping(f.Type)})
+		}
+		return out
+	}
+	return nil
 }

@@ -193,12 +193,13 @@ type bulkLoad struct {
 	dupLine int32
 	ids     minter
 	lines   int
-	slow    int // lines the strict parser read
+	slow    int     // lines the strict parser read
+	in      *intake // the load's Blob values (blobs.go)
 }
 
-func newBulkLoad(ctx context.Context, snap *graph.Snapshot, cat *pg.Catalog) *bulkLoad {
+func newBulkLoad(ctx context.Context, snap *graph.Snapshot, in *intake) *bulkLoad {
 	return &bulkLoad{
-		ctx: ctx, snap: snap, cat: cat,
+		ctx: ctx, snap: snap, cat: in.cat, in: in,
 		byType:   map[any]*bulkTable{},
 		nodeName: map[string]*bulkTable{},
 		edgeName: map[string]*bulkTable{},
@@ -319,9 +320,9 @@ func (bl *bulkLoad) tableLocked(n *pg.NodeType, e *pg.EdgeType) (*bulkTable, err
 // parser (the applier's, in line order).
 func (bl *bulkLoad) slowLine(b []byte, n int) error {
 	bl.slow++
-	ln, err := parseLoadLine(b, bl.cat)
+	ln, err := bl.in.parseLine(b)
 	if err != nil {
-		return &graph.InputError{Where: lineWhere(n), Msg: err.Error()}
+		return bl.in.lineError(n, err)
 	}
 	t, err := bl.table(ln.node, ln.edge)
 	if err != nil {
@@ -961,8 +962,9 @@ func (bl *bulkLoad) release() {
 }
 
 // runColumnar is Run for a load the columnar path takes.
-func runColumnar(ctx context.Context, g *graph.Graph, snap *graph.Snapshot, cat *pg.Catalog, r io.Reader, opts Options) (*Result, error) {
-	bl := newBulkLoad(ctx, snap, cat)
+func runColumnar(ctx context.Context, g *graph.Graph, snap *graph.Snapshot, in *intake, r io.Reader, opts Options) (*Result, error) {
+	cat := in.cat
+	bl := newBulkLoad(ctx, snap, in)
 	defer bl.release()
 	if err := bl.read(r, opts.Progress); err != nil {
 		return nil, err

@@ -134,10 +134,11 @@ func (r *colRig) runOpts(t *testing.T, data string, rows bool, opts Options) (*R
 	if !columnar(cat, opts) {
 		t.Fatal("the test schema should take the columnar path")
 	}
+	in := newIntake(ctx, r.g, snap, cat)
 	if rows {
-		return runRows(ctx, r.g, cat, strings.NewReader(data), opts)
+		return runRows(ctx, r.g, in, newSpool(in, strings.NewReader(data)), opts)
 	}
-	return runColumnar(ctx, r.g, snap, cat, strings.NewReader(data), opts)
+	return runColumnar(ctx, r.g, snap, in, newSpool(in, strings.NewReader(data)), opts)
 }
 
 // dump renders every table at the head: rows sorted, every column, minted
@@ -393,7 +394,7 @@ func TestFastParserTakesCommonLines(t *testing.T) {
 	ctx := context.Background()
 	snap, _ := r.g.Snapshot(ctx, "")
 	cat, _ := snap.Catalog(ctx)
-	bl := newBulkLoad(ctx, snap, cat)
+	bl := newBulkLoad(ctx, snap, newIntake(ctx, r.g, snap, cat))
 	defer bl.release()
 	if err := bl.read(strings.NewReader(strings.Join(colLines, "\n")), nil); err != nil {
 		t.Fatal(err)

@@ -259,7 +259,8 @@ func smallInt(b []byte) (int64, bool) {
 
 // value reads one property value into sl.
 func (p *scan) value(sl *slot, prop *pg.Property, k fastKind) bool {
-	if p.i >= len(p.s) {
+	if p.i >= len(p.s) || prop.Type.Kind == pg.KindBlob {
+		// Blob values take the strict parser: it admits them (blobs.go).
 		return false
 	}
 	var raw any

@@ -122,16 +122,19 @@ func run(ctx context.Context, g *graph.Graph, r io.Reader, opts Options) (*Resul
 	if err != nil {
 		return nil, err
 	}
+	in := newIntake(ctx, g, snap, cat)
+	r = newSpool(in, r)
 	if columnar(cat, opts) {
-		return runColumnar(ctx, g, snap, cat, r, opts)
+		return runColumnar(ctx, g, snap, in, r, opts)
 	}
-	return runRows(ctx, g, cat, r, opts)
+	return runRows(ctx, g, in, r, opts)
 }
 
 // runRows is Run on the row path: every line is parsed into a row, the
 // rows are validated by package change, then staged.
-func runRows(ctx context.Context, g *graph.Graph, cat *pg.Catalog, r io.Reader, opts Options) (*Result, error) {
-	lines, err := parseLoad(r, cat, opts.Progress)
+func runRows(ctx context.Context, g *graph.Graph, in *intake, r io.Reader, opts Options) (*Result, error) {
+	cat := in.cat
+	lines, err := parseLoad(r, in, opts.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +379,7 @@ func quoteAll(ids []string, n int) []string {
 }
 
 // parseLoad reads and coerces every line. It stops at the first bad line.
-func parseLoad(r io.Reader, cat *pg.Catalog, progress func(string, int64)) ([]loadLine, error) {
+func parseLoad(r io.Reader, in *intake, progress func(string, int64)) ([]loadLine, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), MaxLine)
 	var out []loadLine
@@ -390,9 +393,9 @@ func parseLoad(r io.Reader, cat *pg.Catalog, progress func(string, int64)) ([]lo
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
-		ln, err := parseLoadLine(b, cat)
+		ln, err := in.parseLine(b)
 		if err != nil {
-			return nil, &graph.InputError{Where: lineWhere(n), Msg: err.Error()}
+			return nil, in.lineError(n, err)
 		}
 		ln.line = n
 		out = append(out, ln)
@@ -400,16 +403,29 @@ func parseLoad(r io.Reader, cat *pg.Catalog, progress func(string, int64)) ([]lo
 			progress("parse", int64(n))
 		}
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, graph.InputErrorf(lineWhere(n+1), "line is longer than %d MiB; split the data", MaxLine>>20)
-		}
-		return nil, fmt.Errorf("read the load data: %w", err)
+	if err := readErr(sc.Err(), n); err != nil {
+		return nil, err
 	}
 	if progress != nil {
 		progress("parse", int64(n))
 	}
 	return out, nil
+}
+
+// readErr classifies the error that stopped reading the input after n
+// lines: a line too long, a bad Blob value the spool met (already an
+// *InputError), or the reader's own failure.
+func readErr(err error, n int) error {
+	var ie *graph.InputError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, bufio.ErrTooLong):
+		return graph.InputErrorf(lineWhere(n+1), "line is longer than %d MiB; split the data (a Blob value of any size streams when its line names \"type\" or \"edge\" before \"data\")", MaxLine>>20)
+	case errors.As(err, &ie):
+		return ie
+	}
+	return fmt.Errorf("read the load data: %w", err)
 }
 
 func parseLoadLine(b []byte, cat *pg.Catalog) (loadLine, error) {

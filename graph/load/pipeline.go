@@ -20,7 +20,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -31,8 +30,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/omnigraph-go/omnigraph/graph"
 )
 
 // Sizes of the parse pipeline; variables so tests can make them small.
@@ -159,11 +156,8 @@ func (bl *bulkLoad) read(r io.Reader, progress func(string, int64)) error {
 		}
 		free = append(free, c)
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return graph.InputErrorf(lineWhere(n+1), "line is longer than %d MiB; split the data", MaxLine>>20)
-		}
-		return fmt.Errorf("read the load data: %w", err)
+	if err := readErr(sc.Err(), n); err != nil {
+		return err
 	}
 	bl.lines = n
 	for _, t := range bl.tables {

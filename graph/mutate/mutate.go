@@ -345,13 +345,19 @@ func (pm *Prepared) run(ctx context.Context, i int, s *gq.MutationStmt, args *gq
 	return fmt.Errorf("statement %d: unknown kind %v", i+1, s.Kind)
 }
 
-// assigned coerces each assignment's value into its property.
-func assigned(where string, vals []*gq.Assignment, args *gq.Args) (map[string]any, error) {
+// assigned coerces each assignment's value into its property. A new
+// external Blob reference must pass the handle's policy.
+func (pm *Prepared) assigned(where string, vals []*gq.Assignment, args *gq.Args) (map[string]any, error) {
 	out := make(map[string]any, len(vals))
 	for _, a := range vals {
 		v, err := a.Prop.Coerce(args.Value(a.Value))
 		if err != nil {
 			return nil, &graph.InputError{Where: where, Msg: err.Error()}
+		}
+		if b, ok := v.(table.Blob); ok && b.External() {
+			if err := pm.st.Snapshot().Graph().ExternalBlobs().Check(b.URI); err != nil {
+				return nil, fmt.Errorf("%s: %s.%s: %w", where, a.Prop.Owner, a.Prop.Name, err)
+			}
 		}
 		out[a.Prop.Name] = v
 	}
@@ -360,7 +366,7 @@ func assigned(where string, vals []*gq.Assignment, args *gq.Args) (map[string]an
 
 func (pm *Prepared) insertNode(where string, s *gq.MutationStmt, args *gq.Args) error {
 	n := s.Node
-	r, err := assigned(where, s.Values, args)
+	r, err := pm.assigned(where, s.Values, args)
 	if err != nil {
 		return err
 	}
@@ -397,7 +403,7 @@ func endpointID(n *pg.NodeType, v any) (string, error) {
 
 func (pm *Prepared) insertEdge(where string, s *gq.MutationStmt, args *gq.Args) error {
 	e := s.Edge
-	r, err := assigned(where, s.Values, args)
+	r, err := pm.assigned(where, s.Values, args)
 	if err != nil {
 		return err
 	}
@@ -473,7 +479,7 @@ func matching(ctx context.Context, st *change.Set, p *change.Table, s *gq.Mutati
 func (pm *Prepared) update(ctx context.Context, where string, s *gq.MutationStmt, args *gq.Args) error {
 	st := pm.st
 	p := st.NodeTable(s.Node)
-	set, err := assigned(where, s.Values, args)
+	set, err := pm.assigned(where, s.Values, args)
 	if err != nil {
 		return err
 	}

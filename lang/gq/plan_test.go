@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/omnigraph-go/omnigraph/table"
 )
 
 func mustPlan(t *testing.T, src, name string) *Plan {
@@ -471,7 +473,7 @@ query w() {
 	}
 	w, _ := prog.Plan("w")
 	ins := w.Mutation.Statements[0]
-	if !ins.Upsert || !reflect.DeepEqual(ins.Values[2].Value.Value, []byte("hi")) || !reflect.DeepEqual(ins.Values[3].Value.Value, []float32{1, 2, 3.5}) {
+	if !ins.Upsert || !reflect.DeepEqual(ins.Values[2].Value.Value, table.InlineBlob([]byte("hi"))) || !reflect.DeepEqual(ins.Values[3].Value.Value, []float32{1, 2, 3.5}) {
 		t.Errorf("doc insert %+v", ins.Values)
 	}
 	edge := w.Mutation.Statements[1]

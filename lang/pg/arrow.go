@@ -1,6 +1,10 @@
 package pg
 
-import "github.com/apache/arrow-go/v18/arrow"
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/omnigraph-go/omnigraph/table"
+)
 
 // Physical column names every table has besides its properties.
 const (
@@ -13,7 +17,8 @@ const (
 // String and enum→utf8, Bool→bool, I32→int32, I64→int64, U32→uint32,
 // U64→uint64, F32→float32, F64→float64, Date→date32,
 // DateTime→timestamp[us, UTC], Vector(N)→fixed_size_list<float32>[N],
-// Blob→binary, [T]→list<T>. List elements are never null in practice but
+// Blob→table.BlobType (a struct: size, sha256, inline data, the blob
+// area ref, an external uri), [T]→list<T>. List elements are never null in practice but
 // the element field is declared nullable, as arrow.ListOf does.
 func (t Type) ArrowType() arrow.DataType {
 	switch t.Kind {
@@ -40,7 +45,7 @@ func (t Type) ArrowType() arrow.DataType {
 	case KindVector:
 		return arrow.FixedSizeListOf(int32(t.Dim), arrow.PrimitiveTypes.Float32)
 	case KindBlob:
-		return arrow.BinaryTypes.Binary
+		return table.BlobType()
 	case KindList:
 		return arrow.ListOf(t.Elem.ArrowType())
 	}

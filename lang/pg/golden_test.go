@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/omnigraph-go/omnigraph/table"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
@@ -133,7 +135,7 @@ edge E: A -> A { w: F64? }`)
 		{Name: "d", Type: arrow.FixedWidthTypes.Date32},
 		{Name: "dt", Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true},
 		{Name: "v", Type: arrow.FixedSizeListOf(3, arrow.PrimitiveTypes.Float32)},
-		{Name: "blob", Type: arrow.BinaryTypes.Binary, Nullable: true},
+		{Name: "blob", Type: table.BlobType(), Nullable: true},
 		{Name: "tags", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true},
 		{Name: "st", Type: arrow.BinaryTypes.String},
 	}

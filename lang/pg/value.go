@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"reflect"
 	"sort"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+
+	"github.com/omnigraph-go/omnigraph/table"
 )
 
 // Canonical values. Coerce returns, for each kind, exactly the Go type the
@@ -25,7 +28,7 @@ import (
 //	Date          int32, days since 1970-01-01 (date32)
 //	DateTime      int64, microseconds since 1970-01-01T00:00:00Z (timestamp[us, UTC])
 //	Vector(N)     []float32 of length N
-//	Blob          []byte
+//	Blob          table.Blob (inline bytes, or an external reference)
 //	[T]           []any of T's canonical values, never nil elements
 //	null          nil (nullable properties only)
 //
@@ -51,7 +54,10 @@ func NewID() string { return ulid.Make().String() }
 //   - DateTime: an RFC 3339 string with a zone ("2024-05-01T12:00:00Z"), a
 //     time.Time, or an int64 of microseconds; finer precision is truncated to
 //     microseconds. JSON numbers are refused because their unit is ambiguous;
-//   - Blob: "base64:<payload>", a plain standard-base64 string, or []byte;
+//   - Blob: "base64:<payload>" (managed bytes), an absolute URI such as
+//     "s3://bucket/key" (an external reference, which a writer admits only
+//     under its external blob policy), a plain standard-base64 string,
+//     []byte or a table.Blob;
 //   - Vector: an array of exactly N finite numbers that fit float32.
 //
 // A nil v is accepted only for a nullable property. Errors are *ValueError
@@ -130,7 +136,7 @@ func (t Type) describe() string {
 	case KindVector:
 		return fmt.Sprintf("Vector(%d) (an array of %d numbers)", t.Dim, t.Dim)
 	case KindBlob:
-		return "Blob (a base64 string, \"base64:<payload>\")"
+		return "Blob (\"base64:<payload>\" or an external URI such as \"s3://bucket/key\")"
 	case KindList:
 		return t.String() + " (an array)"
 	case KindEnum:
@@ -268,23 +274,63 @@ func coerceFloat(t Type, v any, bad func() (any, string)) (any, string) {
 	return float32(f), ""
 }
 
-// coerceBlob takes bytes, or a string of base64 (padded or not, with an
-// optional "base64:" prefix).
+// coerceBlob takes bytes, a table.Blob, "base64:<payload>" (padded or
+// not), an absolute URI (an external reference: ExternalBlobURI), or a
+// plain base64 string.
 func coerceBlob(t Type, v any, bad func() (any, string)) (any, string) {
 	switch x := v.(type) {
 	case []byte:
+		return table.InlineBlob(x), ""
+	case table.Blob:
 		return x, ""
 	case string:
-		payload := strings.TrimPrefix(x, "base64:")
+		payload, tagged := strings.CutPrefix(x, "base64:")
+		if !tagged && strings.Contains(x, ":") {
+			uri, err := ExternalBlobURI(x)
+			if err != nil {
+				return nil, "expected " + t.describe() + ": " + err.Error()
+			}
+			return table.ExternalBlob(uri), ""
+		}
 		b, err := base64.StdEncoding.DecodeString(payload)
 		if err != nil {
 			if b, err = base64.RawStdEncoding.DecodeString(payload); err != nil {
-				return nil, "expected " + t.describe() + ", got a string that is not base64 (external Blob URIs are not supported)"
+				return nil, "expected " + t.describe() + ", got a string that is neither base64 nor a URI"
 			}
 		}
-		return b, ""
+		return table.InlineBlob(b), ""
 	}
 	return bad()
+}
+
+// MaxBlobURI bounds an external Blob reference.
+const MaxBlobURI = 8 << 10
+
+// ExternalBlobURI checks an external Blob reference: an absolute URI
+// (scheme://...) of at most MaxBlobURI bytes with no user info, query or
+// fragment (which could carry credentials into the graph), and returns it
+// as given. Whether a graph may hold it is its writer's policy
+// (graph.ExternalBlobPolicy).
+func ExternalBlobURI(s string) (string, error) {
+	if len(s) > MaxBlobURI {
+		return "", fmt.Errorf("an external URI of %d bytes; the limit is %d", len(s), MaxBlobURI)
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || !strings.Contains(s, "://") || u.Opaque != "" {
+		return "", fmt.Errorf("got %s, which is not base64 and not an absolute URI (scheme://...)", got(s))
+	}
+	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(s, "#?") {
+		return "", fmt.Errorf("the URI %s carries user info, a query or a fragment; give the object's plain address (credentials never go into the graph)", got(s))
+	}
+	if u.Host == "" && u.Path == "" {
+		return "", fmt.Errorf("the URI %s names no object", got(s))
+	}
+	for _, r := range s {
+		if r < 0x21 || r == 0x7f {
+			return "", fmt.Errorf("the URI %s holds spaces or control characters", got(s))
+		}
+	}
+	return s, nil
 }
 
 // coerceVector takes exactly t.Dim finite F32 numbers.
@@ -519,9 +565,12 @@ func FormatDateTime(micros int64) string {
 }
 
 // JSONValue renders a canonical value of the property for JSON output: Date
-// as "YYYY-MM-DD", DateTime as RFC 3339 UTC, Blob as "base64:<payload>",
-// lists element-wise, everything else unchanged. Coerce reads the result
-// back to the same canonical value.
+// as "YYYY-MM-DD", DateTime as RFC 3339 UTC, an inline Blob as
+// "base64:<payload>" and an external one as its URI, lists element-wise,
+// everything else unchanged. Coerce reads the result back to the same
+// canonical value. A Blob stored in a blob area has no bytes at hand: it
+// renders as its descriptor (table.Blob's JSON), which the export streams
+// instead (graph/export).
 func (p *Property) JSONValue(v any) any { return jsonValue(p.Type, v) }
 
 func jsonValue(t Type, v any) any {
@@ -536,6 +585,8 @@ func jsonValue(t Type, v any) any {
 		}
 	case []byte:
 		return "base64:" + base64.StdEncoding.EncodeToString(x)
+	case table.Blob:
+		return blobJSONValue(x)
 	case []any:
 		if t.Kind == KindList && t.Elem != nil {
 			out := make([]any, len(x))
@@ -718,7 +769,7 @@ func keyText(p *Property, v any) (string, error) {
 			// existing keyed ids do not change.
 			return time.UnixMicro(x).UTC().Format(time.RFC3339Nano), nil
 		}
-	case []byte, []any, []float32:
+	case []byte, []any, []float32, table.Blob:
 		return "", p.fail("%s cannot be a key", p.Type)
 	}
 	return formatCanonical(v), nil
@@ -777,4 +828,15 @@ func keyFromText(p *Property, s string) (any, error) {
 		return f, nil
 	}
 	return s, nil // strings, enums, integers, Date and DateTime read text
+}
+
+// blobJSONValue renders a Blob for JSON output (see JSONValue).
+func blobJSONValue(b table.Blob) any {
+	switch {
+	case b.External():
+		return b.URI
+	case b.Stored():
+		return b
+	}
+	return "base64:" + base64.StdEncoding.EncodeToString(b.Data)
 }

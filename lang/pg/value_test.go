@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/omnigraph-go/omnigraph/table"
 )
 
 const valueSchema = `node T {
@@ -120,11 +122,21 @@ func TestCoerce(t *testing.T) {
 		{name: "vector overflow element", prop: "v", in: []any{1.0, 1e39, 2.0}, err: "element 1"},
 		{name: "vector not array", prop: "v", in: "1,2,3", err: "expected Vector(3) (an array of 3 numbers)"},
 
-		{name: "blob base64 prefix", prop: "blob", in: "base64:aGk=", want: []byte("hi")},
-		{name: "blob plain base64", prop: "blob", in: "aGk=", want: []byte("hi")},
-		{name: "blob raw base64", prop: "blob", in: "aGk", want: []byte("hi")},
-		{name: "blob bytes", prop: "blob", in: []byte{0, 1}, want: []byte{0, 1}},
-		{name: "blob uri refused", prop: "blob", in: "s3://bucket/x", err: "not base64"},
+		{name: "blob base64 prefix", prop: "blob", in: "base64:aGk=", want: table.InlineBlob([]byte("hi"))},
+		{name: "blob plain base64", prop: "blob", in: "aGk=", want: table.InlineBlob([]byte("hi"))},
+		{name: "blob raw base64", prop: "blob", in: "aGk", want: table.InlineBlob([]byte("hi"))},
+		{name: "blob empty", prop: "blob", in: "base64:", want: table.InlineBlob([]byte{})},
+		{name: "blob bytes", prop: "blob", in: []byte{0, 1}, want: table.InlineBlob([]byte{0, 1})},
+		{name: "blob bad base64", prop: "blob", in: "base64:a*b", err: "neither base64 nor a URI"},
+		{name: "blob uri", prop: "blob", in: "s3://bucket/x", want: table.ExternalBlob("s3://bucket/x")},
+		{name: "blob https uri", prop: "blob", in: "https://cdn.example.com/a/b.png", want: table.ExternalBlob("https://cdn.example.com/a/b.png")},
+		{name: "blob uri with user", prop: "blob", in: "https://u:p@example.com/x", err: "user info, a query or a fragment"},
+		{name: "blob uri with query", prop: "blob", in: "https://example.com/x?sig=1", err: "user info, a query or a fragment"},
+		{name: "blob uri with fragment", prop: "blob", in: "https://example.com/x#f", err: "user info, a query or a fragment"},
+		{name: "blob uri with space", prop: "blob", in: "s3://b/a b", err: "spaces or control characters"},
+		{name: "blob not absolute", prop: "blob", in: "mailto:x@y", err: "not an absolute URI"},
+		{name: "blob uri too long", prop: "blob", in: "s3://b/" + strings.Repeat("k", MaxBlobURI), err: "the limit is"},
+		{name: "blob uri no object", prop: "blob", in: "s3://", err: "names no object"},
 
 		{name: "list", prop: "tags", in: []any{"a", "b"}, want: []any{"a", "b"}},
 		{name: "list empty", prop: "tags", in: []any{}, want: []any{}},
@@ -199,7 +211,8 @@ func TestJSONValue(t *testing.T) {
 		{"dt", int64(1_500_000), "1970-01-01T00:00:01.500Z"},
 		{"dt", int64(1_714_552_200_000_000), "2024-05-01T08:30:00.000Z"}, // always milliseconds, as the original
 		{"dt", int64(1_500_001), "1970-01-01T00:00:01.500001Z"},          // microseconds when there are some
-		{"blob", []byte("hi"), "base64:aGk="},
+		{"blob", table.InlineBlob([]byte("hi")), "base64:aGk="},
+		{"blob", table.ExternalBlob("gs://b/k"), "gs://b/k"},
 		{"days", []any{int32(0)}, []any{"1970-01-01"}},
 		{"i32", int32(3), int32(3)},
 		{"st", "done", "done"},
@@ -211,7 +224,7 @@ func TestJSONValue(t *testing.T) {
 		}
 	}
 	// The whole row survives a real JSON round trip.
-	row := map[string]any{"s": "x", "i64": int64(math.MaxInt64), "u64": uint64(math.MaxUint64), "dt": int64(7_000), "v": []float32{0.1, 0.2, 0.3}, "blob": []byte{255}}
+	row := map[string]any{"s": "x", "i64": int64(math.MaxInt64), "u64": uint64(math.MaxUint64), "dt": int64(7_000), "v": []float32{0.1, 0.2, 0.3}, "blob": table.InlineBlob([]byte{255})}
 	out := map[string]any{}
 	for k, v := range row {
 		p := mustProp(t, n.Properties, k)

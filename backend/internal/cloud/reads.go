@@ -55,6 +55,35 @@ func ReadAll(body io.ReadCloser) ([]byte, error) {
 	return io.ReadAll(body)
 }
 
+// maxPresized bounds the announced length ReadAllSized trusts for its one
+// allocation.
+const maxPresized = 256 << 20
+
+// ReadAllSized is ReadAll for a body whose length the response announced
+// (size; 0 or less: unknown): it reads into one buffer of that size instead
+// of growing one by doubling, so a 4 MiB read holds 4 MiB, not up to three
+// times that in garbage. A body shorter or longer than announced reads as
+// it is, as with ReadAll.
+func ReadAllSized(body io.ReadCloser, size int64) ([]byte, error) {
+	defer body.Close()
+	if size <= 0 || size > maxPresized {
+		return io.ReadAll(body)
+	}
+	buf := make([]byte, size)
+	n, err := io.ReadFull(body, buf)
+	switch {
+	case err == io.ErrUnexpectedEOF || err == io.EOF:
+		return buf[:n], nil
+	case err != nil:
+		return nil, err
+	}
+	rest, err := io.ReadAll(body)
+	if err != nil {
+		return nil, err
+	}
+	return append(buf, rest...), nil
+}
+
 // NonNil answers an empty object as a non-nil empty slice, as the contract
 // requires of Get and GetRange.
 func NonNil(data []byte) []byte {

@@ -168,6 +168,18 @@ test("the console's routes: status, catalog, check, heads, merge preview, diff",
   await ok('deleteBranch', { path: { ...path, branch: 'ts/console' } });
 });
 
+test('blob routes refuse a property that is not a Blob', async () => {
+  // The example graph has no Blob property; the Go tests read real values.
+  const query = { entity: 'node', type: 'Person', id: 'alice', property: 'name' };
+  await assert.rejects(og.unwrap(call('getBlob', { path, query })), (err) => {
+    assert.equal(err.status, 400);
+    assert.match(err.message, /not a Blob/);
+    return true;
+  });
+  const res = await call('headBlob', { path, query });
+  assert.equal(res.response.status, 400);
+});
+
 test('the change feed: poll from a cursor, a baseline and its cursor', async () => {
   const now = await ok('pollChanges', { path, query: { start: 'now' } });
   assert.ok(now.cursor);

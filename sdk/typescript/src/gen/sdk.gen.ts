@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { CaptureChangeBaselineData, CaptureChangeBaselineErrors, CaptureChangeBaselineResponses, CheckQueryData, CheckQueryErrors, CheckQueryResponses, CreateBranchData, CreateBranchErrors, CreateBranchResponses, DeleteBranchData, DeleteBranchErrors, DeleteBranchResponses, DiffRefsData, DiffRefsErrors, DiffRefsResponses, ExportData, ExportErrors, ExportResponses, GetCatalogData, GetCatalogErrors, GetCatalogResponses, GetCommitChangesData, GetCommitChangesErrors, GetCommitChangesResponses, GetCommitData, GetCommitErrors, GetCommitResponses, GetSchemaData, GetSchemaErrors, GetSchemaResponses, GetSnapshotData, GetSnapshotErrors, GetSnapshotResponses, GetStatusData, GetStatusErrors, GetStatusResponses, HealthData, HealthErrors, HealthResponses, InvokeQueryData, InvokeQueryErrors, InvokeQueryIfGraphCommitData, InvokeQueryIfGraphCommitErrors, InvokeQueryIfGraphCommitResponses, InvokeQueryResponses, ListBranchesData, ListBranchesErrors, ListBranchesResponses, ListBranchHeadsData, ListBranchHeadsErrors, ListBranchHeadsResponses, ListCommitsData, ListCommitsErrors, ListCommitsResponses, ListGraphsData, ListGraphsErrors, ListGraphsResponses, ListQueriesData, ListQueriesErrors, ListQueriesResponses, LoadData, LoadErrors, LoadNdjsonData, LoadNdjsonErrors, LoadNdjsonResponses, LoadResponses, McpData, McpErrors, McpResponses, MergeBranchData, MergeBranchErrors, MergeBranchResponses, MutateData, MutateErrors, MutateIfGraphCommitData, MutateIfGraphCommitErrors, MutateIfGraphCommitResponses, MutateResponses, OpenapiData, OpenapiErrors, OpenapiResponses, PollChangesData, PollChangesErrors, PollChangesResponses, PreviewMergeData, PreviewMergeErrors, PreviewMergeResponses, QueryData, QueryErrors, QueryResponses } from './types.gen.js';
+import type { CaptureChangeBaselineData, CaptureChangeBaselineErrors, CaptureChangeBaselineResponses, CheckQueryData, CheckQueryErrors, CheckQueryResponses, CreateBranchData, CreateBranchErrors, CreateBranchResponses, DeleteBranchData, DeleteBranchErrors, DeleteBranchResponses, DiffRefsData, DiffRefsErrors, DiffRefsResponses, ExportData, ExportErrors, ExportResponses, GetBlobData, GetBlobErrors, GetBlobResponses, GetCatalogData, GetCatalogErrors, GetCatalogResponses, GetCommitChangesData, GetCommitChangesErrors, GetCommitChangesResponses, GetCommitData, GetCommitErrors, GetCommitResponses, GetSchemaData, GetSchemaErrors, GetSchemaResponses, GetSnapshotData, GetSnapshotErrors, GetSnapshotResponses, GetStatusData, GetStatusErrors, GetStatusResponses, HeadBlobData, HeadBlobErrors, HeadBlobResponses, HealthData, HealthErrors, HealthResponses, InvokeQueryData, InvokeQueryErrors, InvokeQueryIfGraphCommitData, InvokeQueryIfGraphCommitErrors, InvokeQueryIfGraphCommitResponses, InvokeQueryResponses, ListBranchesData, ListBranchesErrors, ListBranchesResponses, ListBranchHeadsData, ListBranchHeadsErrors, ListBranchHeadsResponses, ListCommitsData, ListCommitsErrors, ListCommitsResponses, ListGraphsData, ListGraphsErrors, ListGraphsResponses, ListQueriesData, ListQueriesErrors, ListQueriesResponses, LoadData, LoadErrors, LoadNdjsonData, LoadNdjsonErrors, LoadNdjsonResponses, LoadResponses, McpData, McpErrors, McpResponses, MergeBranchData, MergeBranchErrors, MergeBranchResponses, MutateData, MutateErrors, MutateIfGraphCommitData, MutateIfGraphCommitErrors, MutateIfGraphCommitResponses, MutateResponses, OpenapiData, OpenapiErrors, OpenapiResponses, PollChangesData, PollChangesErrors, PollChangesResponses, PreviewMergeData, PreviewMergeErrors, PreviewMergeResponses, QueryData, QueryErrors, QueryResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -24,6 +24,24 @@ export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends 
 export const listGraphs = <ThrowOnError extends boolean = false>(options?: Options<ListGraphsData, ThrowOnError>) => (options?.client ?? client).get<ListGraphsResponses, ListGraphsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/graphs',
+    ...options
+});
+
+/**
+ * The bytes of one Blob value (one byte range with Range), or a redirect to an external one
+ */
+export const getBlob = <ThrowOnError extends boolean = false>(options: Options<GetBlobData, ThrowOnError>) => (options.client ?? client).get<GetBlobResponses, GetBlobErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/graphs/{graph_id}/blob',
+    ...options
+});
+
+/**
+ * The headers of one Blob value (size, ETag, snapshot), without its bytes
+ */
+export const headBlob = <ThrowOnError extends boolean = false>(options: Options<HeadBlobData, ThrowOnError>) => (options.client ?? client).head<HeadBlobResponses, HeadBlobErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/graphs/{graph_id}/blob',
     ...options
 });
 

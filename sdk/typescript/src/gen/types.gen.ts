@@ -34,6 +34,12 @@ export type BaselineRequest = {
     types?: Array<string>;
 };
 
+export type BlobRange = {
+    end: number;
+    length: number;
+    start: number;
+};
+
 export type BranchCreateOutput = {
     actor_id?: string;
     from: string;
@@ -301,6 +307,7 @@ export type DiffRequest = {
 };
 
 export type ErrorOutput = {
+    blob_range?: BlobRange;
     change_diff_refusal?: ChangeDiffRefusal;
     change_feed_gap?: ChangeFeedGap;
     code?: string;
@@ -693,6 +700,180 @@ export type ListGraphsResponses = {
 };
 
 export type ListGraphsResponse = ListGraphsResponses[keyof ListGraphsResponses];
+
+export type GetBlobData = {
+    body?: never;
+    path: {
+        /**
+         * the graph's id (GET /graphs lists them): 1 to 64 letters, digits or '-'
+         */
+        graph_id: string;
+    };
+    query?: {
+        /**
+         * node or edge
+         */
+        entity?: string;
+        /**
+         * the node or edge type
+         */
+        type?: string;
+        /**
+         * the entity's id (a node's key, an edge's id)
+         */
+        id?: string;
+        /**
+         * the Blob property
+         */
+        property?: string;
+        /**
+         * the branch (default main)
+         */
+        branch?: string;
+        /**
+         * a graph commit id to read instead of a branch head
+         */
+        snapshot?: string;
+    };
+    url: '/graphs/{graph_id}/blob';
+};
+
+export type GetBlobErrors = {
+    /**
+     * bad_request: the input is invalid (the message says what to change); nothing was done
+     */
+    400: ErrorOutput;
+    /**
+     * unauthorized: missing or invalid bearer token
+     */
+    401: ErrorOutput;
+    /**
+     * forbidden: the policy denies the action, or a read-only replica refuses a write
+     */
+    403: ErrorOutput;
+    /**
+     * not_found: no such graph, branch or commit
+     */
+    404: ErrorOutput;
+    /**
+     * precondition_failure: the branch head is not the expected commit; nothing was written (a Blob read: If-Match does not name the current ETag)
+     */
+    412: ErrorOutput;
+    /**
+     * blob_range: the byte range lies outside the value (Content-Range: bytes *N)
+     */
+    416: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
+     * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
+     */
+    500: ErrorOutput;
+    /**
+     * recovery_required {operation_id}, or the server is stopping; nothing new was admitted
+     */
+    503: ErrorOutput;
+};
+
+export type GetBlobError = GetBlobErrors[keyof GetBlobErrors];
+
+export type GetBlobResponses = {
+    /**
+     * OK: the value's bytes (none for HEAD)
+     */
+    200: Blob | File;
+    /**
+     * partial content: the byte range asked for (Content-Range)
+     */
+    206: Blob | File;
+};
+
+export type GetBlobResponse = GetBlobResponses[keyof GetBlobResponses];
+
+export type HeadBlobData = {
+    body?: never;
+    path: {
+        /**
+         * the graph's id (GET /graphs lists them): 1 to 64 letters, digits or '-'
+         */
+        graph_id: string;
+    };
+    query?: {
+        /**
+         * node or edge
+         */
+        entity?: string;
+        /**
+         * the node or edge type
+         */
+        type?: string;
+        /**
+         * the entity's id (a node's key, an edge's id)
+         */
+        id?: string;
+        /**
+         * the Blob property
+         */
+        property?: string;
+        /**
+         * the branch (default main)
+         */
+        branch?: string;
+        /**
+         * a graph commit id to read instead of a branch head
+         */
+        snapshot?: string;
+    };
+    url: '/graphs/{graph_id}/blob';
+};
+
+export type HeadBlobErrors = {
+    /**
+     * bad_request: the input is invalid (the message says what to change); nothing was done
+     */
+    400: ErrorOutput;
+    /**
+     * unauthorized: missing or invalid bearer token
+     */
+    401: ErrorOutput;
+    /**
+     * forbidden: the policy denies the action, or a read-only replica refuses a write
+     */
+    403: ErrorOutput;
+    /**
+     * not_found: no such graph, branch or commit
+     */
+    404: ErrorOutput;
+    /**
+     * precondition_failure: the branch head is not the expected commit; nothing was written (a Blob read: If-Match does not name the current ETag)
+     */
+    412: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
+     * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
+     */
+    500: ErrorOutput;
+    /**
+     * recovery_required {operation_id}, or the server is stopping; nothing new was admitted
+     */
+    503: ErrorOutput;
+};
+
+export type HeadBlobError = HeadBlobErrors[keyof HeadBlobErrors];
+
+export type HeadBlobResponses = {
+    /**
+     * OK: the value's bytes (none for HEAD)
+     */
+    200: Blob | File;
+};
+
+export type HeadBlobResponse = HeadBlobResponses[keyof HeadBlobResponses];
 
 export type ListBranchesData = {
     body?: never;
@@ -1924,7 +2105,7 @@ export type MutateIfGraphCommitErrors = {
      */
     409: ErrorOutput;
     /**
-     * precondition_failure: the branch head is not the expected commit; nothing was written
+     * precondition_failure: the branch head is not the expected commit; nothing was written (a Blob read: If-Match does not name the current ETag)
      */
     412: ErrorOutput;
     /**
@@ -2124,7 +2305,7 @@ export type InvokeQueryIfGraphCommitErrors = {
      */
     409: ErrorOutput;
     /**
-     * precondition_failure: the branch head is not the expected commit; nothing was written
+     * precondition_failure: the branch head is not the expected commit; nothing was written (a Blob read: If-Match does not name the current ETag)
      */
     412: ErrorOutput;
     /**
