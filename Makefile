@@ -3,8 +3,17 @@ GO ?= go
 
 .PHONY: run test bench lint build soak
 
+# make build records what the toolchain cannot stamp in every checkout (a
+# git worktree, GOFLAGS=-buildvcs=false): the revision, a tree with
+# uncommitted changes, and the build time (internal/buildinfo; shown by
+# omnigraph version, /healthz and the lock records).
+BUILDINFO := github.com/omnigraph-go/omnigraph/internal/buildinfo
+LDFLAGS := -X $(BUILDINFO).revision=$(shell git rev-parse HEAD 2>/dev/null) \
+	-X $(BUILDINFO).modified=$(shell git status --porcelain 2>/dev/null | grep -q . && echo true) \
+	-X $(BUILDINFO).date=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+
 build:
-	$(GO) build -o bin/omnigraph ./cmd/omnigraph
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/omnigraph ./cmd/omnigraph
 
 run: build
 	bash scripts/run.sh

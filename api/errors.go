@@ -32,6 +32,10 @@ type ErrorOutput struct {
 	ChangeDiffRefusal   *ChangeDiffRefusal   `json:"change_diff_refusal,omitempty"`
 	BlobRange           *BlobRange           `json:"blob_range,omitempty"`
 	ChangeFeedGap       *ChangeFeedGap       `json:"change_feed_gap,omitempty"`
+	// StopReason says why a stopping server refuses (503
+	// server_stopping): shutdown, panic, recovery_required,
+	// opaque_failure or lease_lost.
+	StopReason string `json:"stop_reason,omitempty"`
 	// Class is the failure class of a 500/503 (a storage failure kind,
 	// "lease_lost", "poisoned"...): what the per-request log records.
 	Class string `json:"failure_class,omitempty"`

@@ -17,6 +17,25 @@ type (
 		Version string `json:"version"`
 		Graphs  int    `json:"graphs"`
 		Mode    string `json:"mode"` // "read-write" or "read-only"
+		// Build is which build is serving.
+		Build BuildInfo `json:"build"`
+	}
+	// BuildInfo is a binary's build: what 'omnigraph version --json' and
+	// /healthz print.
+	BuildInfo struct {
+		// Version is the module version: a release or pseudo-version, or
+		// "(devel)" for a build from a checkout.
+		Version string `json:"version"`
+		// Revision is the VCS commit it was built from ("" unknown).
+		Revision string `json:"revision,omitempty"`
+		// Modified: the tree had uncommitted changes.
+		Modified bool `json:"modified,omitempty"`
+		// BuildDate is when it was built (RFC 3339 UTC), when known.
+		BuildDate string `json:"build_date,omitempty"`
+		// CommitDate is the time of Revision's commit, when known.
+		CommitDate string `json:"commit_date,omitempty"`
+		// GoVersion is the toolchain that built it.
+		GoVersion string `json:"go_version"`
 	}
 	// GraphList is GET /graphs.
 	GraphList struct {

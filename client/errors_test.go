@@ -86,7 +86,7 @@ func TestTypedErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = g.Mutate(ctx, api.MutateRequest{Query: `mutation m() { insert Person { handle: "stale", name: "S" } }`}, client.IfGraphCommit("01JZ6Y1F0R5N2P8S6T4UVW3XYZ"))
+	_, err = g.Mutate(ctx, api.MutateRequest{Query: `mutation m() { insert Person { handle: "stale", name: "S" } }`}, client.IfGraphCommit("01JZ6Y1F0R5N2P8S6T4VAW3XYZ"))
 	e = wantError(t, "a stale precondition", err, client.ErrPrecondition, 412, "")
 	if e.Details.PreconditionFailure == nil || e.Details.PreconditionFailure.Actual != snap.GraphCommitID {
 		t.Fatalf("precondition detail: %+v", e.Details)

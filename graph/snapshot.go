@@ -67,6 +67,9 @@ func (g *Graph) Snapshot(ctx context.Context, branch string) (*Snapshot, error) 
 // version that recorded commitID, on whichever branch made it. Finding a
 // commit by id scans the manifest; it is not a hot path.
 func (g *Graph) SnapshotAt(ctx context.Context, commitID string) (*Snapshot, error) {
+	if err := manifest.ValidateCommitID(commitID); err != nil {
+		return nil, err
+	}
 	e, err := g.man.FindCommit(ctx, commitID)
 	if err != nil {
 		return nil, err
@@ -85,6 +88,10 @@ func (g *Graph) SnapshotOfRef(ctx context.Context, ref string) (*Snapshot, error
 	}
 	if !errors.Is(err, manifest.ErrBranchNotFound) && !errors.Is(err, ErrInvalidBranch) {
 		return nil, err
+	}
+	if manifest.ValidateCommitID(ref) != nil {
+		// Not a commit id either: the branch's answer (no such branch).
+		return nil, fmt.Errorf("%q is neither a branch nor a commit: %w", ref, err)
 	}
 	s, cerr := g.SnapshotAt(ctx, ref)
 	if cerr != nil {
@@ -250,6 +257,9 @@ func (g *Graph) Commits(ctx context.Context, branch string, limit int) ([]Commit
 // Commit returns one commit by id: a binary search of each live branch by
 // the id's timestamp (manifest.(*Store).FindCommit), O(log depth) reads.
 func (g *Graph) Commit(ctx context.Context, id string) (CommitInfo, error) {
+	if err := manifest.ValidateCommitID(id); err != nil {
+		return CommitInfo{}, err
+	}
 	e, err := g.man.FindCommitEntry(ctx, id)
 	if err != nil {
 		return CommitInfo{}, err

@@ -313,7 +313,7 @@ func TestCommitHistoryAndTimeTravel(t *testing.T) {
 	if err != nil || c.ManifestVersion != 3 || c.Branch != "main" {
 		t.Fatalf("Commit(%s) = %+v %v", ids[1], c, err)
 	}
-	if _, err := g.Commit(ctx, "01NOPE"); !errors.Is(err, manifest.ErrCommitNotFound) {
+	if _, err := g.Commit(ctx, "01KA3Q8J5YV9H0M3WQ8X2C4T7B"); !errors.Is(err, manifest.ErrCommitNotFound) {
 		t.Fatalf("unknown commit = %v", err)
 	}
 }

@@ -1,10 +1,14 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/oklog/ulid/v2"
 )
 
 // The directory words of the control dataset's layout. Every key the
@@ -50,25 +54,69 @@ const maxBranchName = 200
 // continuing with letters, digits, '.', '_' or '-'.
 func ValidateBranchName(name string) error {
 	if name == "" {
-		return fmt.Errorf("empty branch name")
+		return branchNameErrorf("empty branch name")
 	}
 	if len(name) > maxBranchName {
-		return fmt.Errorf("branch name is %d bytes; the limit is %d", len(name), maxBranchName)
+		return branchNameErrorf("branch name is %d bytes; the limit is %d", len(name), maxBranchName)
 	}
 	for _, comp := range strings.Split(name, "/") {
 		if comp == "" {
-			return fmt.Errorf("branch name %q has an empty component; write names like feature or review/2026-07", name)
+			return branchNameErrorf("branch name %q has an empty component; write names like feature or review/2026-07", name)
 		}
-		for i := 0; i < len(comp); i++ {
-			c := comp[i]
+		// Quote characters, never bytes: "fé" has 'é', not 'Ã'.
+		for i, c := range comp {
 			alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 			if i == 0 && !alnum {
-				return fmt.Errorf("branch name %q: each component must start with a letter, digit or '_'", name)
+				return branchNameErrorf("branch name %q: each component must start with an ASCII letter, digit or '_', not %s", name, quoteChar(c))
 			}
 			if !alnum && c != '.' && c != '-' {
-				return fmt.Errorf("branch name %q has %q; use letters, digits, '.', '_', '-' and '/' only", name, string(rune(c)))
+				return branchNameErrorf("branch name %q has %s; use ASCII letters, digits, '.', '_', '-' and '/' only", name, quoteChar(c))
 			}
 		}
+	}
+	return nil
+}
+
+// ErrInvalidBranchName matches every refusal of ValidateBranchName: bad
+// input, refused before any read.
+var ErrInvalidBranchName = errors.New("invalid branch name")
+
+// branchNameError is a refusal of ValidateBranchName.
+type branchNameError string
+
+func (e branchNameError) Error() string        { return string(e) }
+func (e branchNameError) Is(target error) bool { return target == ErrInvalidBranchName }
+
+func branchNameErrorf(format string, args ...any) error {
+	return branchNameError(fmt.Sprintf(format, args...))
+}
+
+// quoteChar quotes one character of a name for a message: the character
+// when printable, else its code point (a byte that is not UTF-8 says so).
+func quoteChar(r rune) string {
+	switch {
+	case r == utf8.RuneError:
+		return "a byte that is not UTF-8"
+	case strconv.IsPrint(r):
+		return strconv.QuoteRune(r)
+	}
+	return fmt.Sprintf("character U+%04X", r)
+}
+
+// ErrInvalidCommitID: a commit id that cannot be one (not a ULID). It is
+// bad input, refused before any read.
+var ErrInvalidCommitID = errors.New("malformed commit id")
+
+// ValidateCommitID checks the form of a commit id: the 26-character ULID
+// every commit gets (graph.newID). A malformed id is refused rather than
+// looked up, so it is a clear 400 and never a scan of the history.
+func ValidateCommitID(id string) error {
+	if _, err := ulid.ParseStrict(id); err != nil || len(id) != ulid.EncodedSize {
+		shown := id
+		if utf8.RuneCountInString(shown) > 40 {
+			shown = string([]rune(shown)[:40]) + "..."
+		}
+		return fmt.Errorf("%w %q: a commit id is the 26-character id that 'commit list' prints (letters and digits, e.g. 01KA3Q8J5YV9H0M3WQ8X2C4T7B)", ErrInvalidCommitID, shown)
 	}
 	return nil
 }

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # make run: the quickstart on an embedded local graph in ./demo-graph.
 # The Makefile builds bin/omnigraph first; this script only drives it.
+# OMNIGRAPH_BIN, OMNIGRAPH_DEMO_STORE and OMNIGRAPH_DEMO_DATA move the binary,
+# the graph and the embedded copy of the data (the quickstart test runs it
+# that way).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-og=bin/omnigraph
-store=./demo-graph
+og=${OMNIGRAPH_BIN:-bin/omnigraph}
+store=${OMNIGRAPH_DEMO_STORE:-./demo-graph}
+embedded=${OMNIGRAPH_DEMO_DATA:-demo-social.jsonl}
 queries=examples/social.gq
 
 heading() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -71,5 +75,13 @@ heading "10. Time travel: the same count now, and as of the empty first commit"
 count='query n() { match { $p: Person } return { count($p) as people } }'
 run query -e "$count" --format kv --store "$store"
 run query -e "$count" --format kv --snapshot "$init_commit" --store "$store"
+
+heading "11. Search: fill the post vectors with omnigraph embed, then text, vector and hybrid search"
+run embed --schema examples/social.pg --input examples/social.jsonl --output "$embedded"
+run load --data "$embedded" --mode merge --store "$store"
+run query --query "$queries" search_posts --params '{"q":"graphs and data"}' --store "$store"
+run query --query "$queries" fuzzy_posts --params '{"q":"sourdoh recipes"}' --store "$store"
+run query --query "$queries" similar_posts --params '{"text":"type: Post\ntext: Commit graphs make audits easy"}' --store "$store"
+run query --query "$queries" hybrid_posts --params '{"q":"graphs"}' --store "$store"
 
 heading "Done. Explore with: bin/omnigraph query --query $queries NAME --store $store"

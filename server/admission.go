@@ -118,6 +118,8 @@ type admission struct {
 	reads      int
 	actorReads map[string]int
 	closed     bool
+	// reason is why admission closed (the first cause; StopReason*).
+	reason string
 }
 
 func newAdmission(l Limits, actors map[string]ActorLimits) *admission {
@@ -136,7 +138,7 @@ func (a *admission) admitRead(actor string) (release func(), f *Failure) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
-		return nil, stopping()
+		return nil, stopping(a.reason)
 	}
 	bound := a.limits.ReadsPerActor
 	if n, ok := a.actorReads[actor]; ok {
@@ -175,7 +177,7 @@ func (a *admission) admit(actor, graphID string) (release func(), f *Failure) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
-		return nil, stopping()
+		return nil, stopping(a.reason)
 	}
 	if a.perActor[actor] >= a.limits.WritesPerActor {
 		return nil, a.busy("actor %q has %d writes in flight, the most this server admits; retry after the Retry-After seconds", actor, a.limits.WritesPerActor)
@@ -206,21 +208,61 @@ func (a *admission) busy(format string, args ...any) *Failure {
 	return f
 }
 
-func (a *admission) close() {
+// close closes admission for reason; the first reason stays.
+func (a *admission) close(reason string) {
 	a.mu.Lock()
-	a.closed = true
-	a.mu.Unlock()
+	defer a.mu.Unlock()
+	if !a.closed {
+		a.closed, a.reason = true, reason
+	}
+}
+
+// closedFor reports whether admission is closed, and why.
+func (a *admission) closedFor() (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.reason, a.closed
 }
 
 func (a *admission) isClosed() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.closed
+	_, closed := a.closedFor()
+	return closed
 }
 
-func stopping() *Failure {
+// Why admission closed: the stop causes (StopCause, the handler's panic,
+// the caller's lease loss) and an ordered shutdown.
+const (
+	StopShutdown  = "shutdown"
+	StopPanic     = "panic"
+	StopLeaseLost = "lease_lost"
+)
+
+// stopReasonText says why the server stops, for the 503 message.
+func stopReasonText(reason string) string {
+	switch reason {
+	case StopShutdown:
+		return "it was told to shut down and is finishing the requests in flight"
+	case StopPanic:
+		return "a request failed inside the server"
+	case StopRecoveryRequired:
+		return "a write needs a recovery that only a restart performs"
+	case StopOpaqueFailure:
+		return "a write failed with no evidence of what it did"
+	case StopLeaseLost:
+		return "it lost the graph's writer lock"
+	case "":
+		return "no reason was given"
+	}
+	return reason
+}
+
+// stopping is the answer of every request once admission closed, /healthz
+// included: 503 server_stopping with the reason (stop_reason and in
+// words).
+func stopping(reason string) *Failure {
 	return &Failure{Status: http.StatusServiceUnavailable, Body: api.ErrorOutput{
-		Error: "the server is stopping and admits no new requests; retry against another server or after it restarts",
-		Class: "server_stopping",
+		Error:      "the server is stopping (" + stopReasonText(reason) + ") and admits no new requests; retry against another server or after it restarts",
+		Class:      "server_stopping",
+		StopReason: reason,
 	}}
 }

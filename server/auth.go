@@ -53,10 +53,8 @@ func ValidActor(a string) error {
 // actors, each actor once, each digest 32 bytes of hex and used once.
 func ParseTokens(b []byte) (*TokensFile, error) {
 	var f TokensFile
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("tokens file: %w", err)
+	if err := DecodeJSON(b, &f, "the tokens file"); err != nil {
+		return nil, err
 	}
 	if f.Version != TokensFormat {
 		return nil, fmt.Errorf("tokens file: version %d, this omnigraph reads version %d", f.Version, TokensFormat)

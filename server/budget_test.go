@@ -283,8 +283,8 @@ func TestSlowReadersAreCut(t *testing.T) {
 	s, base := newTestServer(t, g, Config{Limits: Limits{WriteTimeout: time.Second, StreamIdle: time.Second}})
 	addr := strings.TrimPrefix(base, "http://")
 	for _, req := range []string{
-		"POST /graphs/default/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-		"GET /graphs/default/export HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /graphs/default/query HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		"GET /graphs/default/export HTTP/1.1\r\nHost: localhost\r\n\r\n",
 	} {
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {

@@ -175,7 +175,8 @@ func MapError(err error, graphID string) *Failure {
 		return fail(http.StatusForbidden, api.CodeForbidden, "this server is a read-only replica; send writes to the primary")
 	case errors.As(err, &qe), errors.Is(err, gq.ErrInvalidQuery), errors.Is(err, graph.ErrInvalidInput),
 		errors.Is(err, pg.ErrInvalidValue), errors.Is(err, pg.ErrInvalidSchema), errors.Is(err, graph.ErrInvalidSchema),
-		errors.Is(err, graph.ErrNotARead), errors.Is(err, graph.ErrInvalidBranch):
+		errors.Is(err, graph.ErrNotARead), errors.Is(err, graph.ErrInvalidBranch), errors.Is(err, manifest.ErrInvalidCommitID),
+		errors.Is(err, manifest.ErrInvalidBranchName):
 		return badRequest("%s", userText(err))
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return &Failure{Status: http.StatusServiceUnavailable, Body: api.ErrorOutput{

@@ -1,10 +1,7 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -16,6 +13,8 @@ import (
 	"github.com/omnigraph-go/omnigraph/graph/export"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/graph/query"
+	"github.com/omnigraph-go/omnigraph/internal/buildinfo"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 func commitOutput(c *graph.CommitInfo) *api.CommitOutput {
@@ -33,39 +32,39 @@ func commitOutput(c *graph.CommitInfo) *api.CommitOutput {
 }
 
 // decode reads a JSON body: application/json (415 otherwise), within the
-// route's limit (413), one object (400).
+// route's limit (413), one object of v's members exactly (400, decode.go).
 func (r *request) decode(v any) error {
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 		return &Failure{Status: http.StatusUnsupportedMediaType, Body: api.ErrorOutput{Error: "the body must be JSON: send Content-Type: application/json", Code: api.CodeBadRequest}}
 	}
-	b, err := io.ReadAll(r.Body)
+	b, err := readBody(r.Body)
 	if err != nil {
-		var mbe *maxBytesError
-		if errors.As(err, &mbe) {
-			return tooLarge(mbe.resource, mbe.limit, 0)
-		}
-		return badRequest("read the request body: %v", err)
+		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return badRequest("the body is not a valid JSON object of this route: %v", err)
-	}
-	if dec.More() {
-		return badRequest("the body must be one JSON object")
-	}
-	return nil
+	return decodeStrict(b, v, "the body")
 }
 
 func (r *request) actorID() string { return r.actor }
 
+// handleHealth answers 200 while the server admits requests, and 503
+// server_stopping with the reason once admission closed (a stopping
+// server must leave its load balancer's rotation).
 func handleHealth(r *request) (int, any, error) {
+	if reason, closed := r.s.adm.closedFor(); closed {
+		return 0, nil, stopping(reason)
+	}
 	mode := "read-write"
 	if r.s.cfg.ReadOnly {
 		mode = "read-only"
 	}
-	return 200, api.Health{Status: "ok", Version: r.s.cfg.Version, Graphs: len(r.s.ids), Mode: mode}, nil
+	return 200, api.Health{Status: "ok", Version: r.s.cfg.Version, Graphs: len(r.s.ids), Mode: mode, Build: BuildOutput(r.s.cfg.Build)}, nil
+}
+
+// BuildOutput is the wire form of a build (what /healthz and 'omnigraph
+// version --json' print).
+func BuildOutput(i buildinfo.Info) api.BuildInfo {
+	return api.BuildInfo{Version: i.Version, Revision: i.Revision, Modified: i.Modified, BuildDate: i.BuildDate, CommitDate: i.CommitDate, GoVersion: i.GoVersion}
 }
 
 func handleOpenAPI(r *request) (int, any, error) {
@@ -120,6 +119,9 @@ func handleMutateIf(r *request) (int, any, error) {
 	v, err := r.ifGraphCommit()
 	if err != nil {
 		return 0, nil, err
+	}
+	if err := manifest.ValidateCommitID(v); err != nil {
+		return 0, nil, badRequest("%s: %v; nothing was written", api.HeaderIfGraphCommit, err)
 	}
 	return mutateWith(r, v)
 }

@@ -1,12 +1,12 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -92,7 +92,9 @@ type mcpTool struct {
 	// shows the tool to an actor only when the policy permits it on the
 	// graph (see listFilter).
 	action Action
-	add    func(*Server, *mcp.Server, *mcp.Tool)
+	// in is the Go type of the tool's arguments (its input schema).
+	in  reflect.Type
+	add func(*Server, *mcp.Server, *mcp.Tool)
 }
 
 func readOnly() *mcp.ToolAnnotations { return &mcp.ToolAnnotations{ReadOnlyHint: true} }
@@ -148,28 +150,30 @@ func mcpTools() []mcpTool {
 }
 
 // tool binds an operation to a tool with the input schema inferred from
-// In. The SDK validates the arguments against it; they are then decoded
-// again with json.Number, as the HTTP routes decode bodies, so integer
-// parameters keep their precision.
+// In (what tools/list shows). The arguments are decoded by the one
+// decoding layer of every route (decodeStrict, with json.Number, so
+// integer parameters keep their precision): an unknown member or a value
+// of the wrong JSON type is an error result with status 400 and the
+// envelope, as on the tool's route, never the SDK's own validation text.
 func tool[In any](name string, act Action, desc string, ann *mcp.ToolAnnotations, op func(*request, In) (any, error)) mcpTool {
 	t := &mcp.Tool{Name: name, Description: desc, Annotations: ann, InputSchema: inputSchema[In]()}
-	return mcpTool{tool: t, action: act, add: func(s *Server, ms *mcp.Server, t *mcp.Tool) {
-		mcp.AddTool(ms, t, func(ctx context.Context, req *mcp.CallToolRequest, _ In) (*mcp.CallToolResult, any, error) {
+	return mcpTool{tool: t, action: act, in: reflect.TypeFor[In](), add: func(s *Server, ms *mcp.Server, t *mcp.Tool) {
+		ms.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			hr, _ := ctx.Value(requestKey{}).(*request)
 			if hr == nil {
-				return nil, nil, errors.New("the tool call reached the server outside an HTTP request")
+				return nil, errors.New("the tool call reached the server outside an HTTP request")
 			}
 			r := *hr
 			r.Request = hr.Request.WithContext(ctx)
 			start := time.Now()
 			out, f := s.runTool(&r, name, func() (any, error) {
 				var in In
-				if len(req.Params.Arguments) > 0 {
-					dec := json.NewDecoder(bytes.NewReader(req.Params.Arguments))
-					dec.UseNumber()
-					if err := dec.Decode(&in); err != nil {
-						return nil, badRequest("the arguments of %s: %v", name, err)
-					}
+				args := req.Params.Arguments
+				if len(args) == 0 || string(args) == "null" {
+					args = json.RawMessage("{}")
+				}
+				if err := decodeStrict(args, &in, "the arguments of "+name); err != nil {
+					return nil, err
 				}
 				return op(&r, in)
 			})
@@ -187,9 +191,15 @@ func tool[In any](name string, act Action, desc string, ann *mcp.ToolAnnotations
 			// non-streaming answer.
 			s.answering(hr.w)
 			if f != nil {
-				return toolErrorResult(f), nil, nil
+				return toolErrorResult(f), nil
 			}
-			return nil, out, nil
+			b, err := json.Marshal(out)
+			if err != nil {
+				return nil, fmt.Errorf("encode the result of %s: %w", name, err)
+			}
+			// Structured content, and the same JSON as text for clients
+			// that read only content (as the SDK's typed tools do).
+			return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
 		})
 	}}
 }
@@ -265,11 +275,10 @@ func (s *Server) newMCP(graphID string) http.Handler {
 		Stateless:    true,
 		JSONResponse: true,
 		Logger:       s.log,
-		// The SDK's DNS-rebinding guard refuses a loopback connection
-		// whose Host is not loopback. It protects open mode (no token,
-		// loopback only); with tokens a rebound browser has no secret,
-		// and the guard would refuse a reverse proxy on the same host.
-		DisableLocalhostProtection: s.cfg.Tokens != nil,
+		// The SDK's DNS-rebinding guard is off: the open-mode guard
+		// (origin.go) decides for every route, this one included, so
+		// one function gives the one verdict.
+		DisableLocalhostProtection: true,
 		// wrap already bounds the body.
 		MaxRequestBodyBytes: -1,
 	})

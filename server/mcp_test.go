@@ -162,7 +162,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	if !res.IsError || te["status"] != 409.0 || te["code"] != "conflict" || te["key_conflict"].(map[string]any)["entity_id"] != "ada" {
 		t.Fatalf("key conflict result: %v", te)
 	}
-	res = callTool(t, cs, "graph_mutate", map[string]any{"query": `mutation m() { insert Person { name: "cy" } }`, "if_graph_commit": "01STALE"})
+	res = callTool(t, cs, "graph_mutate", map[string]any{"query": `mutation m() { insert Person { name: "cy" } }`, "if_graph_commit": "01KA3Q8J5YV9H0M3WQ8X2C4T7B"})
 	if te := structured(t, res); !res.IsError || te["status"] != 412.0 || te["precondition_failure"].(map[string]any)["actual"] != head {
 		t.Fatalf("stale head result: %v", te)
 	}

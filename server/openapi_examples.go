@@ -16,8 +16,8 @@ type example struct {
 
 const (
 	exCommit  = "01JZ6Y3M2Q8K4T7V9W0XAB1CDE"
-	exParent  = "01JZ6Y1F0R5N2P8S6T4UVW3XYZ"
-	exMerged  = "01JZ6Y2H7J9K3M5N8P0QRS2TUV"
+	exParent  = "01JZ6Y1F0R5N2P8S6T4VAW3XYZ"
+	exMerged  = "01JZ6Y2H7J9K3M5N8P0QRS2TVW"
 	exCreated = int64(1767600000000000)
 )
 
@@ -28,7 +28,8 @@ func exCommitOutput(branch string, version uint64) *api.CommitOutput {
 // examples are by operation id; TestOpenAPIExamples requires one for every
 // route of the table.
 var examples = map[string]example{
-	"health":     {Response: api.Health{Status: "ok", Version: "v0.4.0", Graphs: 1, Mode: "read-write"}},
+	"health": {Response: api.Health{Status: "ok", Version: "v0.4.0", Graphs: 1, Mode: "read-write",
+		Build: api.BuildInfo{Version: "v0.4.0", Revision: "72d74768ec2d17456a0d552ebc2d6c0e5ef6abc1", BuildDate: "2026-12-02T06:32:30Z", GoVersion: "go1.26.8"}}},
 	"openapi":    {},
 	"listGraphs": {Response: api.GraphList{Graphs: []api.GraphItem{{GraphID: "default"}}}},
 	"query": {

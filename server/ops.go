@@ -93,8 +93,9 @@ func (r *request) opMutate(m api.MutateRequest, ifCommit string) (api.ChangeOutp
 }
 
 // opLoad loads a graph batch read from body. The policy is checked before
-// the body is read: load on the branch, and branch_create too when from
-// names a base (the branch is created from it if missing).
+// the body is read: load on the branch, and branch_create and read on the
+// base too when from names one (the branch is created from it if missing,
+// and a fork of a branch is a copy of what it holds).
 func (r *request) opLoad(body io.Reader, branch, from, modeS string) (api.LoadOutput, error) {
 	branch = orMain(branch)
 	if modeS == "" {
@@ -109,6 +110,9 @@ func (r *request) opLoad(body io.Reader, branch, from, modeS string) (api.LoadOu
 	}
 	if from != "" {
 		if err := r.authorize(ActionBranchCreate, from, branch); err != nil {
+			return api.LoadOutput{}, err
+		}
+		if err := r.authorizeSource(from); err != nil {
 			return api.LoadOutput{}, err
 		}
 	}
@@ -235,6 +239,9 @@ func (r *request) opBranchCreate(b api.BranchCreateRequest) (api.BranchCreateOut
 	if err := r.authorize(ActionBranchCreate, b.From, b.Name); err != nil {
 		return api.BranchCreateOutput{}, err
 	}
+	if err := r.authorizeSource(b.From); err != nil {
+		return api.BranchCreateOutput{}, err
+	}
 	release, err := r.admitWrite()
 	if err != nil {
 		return api.BranchCreateOutput{}, err
@@ -273,6 +280,9 @@ func (r *request) opMerge(m api.MergeRequest) (api.MergeOutput, error) {
 	}
 	m.Target = orMain(m.Target)
 	if err := r.authorize(ActionBranchMerge, m.Source, m.Target); err != nil {
+		return api.MergeOutput{}, err
+	}
+	if err := r.authorizeSource(m.Source); err != nil {
 		return api.MergeOutput{}, err
 	}
 	if m.DeleteBranch {

@@ -67,7 +67,9 @@ permit (principal, action, resource);
 // branch_merge branch = source and target_branch = target (the
 // resource), branch_delete target_branch = the branch deleted. It also
 // has query: the stored query invoke_query runs ("" for other actions),
-// so a policy can grant some stored queries only.
+// so a policy can grant some stored queries only. An operation that
+// copies a branch (create from, load from, merge source) also asks read
+// on it (authorizeSource).
 type Policy struct {
 	name   string
 	set    *cedar.PolicySet
@@ -199,6 +201,14 @@ func (r *request) authorize(act Action, branch, target string) error {
 		what = fmt.Sprintf("branch %q", b)
 	}
 	return fail(http.StatusForbidden, api.CodeForbidden, "the policy does not allow actor %q to %s on %s of graph %q", q.Actor, act, what, q.Graph)
+}
+
+// authorizeSource asks for read on a branch an operation copies from (the
+// base of a branch create or of load's from, the source of a merge): the
+// new or target branch would otherwise hand its content to an actor the
+// policy does not let read it.
+func (r *request) authorizeSource(branch string) error {
+	return r.authorize(ActionRead, branch, "")
 }
 
 // allowed is authorize without the 403 (filtering lists).

@@ -144,7 +144,7 @@ func TestServerPolicy(t *testing.T) {
 		{"rita", "GET", g0 + "/snapshot?branch=topic", "", "", 200, nil},
 		{"rita", "POST", g0 + "/mutate", "application/json", ins("x", "topic"), 403, nil},
 		{"alice", "POST", g0 + "/mutate", "application/json", ins("x", "main"), 403, nil},
-		{"alice", "POST", g0 + "/mutate/if-graph-commit", "application/json", ins("x", "main"), 403, []string{api.HeaderIfGraphCommit, "01STALE"}},
+		{"alice", "POST", g0 + "/mutate/if-graph-commit", "application/json", ins("x", "main"), 403, []string{api.HeaderIfGraphCommit, "01KA3Q8J5YV9H0M3WQ8X2C4T7B"}},
 		// Denied before the engine: the branch does not exist, yet 403.
 		{"rita", "POST", g0 + "/mutate", "application/json", ins("x", "nope"), 403, nil},
 		{"alice", "POST", g0 + "/mutate", "application/json", ins("bo", "topic"), 200, nil},

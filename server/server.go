@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"runtime/debug"
 	"sort"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/internal/buildinfo"
 )
 
 // Graph is one served graph.
@@ -60,8 +62,12 @@ type Config struct {
 	Actors map[string]ActorLimits
 	// Logger gets one line per request and the server's events.
 	Logger *slog.Logger
-	// Version is reported by /healthz.
+	// Version is reported by /healthz and the OpenAPI document ("":
+	// Build.Version).
 	Version string
+	// Build is the build reported by /healthz (zero: the running
+	// binary's, buildinfo.Read).
+	Build buildinfo.Info
 	// OnFatal is called (once per event) when the server must stop (seed
 	// 001 "When the server stops"): a handler panicked ("panic"), a write
 	// returned RecoveryRequired ("recovery_required": durable effects in
@@ -92,7 +98,9 @@ type Server struct {
 	heavy       *lane
 	graphBudget map[string]graph.Budget
 	mux         *http.ServeMux
-	mcp         map[string]http.Handler // per graph: its stored queries are its tools
+	// handler is mux behind the open-mode guard.
+	handler http.Handler
+	mcp     map[string]http.Handler // per graph: its stored queries are its tools
 	// queries are each graph's stored queries.
 	queries map[string]*StoredQueries
 	policy  *Policy
@@ -124,6 +132,12 @@ func ValidGraphID(id string) error {
 // New builds a server.
 func New(cfg Config) (*Server, error) {
 	cfg.Limits = cfg.Limits.withDefaults()
+	if cfg.Build == (buildinfo.Info{}) {
+		cfg.Build = buildinfo.Read()
+	}
+	if cfg.Version == "" {
+		cfg.Version = cfg.Build.Version
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -186,18 +200,19 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, fail(http.StatusNotFound, api.CodeNotFound, "no such route: %s %s (see GET /openapi.json)", r.Method, r.URL.Path))
 	})
+	s.handler = s.openModeGuard(s.mux)
 	return s, nil
 }
 
-// Handler is the server's HTTP handler. Each request starts with no
-// write deadline: an answer's deadline is set when it starts
-// (Limits.WriteTimeout) or, for a stream, by its progress
-// (Limits.StreamIdle), and net/http does not reset it between the
-// requests of one connection.
+// Handler is the server's HTTP handler: the routes behind the open-mode
+// guard (origin.go). Each request starts with no write deadline: an
+// answer's deadline is set when it starts (Limits.WriteTimeout) or, for a
+// stream, by its progress (Limits.StreamIdle), and net/http does not reset
+// it between the requests of one connection.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-		s.mux.ServeHTTP(w, r)
+		s.handler.ServeHTTP(w, r)
 	})
 }
 
@@ -206,9 +221,11 @@ func (s *Server) answering(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.Limits.WriteTimeout))
 }
 
-// CloseAdmission refuses every later request with 503 (the server is
-// stopping); in-flight requests run on.
-func (s *Server) CloseAdmission() { s.adm.close() }
+// CloseAdmission refuses every later request, /healthz included, with 503
+// server_stopping and reason (StopShutdown for an ordered stop, or the
+// cause the caller's OnFatal got); in-flight requests run on. The first
+// reason stays.
+func (s *Server) CloseAdmission(reason string) { s.adm.close(reason) }
 
 // Close cancels the writes still in flight (those the drain did not
 // wait for) and stops the background work (automatic compaction),
@@ -357,8 +374,8 @@ func (s *Server) wrap(rt Route) http.Handler {
 }
 
 func (s *Server) prepare(rt Route, req *request) *Failure {
-	if rt.Auth && s.adm.isClosed() {
-		return stopping()
+	if reason, closed := s.adm.closedFor(); closed && rt.Auth {
+		return stopping(reason)
 	}
 	if rt.Auth && s.cfg.Tokens != nil {
 		actor, err := s.cfg.Tokens.Authenticate(req.Request)
@@ -380,6 +397,13 @@ func (s *Server) prepare(rt Route, req *request) *Failure {
 	}
 	if rt.Write && s.cfg.ReadOnly {
 		return fail(http.StatusForbidden, api.CodeForbidden, "this server is a read-only replica; send writes to the primary")
+	}
+	q, err := url.ParseQuery(req.URL.RawQuery)
+	if err != nil {
+		return badRequest("the query string is not well formed: send name=value pairs joined by '&', with %%-escapes; nothing was changed")
+	}
+	if f := checkQuery(rt, q); f != nil {
+		return f
 	}
 	// A JSON body is read within BodyTimeout; a streamed one must make
 	// progress every StreamIdle, however long it takes in all. Once the
@@ -412,7 +436,7 @@ func (s *Server) prepare(rt Route, req *request) *Failure {
 // server is told to stop, and the answer is outcome unknown.
 func (s *Server) panicked(what, graphID string) *Failure {
 	s.log.Error("handler panicked", "route", what, "stack", string(debug.Stack()))
-	s.stop("panic", graphID)
+	s.stop(StopPanic, graphID)
 	return &Failure{Status: http.StatusInternalServerError, Body: api.ErrorOutput{
 		Error: "the request failed inside the server and its outcome is unknown; if it was a write, check GET /graphs/" + graphID + "/commits before sending it again",
 		Code:  api.CodeInternal, OutcomeUnknown: &api.OutcomeUnknown{Check: "GET /graphs/" + graphID + "/commits"}, Class: "panic",
@@ -422,7 +446,7 @@ func (s *Server) panicked(what, graphID string) *Failure {
 // stop closes admission for every graph and tells the caller to stop the
 // process (OnFatal, which exits 2).
 func (s *Server) stop(cause, graphID string) {
-	s.adm.close()
+	s.adm.close(cause)
 	s.log.Error("the server must stop: admission is closed for every graph and the process exits 2", "cause", cause, "graph", graphID)
 	if s.cfg.OnFatal != nil {
 		s.cfg.OnFatal(cause)

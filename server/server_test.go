@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/omnigraph-go/omnigraph/api"
+	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/local"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/internal/buildinfo"
 )
 
 const testSchema = `
@@ -29,11 +31,17 @@ node Person {
 // testGraph is a fresh read-write graph on a local directory.
 func testGraph(t testing.TB) *graph.Graph {
 	t.Helper()
-	ctx := context.Background()
 	store, err := local.New(filepath.Join(t.TempDir(), "g"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return testGraphOn(t, store)
+}
+
+// testGraphOn is a fresh read-write graph of testSchema on store.
+func testGraphOn(t testing.TB, store backend.StorageAdapter) *graph.Graph {
+	t.Helper()
+	ctx := context.Background()
 	g, err := graph.Init(ctx, store, testSchema, graph.InitOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -268,8 +276,14 @@ func TestServerRoutesEndToEnd(t *testing.T) {
 	if len(ch) != 1 || ch[0].(map[string]any)["id"] != "cy" || ch[0].(map[string]any)["op"] != "insert" || m["cause"].(map[string]any)["graph_commit_id"] != head {
 		t.Fatalf("changes: %v", m)
 	}
-	st, m = c.json("GET", g0+"/commits/NOSUCHCOMMIT", "")
+	st, m = c.json("GET", g0+"/commits/01KA3Q8J5YV9H0M3WQ8X2C4T7B", "")
 	mustStatus(t, "unknown commit", st, 404, m)
+	// A malformed id is bad input, never a lookup (issue 26 item 7).
+	st, m = c.json("GET", g0+"/commits/NOSUCHCOMMIT", "")
+	mustStatus(t, "malformed commit id", st, 400, m)
+	if !strings.Contains(fmt.Sprint(m["error"]), "26-character") {
+		t.Fatalf("malformed commit id: %v", m)
+	}
 
 	// Input errors: 400; unknown graph and branch: 404; wrong media: 415.
 	st, m = c.json("POST", g0+"/query", `{"query":"query q( {"}`)
@@ -412,15 +426,26 @@ func TestServerReadOnly(t *testing.T) {
 }
 
 // TestServerClosedAdmission: once admission is closed (the server is
-// stopping), every graph request is 503 server_stopping.
+// stopping), every graph request is 503 server_stopping, and so is
+// /healthz (issue 26 item 6), with the reason, so a load balancer takes
+// the server out of rotation.
 func TestServerClosedAdmission(t *testing.T) {
 	g := testGraph(t)
 	s, base := newTestServer(t, g, Config{})
-	s.CloseAdmission()
-	st, m := (&client{t: t, base: base}).json("GET", "/graphs/default/branches", "")
-	mustStatus(t, "after close", st, 503, m)
-	if m["failure_class"] != "server_stopping" {
-		t.Fatalf("503: %v", m)
+	c := &client{t: t, base: base}
+	st, m := c.json("GET", "/healthz", "")
+	mustStatus(t, "healthz before", st, 200, m)
+	if m["status"] != "ok" {
+		t.Fatalf("healthz before: %v", m)
+	}
+	s.CloseAdmission(StopShutdown)
+	s.CloseAdmission(StopLeaseLost) // the first reason stays
+	for _, p := range []string{"/graphs/default/branches", "/healthz"} {
+		st, m = c.json("GET", p, "")
+		mustStatus(t, p+" after close", st, 503, m)
+		if m["failure_class"] != "server_stopping" || m["stop_reason"] != StopShutdown || !strings.Contains(fmt.Sprint(m["error"]), "told to shut down") {
+			t.Fatalf("%s 503: %v", p, m)
+		}
 	}
 }
 
@@ -512,4 +537,33 @@ func TestDocsShowEveryRoute(t *testing.T) {
 			t.Errorf("docs/server.md has no %q example of %s %s (as %s)", want, rt.Method, rt.Path, p)
 		}
 	}
+}
+
+// TestHealthzShowsBuild (issue 26 item 18): /healthz reports the build
+// serving (buildinfo.Read when the config names none): the module
+// version, revision, dates and Go version, not just "(devel)".
+func TestHealthzShowsBuild(t *testing.T) {
+	g := testGraph(t)
+	want := buildinfo.Read()
+	_, base := newTestServer(t, g, Config{})
+	st, m := (&client{t: t, base: base}).json("GET", "/healthz", "")
+	mustStatus(t, "healthz", st, 200, m)
+	b, _ := m["build"].(map[string]any)
+	if m["version"] != want.Version || b["version"] != want.Version || b["go_version"] != want.GoVersion || b["revision"] != nilIfEmpty(want.Revision) {
+		t.Fatalf("healthz: %v, want build %+v", m, want)
+	}
+	stamped := buildinfo.Info{Version: "v1.2.3", Revision: "0123456789abcdef", BuildDate: "2026-12-01T00:00:00Z", GoVersion: "go1.26.8"}
+	_, base = newTestServer(t, g, Config{Build: stamped})
+	st, m = (&client{t: t, base: base}).json("GET", "/healthz", "")
+	mustStatus(t, "healthz", st, 200, m)
+	if b, _ := m["build"].(map[string]any); m["version"] != "v1.2.3" || b["revision"] != "0123456789abcdef" || b["build_date"] != "2026-12-01T00:00:00Z" {
+		t.Fatalf("healthz with a stamped build: %v", m)
+	}
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

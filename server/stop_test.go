@@ -113,6 +113,12 @@ func mustStopped(t *testing.T, base string, f *fatals, cause string) {
 	}
 	st, m := c.json("POST", "/graphs/other/mutate", `{"query":"mutation m() { insert Person { name: \"late\" } }"}`)
 	mustStatus(t, "a write on the other graph after the stop", st, 503, m)
+	// The liveness probe says so too, with the cause (issue 26 item 6).
+	st, m = c.json("GET", "/healthz", "")
+	mustStatus(t, "healthz after the stop", st, 503, m)
+	if m["failure_class"] != "server_stopping" || m["stop_reason"] != cause {
+		t.Fatalf("healthz after the stop: %v, want stop_reason %s", m, cause)
+	}
 }
 
 // TestServerStopsOnRecoveryRequired pins seed 001's stop cause "a

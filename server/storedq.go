@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -227,11 +226,10 @@ func (s *Server) addStoredTool(ms *mcp.Server, q *StoredQuery) {
 		out, f := s.runTool(&r, name, func() (any, error) {
 			var in storedArgs
 			if len(req.Params.Arguments) > 0 {
-				dec := json.NewDecoder(bytes.NewReader(req.Params.Arguments))
-				dec.UseNumber()
-				dec.DisallowUnknownFields()
-				if err := dec.Decode(&in); err != nil {
-					return nil, badRequest("the arguments of %s: %v (it takes params, branch and %s)", name, err, map[bool]string{false: "snapshot", true: "if_graph_commit"}[q.Mutation])
+				// The routes' strict decoding: unknown, repeated or
+				// mistyped members are refused in the user's terms.
+				if err := decodeStrict(req.Params.Arguments, &in, "the arguments of "+name); err != nil {
+					return nil, err
 				}
 			}
 			if in.Snapshot != "" && q.Mutation || in.IfGraphCommit != "" && !q.Mutation {

@@ -92,6 +92,28 @@ func Levenshtein(a, b string) int {
 	return prev[len(rb)]
 }
 
+// Closest returns the candidate closest to word by edit distance, or ""
+// when none is close enough to be a likely typo (fewer than a third of
+// word's length plus two edits). A case-insensitive match always wins.
+// Names longer than 64 characters are never typos of each other worth
+// suggesting (and would cost a quadratic distance).
+func Closest(word string, candidates []string) string {
+	best, bestD := "", len(word)/3+2
+	lw := strings.ToLower(word)
+	for _, c := range candidates {
+		if strings.EqualFold(c, word) {
+			return c
+		}
+		if len(word) > 64 || len(c) > 64 {
+			continue
+		}
+		if d := Levenshtein(lw, strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
 // MatchAny reports whether some query term equals a document token (fuzzy
 // with edits > 0: lies within edits of one).
 func MatchAny(doc, query []string, edits int) bool {

@@ -22,11 +22,8 @@ func init() {
 	register(func(a *app) *cobra.Command {
 		c := &cobra.Command{
 			Use:   "branch",
-			Short: "Create, list and delete graph branches",
+			Short: "Create, list, merge and delete graph branches",
 			Args:  cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				return usagef("branch needs a subcommand: create, list or delete (see 'omnigraph branch --help')")
-			},
 		}
 		for _, build := range branchSubcommands {
 			c.AddCommand(build(a))

@@ -25,9 +25,6 @@ func init() {
 			Use:   "commit",
 			Short: "Inspect the commit history",
 			Args:  cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				return usagef("commit needs a subcommand: list or show (see 'omnigraph commit --help')")
-			},
 		}
 		for _, build := range commitSubcommands {
 			c.AddCommand(build(a))

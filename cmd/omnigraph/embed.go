@@ -61,8 +61,9 @@ func init() {
 						return fmt.Errorf("reading the spec: %w", err)
 					}
 					spec = &embed.Spec{}
+					// Not strict: the original's spec files may carry more.
 					if err := json.Unmarshal(raw, spec); err != nil || spec.Dimension < 1 || len(spec.Types) == 0 {
-						return usagef("--spec %s is not an embed spec {\"dimension\": N, \"types\": {...}} (%v)", specPath, err)
+						return usagef("--spec %s is not an embed spec: it must be JSON {\"dimension\": N >= 1, \"types\": {\"T\": {\"target\": \"vector field\", \"fields\": [\"text field\", ...]}}}", specPath)
 					}
 				}
 				job := embed.Job{Spec: spec, Mode: embed.FillMissing, Types: types, Select: selects}

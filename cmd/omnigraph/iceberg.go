@@ -18,9 +18,6 @@ func init() {
 			Use:   "iceberg",
 			Short: "Keep Iceberg metadata of every node and edge table (Spark, Trino, PyIceberg, DuckDB read them)",
 			Args:  cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				return usagef("iceberg needs a subcommand: sync (see 'omnigraph iceberg --help')")
-			},
 		}
 		c.AddCommand(icebergSyncCmd(a))
 		return c

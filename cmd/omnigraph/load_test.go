@@ -144,7 +144,7 @@ mutation drop($h: String) {
 	}
 	head := headCommit(t, url)
 	// --if-commit with a stale id: exit 4, nothing written.
-	code, _, errs = runIn(t, "", "mutate", "-e", `update Person set { age: 33 } where handle = "neo"`, "--if-commit", "01STALE", "--store", url)
+	code, _, errs = runIn(t, "", "mutate", "-e", `update Person set { age: 33 } where handle = "neo"`, "--if-commit", "01KA3Q8J5YV9H0M3WQ8X2C4T7B", "--store", url)
 	if code != exitConflict || !strings.Contains(errs, "precondition failed") {
 		t.Errorf("stale --if-commit: exit %d %s", code, errs)
 	}

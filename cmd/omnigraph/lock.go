@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"text/tabwriter"
 	"time"
 
@@ -140,12 +139,6 @@ func (t *graphTarget) openWrite(ctx context.Context, op string) (*graph.Graph, f
 
 // cliVersion is the module version of this binary ("(devel)" when built
 // from a work tree), recorded as the lock holder's binary version.
-func cliVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
 
 func init() {
 	register(func(a *app) *cobra.Command {

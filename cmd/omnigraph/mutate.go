@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -182,19 +180,5 @@ func startsWithKeyword(src string) bool {
 	return strings.HasPrefix(s, "query ") || strings.HasPrefix(s, "mutation ")
 }
 
-// mutateParams decodes --params: a JSON object; numbers keep every digit.
-func mutateParams(s string) (map[string]any, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil || m == nil {
-		return nil, usagef(`--params must be a JSON object, as in --params '{"h":"alice"}'`)
-	}
-	if dec.More() {
-		return nil, usagef("--params must be one JSON object")
-	}
-	return m, nil
-}
+// mutateParams decodes --params (parseParams).
+func mutateParams(s string) (map[string]any, error) { return parseParams([]byte(s), "--params") }

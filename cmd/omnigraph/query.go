@@ -20,6 +20,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/client"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/query"
+	"github.com/omnigraph-go/omnigraph/server"
 )
 
 // queryFormats are the --format values of omnigraph query.
@@ -173,17 +174,24 @@ func queryParams(inline, file string) (map[string]any, error) {
 		}
 		raw = b
 	}
+	what := "--params"
+	if file != "" {
+		what = "the parameters file " + file
+	}
+	return parseParams(raw, what)
+}
+
+// parseParams decodes the parameters of a query or mutation: one JSON
+// object, numbers kept exact (json.Number) so 64-bit integers survive,
+// with the server's messages (server.DecodeJSON): what was expected, in
+// JSON's terms, never Go's.
+func parseParams(raw []byte, what string) (map[string]any, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	var p map[string]any
-	if err := dec.Decode(&p); err != nil {
-		return nil, usagef("parameters must be a JSON object, as in {\"h\": \"alice\"}: %v", err)
-	}
-	if dec.More() {
-		return nil, usagef("parameters must be one JSON object; found more after it")
+	if err := server.DecodeJSON(raw, &p, what); err != nil {
+		return nil, usageError{msg: err.Error(), hint: `give an object of parameters by name, as in --params '{"h":"alice"}'`}
 	}
 	return p, nil
 }

@@ -20,9 +20,6 @@ func init() {
 			Use:   "recovery",
 			Short: "Inspect interrupted-write recovery",
 			Args:  cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				return usagef("recovery needs a subcommand: list (see 'omnigraph recovery --help')")
-			},
 		}
 		c.AddCommand(recoveryListCmd(a))
 		return c

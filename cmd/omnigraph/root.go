@@ -67,7 +67,11 @@ func newRootCmd(a *app) *cobra.Command {
 		Short:         "A typed property-graph database that lives in an object store",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints what 'omnigraph version' prints.
+		Version: cliVersion(),
 	}
+	root.SetVersionTemplate("omnigraph {{.Version}}\n")
+	root.InitDefaultVersionFlag()
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
@@ -100,15 +104,13 @@ func usageEverywhere(root *cobra.Command) {
 				return err
 			}
 		}
-		if c != root && c.HasSubCommands() && !c.Runnable() {
+		// A group command is never runnable itself: its message lists
+		// the subcommands registered, so a new one cannot be left out (a
+		// hand-written RunE of a group is replaced).
+		if c != root && c.HasSubCommands() {
 			c.Args = cobra.ArbitraryArgs
 			c.RunE = func(c *cobra.Command, args []string) error {
-				var names []string
-				for _, sub := range c.Commands() {
-					if sub.IsAvailableCommand() {
-						names = append(names, sub.Name())
-					}
-				}
+				names := subcommandNames(c)
 				if len(args) > 0 {
 					return usageError{msg: fmt.Sprintf("unknown command %q for %q; use one of %s", args[0], c.CommandPath(), strings.Join(names, ", ")), hint: seeHelp(c)}
 				}
@@ -131,6 +133,18 @@ func usageEverywhere(root *cobra.Command) {
 		}
 	}
 	walk(root)
+}
+
+// subcommandNames lists the subcommands of c a user can run, in cobra's
+// order (by name).
+func subcommandNames(c *cobra.Command) []string {
+	var names []string
+	for _, sub := range c.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	return names
 }
 
 // run executes one CLI invocation and returns its exit code. The error goes

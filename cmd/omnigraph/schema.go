@@ -21,9 +21,6 @@ func init() {
 			Use:   "schema",
 			Short: "Inspect and evolve the graph's accepted schema",
 			Args:  cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				return usagef("schema needs a subcommand: show, plan or apply (see 'omnigraph schema --help')")
-			},
 		}
 		c.AddCommand(schemaShowCmd(a), schemaPlanCmd(a), schemaApplyCmd(a))
 		return c

@@ -18,6 +18,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/poison"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/internal/buildinfo"
 	"github.com/omnigraph-go/omnigraph/lang/gq"
 	"github.com/omnigraph-go/omnigraph/manifest"
 	"github.com/omnigraph-go/omnigraph/server"
@@ -267,6 +268,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		served = append(served, server.Graph{ID: sg.id, G: g, StorageKind: kind, IcebergLocation: loc, Queries: stored, Budget: sg.budget})
 	}
 
+	build := buildinfo.Read()
 	srv, err := server.New(server.Config{
 		Graphs:   served,
 		Tokens:   tokens,
@@ -275,7 +277,8 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		Limits:   o.limits,
 		Actors:   o.actors,
 		Logger:   log,
-		Version:  cliVersion(),
+		Version:  build.Version,
+		Build:    build,
 		OnFatal:  fatal,
 		// In the background after each write, as the CLI does after its own.
 		AutoOptimize: o.autoOptimize.enabled(),
@@ -308,7 +311,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 
 	select {
 	case <-ctx.Done():
-		srv.CloseAdmission()
+		srv.CloseAdmission(server.StopShutdown)
 		log.Info("stopping: draining in-flight requests", "drain_timeout", o.drainTimeout.String())
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.drainTimeout)
 		defer cancel()
@@ -319,7 +322,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		log.Info("stopped")
 		return nil
 	case reason := <-fatalc:
-		srv.CloseAdmission()
+		srv.CloseAdmission(reason)
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
 		if hs.Shutdown(dctx) != nil {
@@ -408,7 +411,7 @@ func openServed(ctx context.Context, log *slog.Logger, o serveOptions, sg served
 			lo.Lease = lease
 			lo.OnLost = func(err error) {
 				log.Error("the writer lock's lease was lost; admission is closed and the server exits 2", "graph", sg.id, "reason", lostReason(err))
-				fatal("lease_lost")
+				fatal(server.StopLeaseLost)
 			}
 			// AcquireLeased returns once the first heartbeat is answered,
 			// and refuses to start otherwise.

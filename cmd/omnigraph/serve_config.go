@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -94,11 +93,9 @@ func (e *graphEntry) UnmarshalJSON(b []byte) error {
 		return json.Unmarshal(b, &e.Store)
 	}
 	type plain graphEntry
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var p plain
-	if err := dec.Decode(&p); err != nil {
-		return fmt.Errorf("a graph is a storage URL or {\"store\": URL, \"queries\": PATH, \"limits\": {...}}: %w", err)
+	if err := server.DecodeJSON(b, &p, "a graph given as an object"); err != nil {
+		return fmt.Errorf("a graph is a storage URL or {\"store\": URL, \"queries\": PATH, \"limits\": {...}}; %w", err)
 	}
 	*e = graphEntry(p)
 	return nil
@@ -137,10 +134,8 @@ func readServeConfig(path string) (*serveConfig, error) {
 		return nil, fmt.Errorf("read the config file: %w", err)
 	}
 	var c serveConfig
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return nil, usagef("config file %s: %v", path, err)
+	if err := server.DecodeJSON(b, &c, "config file "+path); err != nil {
+		return nil, usagef("%v", err)
 	}
 	if c.Version != serveConfigVersion {
 		return nil, usagef("config file %s: version %d, this omnigraph reads version %d", path, c.Version, serveConfigVersion)

@@ -37,13 +37,31 @@ func parseJSONLine(b []byte) (any, error) {
 	}
 	p.space()
 	if p.i < len(p.s) {
-		return nil, p.errorf("unexpected %q after the value; put one JSON object per line", p.s[p.i])
+		return nil, p.errorf("unexpected %s after the value; put one JSON object per line", p.char())
 	}
 	return v, nil
 }
 
+// errorf locates a message at the parser's position; columns count
+// characters, not bytes.
 func (p *jsonParser) errorf(format string, args ...any) error {
-	return fmt.Errorf("column %d: %s", p.i+1, fmt.Sprintf(format, args...))
+	return fmt.Errorf("column %d: %s", p.col(p.i), fmt.Sprintf(format, args...))
+}
+
+func (p *jsonParser) col(at int) int { return 1 + utf8.RuneCount(p.s[:min(at, len(p.s))]) }
+
+// char quotes the character at the parser's position: the character, never
+// its first byte ('é', not 'Ã'); a byte order mark and a byte that is not
+// UTF-8 are named.
+func (p *jsonParser) char() string {
+	r, _ := utf8.DecodeRune(p.s[p.i:])
+	switch {
+	case r == '\ufeff':
+		return "byte order mark (U+FEFF; only the file's first line may start with one)"
+	case r == utf8.RuneError:
+		return "byte that is not UTF-8"
+	}
+	return strconv.QuoteRune(r)
 }
 
 func (p *jsonParser) space() {
@@ -84,7 +102,7 @@ func (p *jsonParser) value(depth int, path string) (any, error) {
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
 	default:
-		return nil, p.errorf("unexpected %q; expected a JSON value", c)
+		return nil, p.errorf("unexpected %s; expected a JSON value", p.char())
 	}
 }
 
@@ -121,7 +139,7 @@ func (p *jsonParser) object(depth int, path string) (any, error) {
 		}
 		if _, dup := out[name]; dup {
 			p.i = at
-			return nil, &dupFieldError{field: member, col: at + 1}
+			return nil, &dupFieldError{field: member, col: p.col(at)}
 		}
 		p.space()
 		if p.i >= len(p.s) || p.s[p.i] != ':' {
@@ -235,6 +253,7 @@ func (p *jsonParser) str() (any, error) {
 			break
 		}
 		e := p.s[p.i]
+		esc := p.char()
 		p.i++
 		switch e {
 		case '"', '\\', '/':
@@ -268,7 +287,7 @@ func (p *jsonParser) str() (any, error) {
 			}
 			buf = utf8.AppendRune(buf, r)
 		default:
-			return nil, p.errorf("invalid escape \\%c in a string", e)
+			return nil, p.errorf("invalid escape: a backslash before %s in a string", esc)
 		}
 	}
 	return nil, p.errorf("unterminated string")

@@ -13,6 +13,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/graph/change"
 	"github.com/omnigraph-go/omnigraph/graph/diff"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // Op is what a change did to one entity.
@@ -46,6 +47,9 @@ func Diff(ctx context.Context, a, b *graph.Snapshot, f Filter) ([]Change, error)
 
 // CommitChanges is the diff of commit id against its first parent.
 func CommitChanges(ctx context.Context, g *graph.Graph, id string, f Filter) ([]Change, error) {
+	if err := manifest.ValidateCommitID(id); err != nil {
+		return nil, err
+	}
 	w := newWalker(g)
 	e, err := g.Manifest().FindCommit(ctx, id)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/graph/change"
 	"github.com/omnigraph-go/omnigraph/lang/gq"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
+	"github.com/omnigraph-go/omnigraph/manifest"
 	"github.com/omnigraph-go/omnigraph/table"
 )
 
@@ -162,6 +163,12 @@ func run(ctx context.Context, g *graph.Graph, strict bool, planFor func(*pg.Cata
 }
 
 func runOnce(ctx context.Context, g *graph.Graph, strict bool, planFor func(*pg.Catalog) (*gq.Plan, error), opts Options) (*Result, error) {
+	if opts.IfCommit != "" {
+		// A malformed expected head is bad input, not a stale one (412).
+		if err := manifest.ValidateCommitID(opts.IfCommit); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}

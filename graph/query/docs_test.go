@@ -1,7 +1,9 @@
 package query
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/load"
+	"github.com/omnigraph-go/omnigraph/index/embed"
 	"github.com/omnigraph-go/omnigraph/lang/gq"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
 )
@@ -134,8 +137,10 @@ func TestDocsQueriesGolden(t *testing.T) {
 }
 
 // TestExampleQueries runs examples/social.gq (the quickstart's queries) on
-// examples/social.jsonl loaded through Load: every read query runs, and the
-// filter's answer is the one worked out from the data file.
+// examples/social.jsonl with its post vectors filled by the built-in
+// embedder (as the quickstart's omnigraph embed does), loaded through Load:
+// every read query returns rows, and the filter's and the searches'
+// answers are the ones worked out from the data file.
 func TestExampleQueries(t *testing.T) {
 	src, err := os.ReadFile("../../examples/social.gq")
 	if err != nil {
@@ -151,20 +156,36 @@ func TestExampleQueries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := load.Run(ctx, g, data, load.Options{Mode: load.Append}); err != nil {
+	snap, _ := g.Snapshot(ctx, "main")
+	cat, _ := snap.Catalog(ctx)
+	spec, err := embed.SpecFromCatalog(cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var embedded bytes.Buffer
+	if _, err := embed.FillJSONL(ctx, data, &embedded, embed.Job{Spec: spec, Mode: embed.FillMissing}, embed.Builtin{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := load.Run(ctx, g, &embedded, load.Options{Mode: load.Append}); err != nil {
 		t.Fatal(err)
 	}
 	params := map[string]map[string]any{
 		"city_adults":        {"city": "Berlin", "min": 30},
 		"friends_of_friends": {"h": "alice"},
 		"staff":              {"slug": "acme"},
+		"search_posts":       {"q": "graphs and data"},
+		"fuzzy_posts":        {"q": "sourdoh recipes"},
+		"similar_posts":      {"text": "type: Post\ntext: Commit graphs make audits easy"},
+		"hybrid_posts":       {"q": "graphs"},
 	}
 	want := map[string]string{
 		// Berlin: bob 29, carol 36, erin 50, xavier 42, zoe 56, emil 51.
 		"city_adults": "zoe,Zoe Okafor,56 | emil,Emil Rossi,51 | erin,Erin Ng,50 | xavier,Xavier Smith,42 | carol,Carol Kim,36",
+		// "graph" and "data" are each in one post; "and" is a stop word.
+		"search_posts": "Branches for data are underrated,2.2728760710813796 | Commit graphs make audits easy,1.8153353149270663",
+		"fuzzy_posts":  "Tried a new sourdough recipe",
 	}
-	snap, _ := g.Snapshot(ctx, "main")
-	cat, _ := snap.Catalog(ctx)
+	snap, _ = g.Snapshot(ctx, "main")
 	prog, err := gq.Compile(string(src), cat)
 	if err != nil {
 		t.Fatal(err)
@@ -183,6 +204,11 @@ func TestExampleQueries(t *testing.T) {
 			}
 			if w, ok := want[p.Name]; ok && rowsText(r) != w {
 				t.Fatalf("got  %s\nwant %s", rowsText(r), w)
+			}
+			// The built-in embedder gives a post's own embedded text its
+			// own vector: distance 0.
+			if p.Name == "similar_posts" && fmt.Sprint(r.Rows[0]) != "[Commit graphs make audits easy 0]" {
+				t.Fatalf("similar_posts: the post's own text is not first at distance 0: %v", r.Rows)
 			}
 		})
 	}

@@ -177,7 +177,10 @@ func TestSearchChecks(t *testing.T) {
 		code gq.Code
 	}{
 		{`query q($v: Vector(2)) { match { $d: Doc } return { $d.slug } order { nearest($d.v, $v) } }`, gq.CodeLimit},
-		{`query q($v: Vector(2)) { match { $d: Doc } return { $d.slug } order { rrf(nearest($d.v, $v), bm25($d.body, "x")) } }`, gq.CodeLimit},
+		{`query q($v: Vector(2)) { match { $d: Doc } return { $d.slug } order { rrf(nearest($d.v, $v), bm25($d.body, "x")) } }`, gq.CodeRRF}, // T21
+		// T21 through an alias (issue 26 item 19): was accepted.
+		{`query q($v: Vector(2)) { match { $d: Doc } return { $d.slug, rrf(nearest($d.v, $v), bm25($d.body, "x")) as score } order { score desc } }`, gq.CodeRRF},
+		{`query q($v: Vector(2)) { match { $d: Doc } return { rrf(nearest($d.v, $v), bm25($d.body, "x"), 10) as fused, $d.slug } order { $d.slug, fused } }`, gq.CodeRRF},
 		{`query q($v: Vector(3)) { match { $d: Doc } return { $d.slug } order { nearest($d.v, $v) } limit 1 }`, gq.CodeHops},
 		{`query q() { match { $d: Doc } return { $d.slug } order { nearest($d.v, "text") } limit 1 }`, gq.CodeHops}, // no @embed
 		{`query q() { match { $d: Doc } return { $d.slug } order { nearest($d.body, [1, 2]) } limit 1 }`, gq.CodeHops},
@@ -196,6 +199,11 @@ func TestSearchChecks(t *testing.T) {
 		if !errors.As(err, &e) || e.Code != tc.code {
 			t.Errorf("%s\n  = %v, want %s", tc.q, err, tc.code)
 		}
+	}
+	// With a limit, ordering by the alias of rrf() runs.
+	r, err := Head(context.Background(), g, "", `query q($v: Vector(2)) { match { $d: Doc } return { $d.slug, rrf(nearest($d.v, $v), bm25($d.body, "x")) as score } order { score desc } limit 2 }`, "", map[string]any{"v": []any{1.0, 0.0}})
+	if err != nil || len(r.Rows) != 2 {
+		t.Fatalf("rrf alias order with a limit: %v %v", r, err)
 	}
 }
 

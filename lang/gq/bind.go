@@ -49,7 +49,7 @@ func BindAt(p *Plan, params map[string]any, now time.Time) (*Args, error) {
 }
 
 func bindAt(p *Plan, params map[string]any, now time.Time) (*Args, *Error) {
-	a := &Args{Values: make(map[string]any, len(p.Params)), Now: now.UnixMicro()}
+	a := &Args{Values: make(map[string]any, len(p.Params)), Now: pg.DateTimeMicros(now)}
 	var unknown []string
 	for name := range params {
 		if _, ok := p.Param(name); !ok {

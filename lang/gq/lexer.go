@@ -268,6 +268,9 @@ func (l *lexer) next() (token, error) {
 		l.advance()
 		return token{kind: k, pos: start}, nil
 	}
+	if r == '\ufeff' {
+		return token{}, errorf(CodeSyntax, start, "unexpected byte order mark (U+FEFF); it may only start the file: remove this one")
+	}
 	return token{}, errorf(CodeSyntax, start, "unexpected character %q", r)
 }
 

@@ -265,11 +265,25 @@ func (c *checker) score(e *Expr, sc *scope) *Score {
 }
 
 // checkRanked enforces the limit rule: ordering by nearest() or rrf()
-// needs a limit (T17, T21); and, as in the original, an order by nearest()
-// cannot also order by a returned column's name (T18).
+// needs a limit (T17, T21), also through the name of a returned rrf()
+// column (T21, as the original's type check); and, as in the original, an
+// order by nearest() cannot also order by a returned column's name (T18).
 func (c *checker) checkRanked(rb *ReadBody) {
 	if c.rp == nil {
 		return
+	}
+	if rb.Limit == nil {
+		for _, it := range rb.Order {
+			if it.Expr.Kind != ExprIdent {
+				continue
+			}
+			for _, col := range c.rp.Columns {
+				if col.Name == it.Expr.Text && col.Score != nil && col.Score.Fn == ScoreRRF {
+					c.add(errorf(CodeRRF, it.Pos, "ordering by %q, an rrf() column, needs a limit: rrf() fuses the best rows of two rankings, so say how many, as in limit 10", col.Name))
+					return
+				}
+			}
+		}
 	}
 	hasNearest := false
 	for _, it := range rb.Order {
@@ -286,8 +300,11 @@ func (c *checker) checkRanked(rb *ReadBody) {
 	if c.rp.Rank == nil || rb.Limit != nil {
 		return
 	}
-	if c.rp.Rank.Fn == ScoreNearest || c.rp.Rank.Fn == ScoreRRF {
-		c.add(errorf(CodeLimit, rb.Order[0].Pos, "ordering by %s() needs a limit, as in limit 10", c.rp.Rank.Fn))
+	switch c.rp.Rank.Fn {
+	case ScoreNearest:
+		c.add(errorf(CodeLimit, rb.Order[0].Pos, "ordering by nearest() needs a limit, as in limit 10"))
+	case ScoreRRF:
+		c.add(errorf(CodeRRF, rb.Order[0].Pos, "ordering by rrf() needs a limit, as in limit 10"))
 	}
 }
 

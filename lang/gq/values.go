@@ -39,7 +39,7 @@ func parseDateTime(s string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%q is not a date-time; write RFC 3339, as in \"2024-01-31T12:00:00Z\"", s)
 	}
-	return t.UnixMicro(), nil
+	return pg.DateTimeMicros(t), nil
 }
 
 // parseIntText converts decimal text (optionally signed) to kind k.

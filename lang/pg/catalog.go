@@ -89,7 +89,7 @@ const (
 	KindF32
 	KindF64
 	KindDate     // days since 1970-01-01
-	KindDateTime // instant, microsecond precision, UTC
+	KindDateTime // instant, UTC: stored in microseconds, written in whole milliseconds (DateTimeMicros)
 	KindVector   // fixed-length float32 vector, Type.Dim elements
 	KindBlob     // bytes
 	KindList     // list of Type.Elem (a base scalar)

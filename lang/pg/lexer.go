@@ -3,6 +3,7 @@ package pg
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 type tokKind uint8
@@ -59,12 +60,13 @@ func StripBOM(src string) string { return strings.TrimPrefix(src, bom) }
 
 func (l *lexer) pos() Pos { return Pos{Line: l.line, Col: l.col} }
 
+// advance moves n bytes on; columns count characters, not bytes.
 func (l *lexer) advance(n int) {
 	for i := 0; i < n && l.off < len(l.src); i++ {
 		if l.src[l.off] == '\n' {
 			l.line++
 			l.col = 1
-		} else {
+		} else if utf8.RuneStart(l.src[l.off]) {
 			l.col++
 		}
 		l.off++
@@ -145,7 +147,15 @@ func (l *lexer) next() (token, error) {
 		return token{kind: tPunct, text: rest[:1], pos: start}, nil
 	}
 	if c >= 0x80 {
-		return token{}, l.errAt(start, "unexpected non-ASCII character", "names use ASCII letters, digits and _; other text belongs in a \"string\"")
+		// Quote the character, never its first byte.
+		r, _ := utf8.DecodeRuneInString(rest)
+		if r == '\ufeff' {
+			return token{}, l.errAt(start, "unexpected byte order mark (U+FEFF)", "a byte order mark may only start the file; remove this one")
+		}
+		if r == utf8.RuneError {
+			return token{}, l.errAt(start, "a byte that is not UTF-8", "save the file as UTF-8")
+		}
+		return token{}, l.errAt(start, fmt.Sprintf("unexpected non-ASCII character %q", r), "names use ASCII letters, digits and _; other text belongs in a \"string\"")
 	}
 	hint := "remove it"
 	switch c {
@@ -201,8 +211,9 @@ func (l *lexer) scanString(start Pos) (token, error) {
 				continue
 			}
 			if !l.keepEscapes {
-				at := Pos{Line: start.Line, Col: start.Col + i}
-				return token{}, l.errAt(at, fmt.Sprintf("unknown escape \\%c in string", src[i+1]), `strings know \n, \t, \r, \" and \\; write a literal backslash as \\, e.g. "^\\d+$"`)
+				at := Pos{Line: start.Line, Col: start.Col + utf8.RuneCountInString(src[:i])}
+				r, _ := utf8.DecodeRuneInString(src[i+1:])
+				return token{}, l.errAt(at, fmt.Sprintf("unknown escape \\%c in string", r), `strings know \n, \t, \r, \" and \\; write a literal backslash as \\, e.g. "^\\d+$"`)
 			}
 		}
 		b.WriteByte(c)

@@ -521,9 +521,9 @@ func coerceDateTime(v any, bad func() (any, string)) (any, string) {
 		if err != nil {
 			return nil, "expected DateTime as an RFC 3339 string with a zone, e.g. \"2024-05-01T12:00:00Z\", got " + got(v)
 		}
-		return t.UnixMicro(), ""
+		return DateTimeMicros(t), ""
 	case time.Time:
-		return x.UnixMicro(), ""
+		return DateTimeMicros(x), ""
 	case int64:
 		return x, ""
 	case json.Number, float64:
@@ -542,9 +542,20 @@ func FormatDate(days int32) string {
 	return time.Unix(int64(days)*86400, 0).UTC().Format(DateLayout)
 }
 
+// DateTimeMicros is the stored value of a DateTime: microseconds since the
+// epoch (the column's unit), truncated to whole milliseconds. DateTime has
+// the original's precision (epoch milliseconds), so every value written,
+// now() included, prints with exactly three fraction digits.
+func DateTimeMicros(t time.Time) int64 {
+	return t.UnixMilli() * 1000
+}
+
 // FormatDateTime renders microseconds since the epoch as RFC 3339 in UTC
-// with milliseconds, as the original does ("2024-05-01T08:30:00.000Z"); a
-// value with sub-millisecond digits shows all six.
+// with milliseconds, as the original does ("2024-05-01T08:30:00.000Z"). It
+// is the one DateTime format of every output (query rows in the CLI and
+// HTTP, export). Values are stored in whole milliseconds (DateTimeMicros);
+// only a value written before that rule, with sub-millisecond digits,
+// shows all six, so that an export still loads back to the same value.
 func FormatDateTime(micros int64) string {
 	layout := "2006-01-02T15:04:05.000Z07:00"
 	if micros%1000 != 0 {

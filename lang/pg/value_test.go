@@ -102,15 +102,16 @@ func TestCoerce(t *testing.T) {
 
 		{name: "datetime utc", prop: "dt", in: "1970-01-01T00:00:01Z", want: int64(1_000_000)},
 		{name: "datetime offset", prop: "dt", in: "1970-01-01T01:00:00+01:00", want: int64(0)},
-		{name: "datetime micros", prop: "dt", in: "2024-05-01T12:00:00.123456Z", want: time.Date(2024, 5, 1, 12, 0, 0, 123456000, time.UTC).UnixMicro()},
-		{name: "datetime nanos truncated", prop: "dt", in: "1970-01-01T00:00:00.000001999Z", want: int64(1)},
+		// Whole milliseconds, as the original (issue 26 item 13).
+		{name: "datetime micros truncated", prop: "dt", in: "2024-05-01T12:00:00.123456Z", want: time.Date(2024, 5, 1, 12, 0, 0, 123000000, time.UTC).UnixMicro()},
+		{name: "datetime nanos truncated", prop: "dt", in: "1970-01-01T00:00:00.001001999Z", want: int64(1000)},
 		{name: "datetime no zone", prop: "dt", in: "2024-05-01T12:00:00", err: `expected DateTime as an RFC 3339 string with a zone`},
 		{name: "datetime milliseconds", prop: "dt", in: num("1700000000123"), want: int64(1_700_000_000_123_000)}, // as the original
 		{name: "datetime negative milliseconds", prop: "dt", in: num("-1500"), want: int64(-1_500_000)},
 		{name: "datetime float64 milliseconds", prop: "dt", in: float64(2000), want: int64(2_000_000)},
 		{name: "datetime fractional milliseconds", prop: "dt", in: num("1.5"), err: "whole milliseconds since the epoch"},
 		{name: "datetime milliseconds overflow", prop: "dt", in: num("9223372036854775807"), err: "whole milliseconds since the epoch"},
-		{name: "datetime canonical", prop: "dt", in: int64(42), want: int64(42)},
+		{name: "datetime canonical", prop: "dt", in: int64(42_000), want: int64(42_000)},
 		{name: "datetime time.Time", prop: "dt", in: time.Unix(3, 0), want: int64(3_000_000)},
 
 		{name: "vector", prop: "v", in: []any{1.0, num("0.5"), 0}, want: []float32{1, 0.5, 0}},
@@ -223,7 +224,7 @@ func TestJSONValue(t *testing.T) {
 		}
 	}
 	// The whole row survives a real JSON round trip.
-	row := map[string]any{"s": "x", "i64": int64(math.MaxInt64), "u64": uint64(math.MaxUint64), "dt": int64(7), "v": []float32{0.1, 0.2, 0.3}, "blob": table.InlineBlob([]byte{255})}
+	row := map[string]any{"s": "x", "i64": int64(math.MaxInt64), "u64": uint64(math.MaxUint64), "dt": int64(7_000), "v": []float32{0.1, 0.2, 0.3}, "blob": table.InlineBlob([]byte{255})}
 	out := map[string]any{}
 	for k, v := range row {
 		p := mustProp(t, n.Properties, k)
@@ -420,5 +421,38 @@ node Free { x: String? }`)
 		if err != nil || got != tc.want {
 			t.Errorf("%s CanonicalID(%q) = %q, %v; want %q", tc.node, tc.in, got, err, tc.want)
 		}
+	}
+}
+
+// TestDateTimeIsMilliseconds (issue 26 item 13): every DateTime written is
+// whole milliseconds, whatever the input's precision, so output always has
+// three fraction digits; only a stored value with microseconds (written
+// before the rule) shows six.
+func TestDateTimeIsMilliseconds(t *testing.T) {
+	p := &Property{Name: "at", Type: Type{Kind: KindDateTime}}
+	for _, in := range []any{"2025-01-10T08:30:00Z", "2025-01-10T08:30:00.5Z", "2025-01-10T08:30:00.123456Z", "2025-01-10T09:30:00.123456789+01:00",
+		"1969-12-31T23:59:59.999999Z", time.Date(2025, 1, 10, 8, 30, 0, 548729000, time.UTC)} {
+		v, err := p.Coerce(in)
+		if err != nil {
+			t.Fatalf("%v: %v", in, err)
+		}
+		if v.(int64)%1000 != 0 {
+			t.Errorf("%v stored as %d µs: not whole milliseconds", in, v)
+		}
+		out := FormatDateTime(v.(int64))
+		if len(out) != len("2025-01-10T08:30:00.000Z") || out[19] != '.' {
+			t.Errorf("%v prints %q, want three fraction digits", in, out)
+		}
+	}
+	// A value stored with microseconds before the rule passes Coerce
+	// unchanged (engine paths copy it as it is) and prints all its digits.
+	if v, err := p.Coerce(int64(-1)); err != nil || v != int64(-1) {
+		t.Errorf("a stored canonical value: %v %v", v, err)
+	}
+	if got := FormatDateTime(-1); got != "1969-12-31T23:59:59.999999Z" {
+		t.Errorf("a stored microsecond value prints %q", got)
+	}
+	if got := DateTimeMicros(time.Date(1969, 12, 31, 23, 59, 59, 999999000, time.UTC)); got != -1000 {
+		t.Errorf("truncation before the epoch: %d, want -1000 (towards the past)", got)
 	}
 }

@@ -320,6 +320,7 @@ export type ErrorOutput = {
     read_set_conflict?: ReadSetConflict;
     recovery_required?: RecoveryRequired;
     resource_limit?: ResourceLimit;
+    stop_reason?: string;
 };
 
 export type GraphItem = {
@@ -331,6 +332,14 @@ export type GraphList = {
 };
 
 export type Health = {
+    build: {
+        build_date?: string;
+        commit_date?: string;
+        go_version: string;
+        modified?: boolean;
+        revision?: string;
+        version: string;
+    };
     graphs: number;
     mode: string;
     status: string;
