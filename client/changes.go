@@ -101,15 +101,7 @@ func (b *Baseline) Lines() iter.Seq2[[]byte, error] {
 		defer b.Close()
 		br := bufio.NewReaderSize(b.resp.Body, 64<<10)
 		for {
-			line, err := br.ReadSlice('\n')
-			if errors.Is(err, bufio.ErrBufferFull) {
-				long := append([]byte(nil), line...)
-				for errors.Is(err, bufio.ErrBufferFull) {
-					line, err = br.ReadSlice('\n')
-					long = append(long, line...)
-				}
-				line = long
-			}
+			line, err := readLine(br)
 			if len(line) > 0 && line[len(line)-1] == '\n' {
 				line = bytes.TrimSuffix(line, []byte("\n"))
 				if b.end != nil {

@@ -72,16 +72,7 @@ func (e *Export) Lines() iter.Seq2[[]byte, error] {
 		defer e.Close()
 		br := bufio.NewReaderSize(e.resp.Body, 64<<10)
 		for {
-			line, err := br.ReadSlice('\n')
-			if errors.Is(err, bufio.ErrBufferFull) {
-				// A line longer than the buffer: gather it whole.
-				long := append([]byte(nil), line...)
-				for errors.Is(err, bufio.ErrBufferFull) {
-					line, err = br.ReadSlice('\n')
-					long = append(long, line...)
-				}
-				line = long
-			}
+			line, err := readLine(br)
 			if len(line) > 0 && line[len(line)-1] == '\n' {
 				e.n++
 				if !yield(bytes.TrimSuffix(line, []byte("\n")), nil) {
@@ -100,6 +91,22 @@ func (e *Export) Lines() iter.Seq2[[]byte, error] {
 			}
 		}
 	}
+}
+
+// readLine reads up to and including the next newline, gathering a
+// line longer than br's buffer whole (the slice is valid until the next
+// read). At the end it returns what is left with io.EOF.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return line, err
+	}
+	long := append([]byte(nil), line...)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		line, err = br.ReadSlice('\n')
+		long = append(long, line...)
+	}
+	return long, err
 }
 
 // Records yields each line decoded as a graph-batch record (numbers as
