@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,40 +33,6 @@ func (p *payload) GetRange(ctx context.Context, key string, off, n int64) ([]byt
 	b, err := p.StorageAdapter.GetRange(ctx, key, off, n)
 	p.read.Add(int64(len(b)))
 	return b, err
-}
-
-// copyStore copies every object of src to dst, 16 at a time.
-func copyStore(t *testing.T, src, dst backend.StorageAdapter) int {
-	t.Helper()
-	ctx := context.Background()
-	objs, err := backend.ListAll(ctx, src, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 48)
-	errs := make(chan error, len(objs))
-	for _, o := range objs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(key string) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			b, _, err := src.Get(ctx, key)
-			if err == nil {
-				_, err = dst.Put(ctx, key, b)
-			}
-			if err != nil {
-				errs <- fmt.Errorf("copy %s: %w", key, err)
-			}
-		}(o.Key)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	return len(objs)
 }
 
 func insertPerson(t *testing.T, g *graph.Graph, i int) {
@@ -105,7 +70,7 @@ func pollCost(t *testing.T, url string, proxy *testenv.Proxy, depth int) (int, i
 	g.Close()
 	dst := testenv.Open(t, url)
 	t0 := time.Now()
-	n := copyStore(t, m, dst)
+	n := testenv.CopyStore(t, m, dst, 48)
 	t.Logf("depth %d: copied %d objects in %v", depth, n, time.Since(t0))
 	w, err := graph.Open(ctx, dst, graph.OpenOptions{})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -51,40 +50,6 @@ func (p *payload) PutIfAbsent(ctx context.Context, key string, data []byte) (bac
 func (p *payload) PutIfMatch(ctx context.Context, key string, data []byte, v string) (backend.Attrs, error) {
 	p.written.Add(int64(len(data)))
 	return p.StorageAdapter.PutIfMatch(ctx, key, data, v)
-}
-
-// copyStore copies every object of src to dst, 16 at a time.
-func copyStore(t *testing.T, src, dst backend.StorageAdapter) int {
-	t.Helper()
-	ctx := context.Background()
-	objs, err := backend.ListAll(ctx, src, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	errs := make(chan error, len(objs))
-	for _, o := range objs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(key string) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			b, _, err := src.Get(ctx, key)
-			if err == nil {
-				_, err = dst.Put(ctx, key, b)
-			}
-			if err != nil {
-				errs <- fmt.Errorf("copy %s: %w", key, err)
-			}
-		}(o.Key)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	return len(objs)
 }
 
 const costSchema = `
@@ -139,7 +104,7 @@ func TestSyncCostFlatWithHistory(t *testing.T) {
 		t.Fatalf("cold sync of %d commits: %v", commits, err)
 	}
 	g.Close()
-	n := copyStore(t, m, testenv.Open(t, url))
+	n := testenv.CopyStore(t, m, testenv.Open(t, url), 16)
 
 	// One more one-row commit, on the emulator.
 	w, err := graph.Open(ctx, testenv.Open(t, url), graph.OpenOptions{})

@@ -21,7 +21,7 @@ type CollectOptions struct {
 	// Grace spares files younger than this (an engine may be planning a
 	// scan from the metadata that named them).
 	Grace time.Duration
-	// Now is the clock.
+	// Now is the clock (zero: time.Now()).
 	Now time.Time
 	// DryRun counts without deleting.
 	DryRun bool
@@ -43,6 +43,9 @@ type CollectOptions struct {
 // so a crash part-way leaves a table every engine reads as before.
 func Collect(ctx context.Context, store backend.StorageAdapter, opts CollectOptions) (Reclaimed, error) {
 	var out Reclaimed
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
 	for _, ns := range []string{NamespaceNodes, NamespaceEdges} {
 		objs, err := backend.ListAll(ctx, store, Prefix+ns+"/")
 		if err != nil {

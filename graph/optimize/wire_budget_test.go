@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,40 +14,6 @@ import (
 	"github.com/omnigraph-go/omnigraph/graph/query"
 	"github.com/omnigraph-go/omnigraph/internal/testenv"
 )
-
-// copyStore copies every object of from into to (16 at a time).
-func copyStore(t *testing.T, from, to backend.StorageAdapter) int {
-	t.Helper()
-	ctx := context.Background()
-	keys, err := backend.ListAll(ctx, from, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(keys))
-	sem := make(chan struct{}, 16)
-	for _, k := range keys {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(k string) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			b, _, err := from.Get(ctx, k)
-			if err == nil {
-				_, err = to.Put(ctx, k, b)
-			}
-			if err != nil {
-				errs <- fmt.Errorf("copy %s: %w", k, err)
-			}
-		}(k.Key)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	return len(keys)
-}
 
 // TestKeyedInsertBudgetOnTheWireS3 is issue 31's served keyed-insert budget
 // counted on the wire: a graph with a 100,000-node table and a history of
@@ -90,7 +55,7 @@ func TestKeyedInsertBudgetOnTheWireS3(t *testing.T) {
 		g.Close()
 		prefix := testenv.Prefix(t) + fmt.Sprintf("/d%d/", depth)
 		t.Cleanup(func() { _ = direct.DeletePrefix(context.Background(), prefix) })
-		n := copyStore(t, mt.StorageAdapter, backend.WithPrefix(direct, prefix))
+		n := testenv.CopyStore(t, mt.StorageAdapter, backend.WithPrefix(direct, prefix), 16)
 		g, err := graph.Open(ctx, backend.WithPrefix(proxied, prefix), graph.OpenOptions{Actor: "tester", ExclusiveWriter: true})
 		if err != nil {
 			t.Fatal(err)
