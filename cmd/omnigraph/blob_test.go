@@ -257,7 +257,7 @@ func measured(t *testing.T, args ...string) (string, float64) {
 	t.Helper()
 	peak := filepath.Join(t.TempDir(), "peak")
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), cliChildEnv+"=1", cliPeakEnv+"="+peak)
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1", cliPeakEnv+"="+peak, memLimitEnv)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -270,6 +270,14 @@ func measured(t *testing.T, args ...string) (string, float64) {
 	}
 	return out.String(), mib
 }
+
+// memLimitEnv bounds the Go heap of a measured child well below the value's
+// size. Without it the peak is mostly uncollected garbage and swings with
+// how much CPU the collector got (a busy CI machine saw +50 MiB where an
+// idle one sees +25): the limit makes the collector run before the heap
+// grows, so the peak is what the process keeps live. A process that held
+// the 64 MiB value would still show it: a limit is a target, not a cap.
+const memLimitEnv = "GOMEMLIMIT=24MiB"
 
 // vmHWM is a live process's peak resident set, in MiB.
 func vmHWM(t *testing.T, pid int) float64 {
@@ -330,7 +338,7 @@ func run64MiB(t *testing.T, url string) {
 	}
 
 	// HTTP: the whole value and a range from 'omnigraph serve'.
-	srv, cmd, wait := startServe(t, "--store", url)
+	srv, cmd, wait := startServeEnv(t, []string{memLimitEnv}, "--store", url)
 	u := srv + "/graphs/default/blob?entity=node&type=Doc&id=big&property=body"
 	resp, err := http.Get(u)
 	if err != nil {
