@@ -39,6 +39,10 @@ type ErrorOutput struct {
 	// Class is the failure class of a 500/503 (a storage failure kind,
 	// "lease_lost", "poisoned"...): what the per-request log records.
 	Class string `json:"failure_class,omitempty"`
+	// Reason is the engine's name for the refusal or failure
+	// (branch_not_found, blob_range, invalid_commit_id, ...), finer than
+	// Code; the CLI prints the same name as its JSON error code.
+	Reason string `json:"reason,omitempty"`
 }
 
 // MergeConflict is one conflict of a refused merge.

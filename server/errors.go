@@ -61,6 +61,14 @@ func MapError(err error, graphID string) *Failure {
 	if errors.As(err, &f) {
 		return f
 	}
+	f = mapError(err, graphID)
+	if f.Body.Reason == "" {
+		f.Body.Reason = Reason(err)
+	}
+	return f
+}
+
+func mapError(err error, graphID string) *Failure {
 	if f := mapFeedError(err); f != nil {
 		return f
 	}

@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/omnigraph-go/omnigraph/client"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/blob"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // blobTarget is what both blob subcommands select: the cell and the
@@ -22,17 +26,24 @@ func (b *blobTarget) add(c *cobra.Command) {
 	c.Flags().StringVar(&b.branch, "branch", "", "branch to read (default main)")
 	c.Flags().StringVar(&b.snapshot, "snapshot", "", "commit id to read instead of a branch head (time travel)")
 	b.t.addStore(c)
+	b.t.addServer(c)
+}
+
+// check refuses what no mode can read: both --branch and --snapshot, an
+// ENTITY other than node or edge.
+func (b *blobTarget) check(args []string) error {
+	if b.branch != "" && b.snapshot != "" {
+		return usagef("read either a branch (--branch) or a commit (--snapshot), not both")
+	}
+	if args[0] != blob.Node && args[0] != blob.Edge {
+		return usagef("ENTITY is %q; give node or edge", args[0])
+	}
+	return nil
 }
 
 // open resolves the cell named by args (ENTITY TYPE ID PROP) read-only;
 // done closes the graph.
 func (b *blobTarget) open(ctx context.Context, args []string) (*blob.Cell, func(), error) {
-	if b.branch != "" && b.snapshot != "" {
-		return nil, nil, usagef("read either a branch (--branch) or a commit (--snapshot), not both")
-	}
-	if args[0] != blob.Node && args[0] != blob.Edge {
-		return nil, nil, usagef("ENTITY is %q; give node or edge", args[0])
-	}
 	g, done, err := b.t.openGraph(ctx, false)
 	if err != nil {
 		return nil, nil, err
@@ -74,7 +85,7 @@ func blobGetCmd(a *app) *cobra.Command {
 	var offset, length int64
 	var out string
 	c := &cobra.Command{
-		Use:   "get ENTITY TYPE ID PROP [--branch B | --snapshot COMMIT] [--offset N] [--length N] [--out FILE] --store URL",
+		Use:   "get ENTITY TYPE ID PROP [--branch B | --snapshot COMMIT] [--offset N] [--length N] [--out FILE] (--store URL | --server URL)",
 		Short: "Write the bytes of one Blob value (or a range of them)",
 		Long: "Write the raw bytes of one Blob value to standard output, or to --out FILE\n" +
 			"(written beside it and renamed once complete, so a failed read leaves an\n" +
@@ -84,7 +95,8 @@ func blobGetCmd(a *app) *cobra.Command {
 			"not grow with its size. An external value (a URI) has no bytes in the\n" +
 			"graph: fetch it from its URI, which 'blob stat' shows. A failure after\n" +
 			"bytes went to standard output cannot take them back: the exit code says\n" +
-			"the output is incomplete.",
+			"the output is incomplete. With --server the bytes come from the server's blob\n" +
+			"route (GET, with a Range for --offset/--length), streamed the same way.",
 		Args: cobra.ExactArgs(4),
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
@@ -96,6 +108,16 @@ func blobGetCmd(a *app) *cobra.Command {
 			}
 			if !c.Flags().Changed("length") {
 				length = -1
+			}
+			if err := b.check(args); err != nil {
+				return err
+			}
+			srv, err := b.t.serverGraph(c)
+			if err != nil {
+				return err
+			}
+			if srv != nil {
+				return b.remoteGet(ctx, srv, args, offset, length, out, a.stdout)
 			}
 			cell, done, err := b.open(ctx, args)
 			if err != nil {
@@ -133,19 +155,33 @@ func blobGetCmd(a *app) *cobra.Command {
 func blobStatCmd(a *app) *cobra.Command {
 	var b blobTarget
 	c := &cobra.Command{
-		Use:   "stat ENTITY TYPE ID PROP [--branch B | --snapshot COMMIT] [--json] --store URL",
+		Use:   "stat ENTITY TYPE ID PROP [--branch B | --snapshot COMMIT] [--json] (--store URL | --server URL)",
 		Short: "Describe one Blob value: size, SHA-256 and ETag, or its external URI",
 		Long: "Describe one Blob value without reading its bytes: kind managed (its size, the\n" +
 			"SHA-256 of its bytes, and its ETag, the validator the server sends) or kind\n" +
 			"external (the URI it refers to), and the branch and commit it was read at.",
 		Args: cobra.ExactArgs(4),
 		RunE: func(c *cobra.Command, args []string) error {
-			cell, done, err := b.open(c.Context(), args)
+			if err := b.check(args); err != nil {
+				return err
+			}
+			srv, err := b.t.serverGraph(c)
 			if err != nil {
 				return err
 			}
-			defer done()
-			info := cell.Info()
+			var info blob.Info
+			if srv != nil {
+				if info, err = b.remoteStat(c.Context(), srv, args); err != nil {
+					return err
+				}
+			} else {
+				cell, done, err := b.open(c.Context(), args)
+				if err != nil {
+					return err
+				}
+				info = cell.Info()
+				done()
+			}
 			if b.t.json {
 				return writeJSON(a.stdout, info)
 			}
@@ -169,4 +205,91 @@ func writeBlobInfo(w io.Writer, info blob.Info) error {
 	}
 	_, err := fmt.Fprintf(w, "branch:   %s\ncommit:   %s\n", info.Branch, info.Snapshot)
 	return err
+}
+
+// ref is the client's name of the value args select.
+func blobRef(args []string) client.BlobRef {
+	return client.BlobRef{Entity: args[0], Type: args[1], ID: args[2], Property: args[3]}
+}
+
+// remoteGet is 'blob get --server': the server's bytes to out (or w),
+// through the same atomic file as the local mode.
+func (b *blobTarget) remoteGet(ctx context.Context, g *client.Graph, args []string, offset, length int64, out string, w io.Writer) error {
+	// A read past the end of a non-empty value asks for an offset the server
+	// refuses (416), as the local mode refuses it.
+	resp, err := g.Blob(ctx, blobRef(args), client.BlobOptions{Branch: b.branch, Snapshot: b.snapshot, Offset: offset, Length: max(length, 0)})
+	if err != nil {
+		return b.t.remoteErr(err)
+	}
+	defer resp.Close()
+	if resp.URI != "" {
+		return fmt.Errorf("%w: %s.%s of %q refers to %s; fetch it from there ('blob stat' shows the reference)", blob.ErrExternal, args[1], args[3], args[2], resp.URI)
+	}
+	copyAll := func(dst io.Writer) error {
+		n, err := io.Copy(dst, resp.Body)
+		if err == nil && n != resp.Length {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return fmt.Errorf("the server's answer ended after %d of %d bytes: %w", n, resp.Length, err)
+		}
+		return nil
+	}
+	if out == "" || out == "-" {
+		return copyAll(w)
+	}
+	tmp, err := createAtomic(out, 0o600)
+	if err != nil {
+		return fmt.Errorf("create the output file: %w", err)
+	}
+	defer tmp.Abort()
+	if err := copyAll(tmp); err != nil {
+		return err
+	}
+	if err := tmp.Commit(); err != nil {
+		return fmt.Errorf("write the output file: %w", err)
+	}
+	return nil
+}
+
+// remoteStat is 'blob stat --server': a HEAD of the value. A HEAD's
+// refusal has no body, so a refused HEAD is asked again as a one-byte GET
+// for the server's message and code; a --snapshot read asks the commit's
+// branch (the local mode reports the branch the commit was made on).
+func (b *blobTarget) remoteStat(ctx context.Context, g *client.Graph, args []string) (blob.Info, error) {
+	ref := blobRef(args)
+	opts := client.BlobOptions{Branch: b.branch, Snapshot: b.snapshot}
+	head, err := g.BlobHead(ctx, ref, opts)
+	if err != nil {
+		var ce *client.Error
+		if errors.As(err, &ce) && ce.Status != 0 && ce.Code == "" {
+			opts.Length = 1
+			if resp, gerr := g.Blob(ctx, ref, opts); gerr != nil {
+				err = gerr
+			} else {
+				resp.Close()
+			}
+		}
+		return blob.Info{}, b.t.remoteErr(err)
+	}
+	head.Close()
+	info := blob.Info{Selector: blob.Selector{Entity: ref.Entity, Type: ref.Type, ID: ref.ID, Property: ref.Property},
+		Branch: b.branch, Snapshot: head.Snapshot}
+	if info.Branch == "" {
+		info.Branch = manifest.MainBranch
+	}
+	if b.snapshot != "" {
+		c, err := g.Commit(ctx, head.Snapshot)
+		if err != nil {
+			return blob.Info{}, b.t.remoteErr(err)
+		}
+		info.Branch = c.GraphBranch
+	}
+	if head.URI != "" {
+		info.Kind, info.URI = "external", head.URI
+		return info, nil
+	}
+	size := head.Size
+	info.Kind, info.Size, info.ETag, info.SHA256 = "managed", &size, head.ETag, strings.Trim(head.ETag, `"`)
+	return info, nil
 }

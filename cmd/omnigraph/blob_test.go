@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -387,4 +388,103 @@ func run64MiB(t *testing.T, url string) {
 			t.Errorf("%s: peak RSS %.1f MiB is %.1f over the baseline, more than %d: the value is held in memory", k, peaks[k], peaks[k]-base, slack)
 		}
 	}
+}
+
+// TestBlobServerModeMatchesLocal runs every 'blob get' and 'blob stat'
+// form once with --store and once through 'omnigraph serve' (a real child
+// process) with --server, and requires the same exit code, the same
+// output and, for --json refusals, the same error code: whole values and
+// ranges, edges, --out, a past commit, an external value, and refusals.
+func TestBlobServerModeMatchesLocal(t *testing.T) {
+	dir := t.TempDir()
+	url := filepath.Join(dir, "g")
+	mustCLI(t, "init", "--schema", blobSchemaFile(t), url)
+	data := filepath.Join(dir, "data.jsonl")
+	f, _ := os.Create(data)
+	writeBlobLine(t, f, "big", 3, table.BlobPieceSize+777)
+	fmt.Fprintf(f, `{"type":"Doc","data":{"slug":"small","body":"base64:%s"}}`+"\n", base64.StdEncoding.EncodeToString([]byte("hello")))
+	fmt.Fprintln(f, `{"type":"Doc","data":{"slug":"none"}}`)
+	fmt.Fprintln(f, `{"type":"Doc","data":{"slug":"ext","body":"s3://media/a.png"}}`)
+	fmt.Fprintln(f, `{"edge":"Cites","from":"big","to":"small","data":{"id":"c1","note":"base64:bm90ZQ=="}}`)
+	f.Close()
+	mustCLI(t, "load", "--data", data, "--mode", "merge", "--store", url, "--external-blob-base", "s3://media/")
+	first := strings.TrimSpace(mustCLI(t, "blob", "stat", "node", "Doc", "small", "body", "--json", "--store", url))
+	var st struct{ Snapshot string }
+	if err := json.Unmarshal([]byte(first), &st); err != nil || st.Snapshot == "" {
+		t.Fatalf("stat: %v %s", err, first)
+	}
+	mustCLI(t, "branch", "create", "side", "--store", url)
+	mustCLI(t, "mutate", "-e", `query up($b: Blob) { update Doc set { body: $b } where slug = "small" }`, "--params", `{"b":"base64:bmV3"}`, "--branch", "side", "--store", url)
+	base, _, _ := startServe(t, "--store", url)
+
+	size := int64(table.BlobPieceSize + 777)
+	cases := [][]string{
+		{"get", "node", "Doc", "big", "body"},
+		{"get", "node", "Doc", "big", "body", "--offset", fmt.Sprint(table.BlobPieceSize - 5), "--length", "10"},
+		{"get", "node", "Doc", "big", "body", "--offset", fmt.Sprint(size - 3)},
+		{"get", "node", "Doc", "big", "body", "--length", fmt.Sprint(size + 100)},
+		{"get", "node", "Doc", "small", "body"},
+		{"get", "node", "Doc", "small", "body", "--branch", "side"},
+		{"get", "node", "Doc", "small", "body", "--snapshot", st.Snapshot},
+		{"get", "edge", "Cites", "c1", "note"},
+		{"stat", "node", "Doc", "big", "body"},
+		{"stat", "node", "Doc", "big", "body", "--json"},
+		{"stat", "node", "Doc", "small", "body", "--branch", "side", "--json"},
+		{"stat", "node", "Doc", "small", "body", "--snapshot", st.Snapshot},
+		{"stat", "node", "Doc", "ext", "body", "--json"},
+		{"stat", "edge", "Cites", "c1", "note", "--json"},
+		// Refusals: the same exit code and, with --json, the same code.
+		{"get", "node", "Doc", "ext", "body"},
+		{"get", "node", "Doc", "none", "body"},
+		{"get", "node", "Doc", "nobody", "body"},
+		{"get", "node", "Doc", "big", "body", "--offset", fmt.Sprint(size)},
+		{"stat", "node", "Doc", "none", "body", "--json"},
+		{"stat", "node", "Nope", "big", "body", "--json"},
+		{"stat", "node", "Doc", "big", "slug", "--json"},
+		{"stat", "node", "Doc", "big", "body", "--branch", "nope", "--json"},
+		{"stat", "node", "Doc", "big", "body", "--snapshot", "feedface", "--json"},
+		{"stat", "vertex", "Doc", "big", "body", "--json"},
+		{"get", "node", "Doc", "big", "body", "--length", "0"},
+		{"get", "node", "Doc", "big", "body", "--branch", "main", "--snapshot", st.Snapshot},
+	}
+	code := regexp.MustCompile(`"code":"[a-z_]+"`)
+	for _, c := range cases {
+		args := append([]string{"blob"}, c...)
+		lc, lout, lerr := cli(t, append(args, "--store", url)...)
+		sc, sout, serr := cli(t, append(args, "--server", base)...)
+		if lc != sc || lout != sout {
+			t.Errorf("%s: --store exit %d, %d bytes out; --server exit %d, %d bytes out\n--store:  %.300s%s\n--server: %.300s%s",
+				strings.Join(c, " "), lc, len(lout), sc, len(sout), lout, lerr, sout, serr)
+			continue
+		}
+		if lc != exitOK && (code.FindString(lerr) != code.FindString(serr) || lerr == "" || serr == "") {
+			t.Errorf("%s: --store %s, --server %s", strings.Join(c, " "), lerr, serr)
+		}
+		if lc != exitOK && strings.Contains(strings.Join(c, " "), "--json") && code.FindString(lerr) == "" {
+			t.Errorf("%s: no JSON error code: %s", strings.Join(c, " "), lerr)
+		}
+	}
+
+	// --out through the server: the whole value, and a failed read leaves
+	// an existing file as it was.
+	outFile := filepath.Join(dir, "big.bin")
+	mustCLI(t, "blob", "get", "node", "Doc", "big", "body", "--out", outFile, "--server", base)
+	if got, n := sha256File(t, outFile); n != size || got != hex.EncodeToString(sha256Of(payloadRange(3, 0, size))) {
+		t.Fatalf("--out through the server: %d bytes, digest %s", n, got)
+	}
+	os.WriteFile(outFile, []byte("keep me"), 0o644)
+	if code, _, errs := cli(t, "blob", "get", "node", "Doc", "none", "body", "--out", outFile, "--server", base); code != exitError {
+		t.Fatalf("a refused read: exit %d %s", code, errs)
+	}
+	if b, _ := os.ReadFile(outFile); string(b) != "keep me" {
+		t.Fatalf("the refused read changed --out: %q", b)
+	}
+	if code, _, errs := cli(t, "blob", "stat", "node", "Doc", "big", "body", "--server", base, "--store", url); code != exitUsage {
+		t.Fatalf("--server with --store: exit %d %s", code, errs)
+	}
+}
+
+func sha256Of(b []byte) []byte {
+	s := sha256.Sum256(b)
+	return s[:]
 }

@@ -9,17 +9,10 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/client"
-	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
-	"github.com/omnigraph-go/omnigraph/graph/blob"
-	"github.com/omnigraph-go/omnigraph/graph/changes"
-	"github.com/omnigraph-go/omnigraph/graph/diff"
-	"github.com/omnigraph-go/omnigraph/graph/schema"
 	"github.com/omnigraph-go/omnigraph/lang/gq"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
-	"github.com/omnigraph-go/omnigraph/manifest"
-	"github.com/omnigraph-go/omnigraph/recovery"
-	"github.com/omnigraph-go/omnigraph/table"
+	"github.com/omnigraph-go/omnigraph/server"
 )
 
 // jsonError is the error object printed on stderr when JSON was asked for.
@@ -77,55 +70,6 @@ func writeJSONError(w io.Writer, err error, exit int) {
 	w.Write(append(b, '\n'))
 }
 
-// errorCodes classify errors for the JSON error object, most specific first.
-// docs/cli.md lists them.
-var errorCodes = []struct {
-	code   string
-	target error
-}{
-	{clusterlock.CodeLockHeld, clusterlock.ErrLockHeld},
-	{clusterlock.CodeWrongID, clusterlock.ErrWrongID},
-	{clusterlock.CodeNotHeld, clusterlock.ErrNotHeld},
-	{"schema_change_refused", schema.ErrRefused},
-	{"branches_exist", schema.ErrBranchesExist},
-	{"schema_locked", graph.ErrSchemaLocked},
-	{"recovery_required", graph.ErrRecoveryRequired},
-	{"recovery_pending", recovery.ErrPending},
-	{"read_set_changed", graph.ErrReadSetChanged},
-	{"key_conflict", graph.ErrKeyConflict},
-	{"invalid_input", graph.ErrInvalidInput},
-	{"invalid_schema", graph.ErrInvalidSchema},
-	{"invalid_schema", pg.ErrInvalidSchema},
-	{"invalid_value", pg.ErrInvalidValue},
-	{"not_a_read", graph.ErrNotARead},
-	{"graph_exists", graph.ErrGraphExists},
-	{"not_empty", graph.ErrNotEmpty},
-	{"no_graph", graph.ErrNoGraph},
-	{"read_only", graph.ErrReadOnly},
-	{"invalid_branch", graph.ErrInvalidBranch},
-	{"invalid_branch", manifest.ErrInvalidBranchName},
-	{"has_descendants", graph.ErrHasDescendants},
-	{"branch_not_found", manifest.ErrBranchNotFound},
-	{"branch_exists", manifest.ErrBranchExists},
-	{"branch_overlap", manifest.ErrBranchOverlap},
-	{"commit_not_found", manifest.ErrCommitNotFound},
-	{"invalid_commit_id", manifest.ErrInvalidCommitID},
-	{"head_moved", manifest.ErrHeadMoved},
-	{"storage_version", manifest.ErrStamp},
-	{"corrupt", manifest.ErrCorrupt},
-	{"corrupt", recovery.ErrCorruptSidecar},
-	{"precondition_failed", graph.ErrPreconditionFailed},
-	{"blob_not_found", blob.ErrNotFound},
-	{"blob_range", table.ErrBlobRange},
-	{"blob_external", blob.ErrExternal},
-	{"blob_integrity", blob.ErrIntegrity},
-	{"change_feed_gap", changes.ErrGap},
-	{"change_cursor_rejected", changes.ErrCursorRejected},
-	{"schema_boundary", diff.ErrSchemaBoundary},
-	{"parentless_commit", diff.ErrParentlessCommit},
-	{"budget_exceeded", graph.ErrBudgetExceeded},
-}
-
 // errorCode is the stable code of err: "usage" for exit 2, a .gq error's own
 // code (GQ001...), a graph error's name, or storage_<kind> for a storage
 // failure; "error" when nothing more specific is known.
@@ -149,10 +93,8 @@ func errorCode(err error, exit int) string {
 	if errors.As(err, &ce) {
 		return ce.code
 	}
-	for _, c := range errorCodes {
-		if errors.Is(err, c.target) {
-			return c.code
-		}
+	if r := server.Reason(err); r != "" {
+		return r
 	}
 	if k := backend.KindOf(err); k != backend.KindNone && k != backend.KindUnknown {
 		return "storage_" + k.String()

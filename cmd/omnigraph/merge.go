@@ -18,24 +18,6 @@ const exitMergeConflict = 5
 
 func init() {
 	registerBranchSub(branchMergeCmd)
-	errorCodes = append(errorCodes,
-		struct {
-			code   string
-			target error
-		}{"merge_conflict", merge.ErrMergeConflict},
-		struct {
-			code   string
-			target error
-		}{"merge_too_large", merge.ErrMergeTooLarge},
-		struct {
-			code   string
-			target error
-		}{"parentless_commit", merge.ErrParentlessCommit},
-		struct {
-			code   string
-			target error
-		}{"schema_boundary", merge.ErrSchemaBoundary},
-	)
 }
 
 // mergeOutput is what branch merge prints with --json.

@@ -143,6 +143,8 @@ func remoteErrorCode(ce *client.Error) string {
 		return d.ChangeDiffRefusal.Reason
 	case d.ChangeFeedGap != nil:
 		return "change_feed_gap"
+	case d.Reason != "":
+		return d.Reason
 	case ce.Status == 400 && strings.HasPrefix(d.Error, "change cursor rejected:"):
 		return "change_cursor_rejected"
 	case d.Code != "":

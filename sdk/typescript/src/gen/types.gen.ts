@@ -318,6 +318,7 @@ export type ErrorOutput = {
     outcome_unknown?: OutcomeUnknown;
     precondition_failure?: PreconditionFailure;
     read_set_conflict?: ReadSetConflict;
+    reason?: string;
     recovery_required?: RecoveryRequired;
     resource_limit?: ResourceLimit;
     stop_reason?: string;
