@@ -157,7 +157,7 @@ func (e *removedError) Unwrap() []error { return []error{manifest.ErrCleanedUp, 
 // TableStat is one table's pinned version and live row count.
 type TableStat struct {
 	Key     string `json:"table"`
-	Path    string `json:"path"`
+	Path    string `json:"path,omitempty"`
 	Branch  string `json:"table_branch"`
 	Version uint64 `json:"version"`
 	Rows    int64  `json:"rows"`

@@ -60,6 +60,9 @@ func quickstartFlow(t *testing.T, where ...string) string {
 	step("query", "--query", queries, "headcount", "--format", "jsonl", "--branch", "hiring")
 	step("branch", "list")
 	step("branch", "list", "--json")
+	step("snapshot", "--branch", "hiring")
+	step("schema", "show")
+	step("schema", "show", "--json", "--branch", "hiring")
 	// A write on a head that moved: nothing is written, exit 4 in both.
 	step("mutate", "-e", `update Person set { age: 35 } where handle = "quinn"`, "--branch", "hiring", "--if-commit", initCommit)
 	step("branch", "merge", "hiring", "--into", "main", "--delete-branch")
@@ -89,7 +92,7 @@ func quickstartFlow(t *testing.T, where ...string) string {
 // with --store and once through 'omnigraph serve' (a real child process)
 // with --server, and requires the same output and exit codes, line for
 // line: query in every format, mutate, load, branch create/list/merge/
-// delete, commit list/show/changes, text and --json.
+// delete, commit list/show/changes, snapshot, schema show, text and --json.
 func TestServerModeMatchesLocal(t *testing.T) {
 	const schema = "../../examples/social.pg"
 	local := filepath.Join(t.TempDir(), "local")
@@ -105,7 +108,7 @@ func TestServerModeMatchesLocal(t *testing.T) {
 	t.Setenv(envToken, token)
 	got := quickstartFlow(t, "--server", base)
 
-	for _, w := range []string{"quinn  engineer", "fast_forward: merged hiring into main", "(exit 4)", "insert node Person \"remy\""} {
+	for _, w := range []string{"node:Person  hiring", "node Person implements Named", "quinn  engineer", "fast_forward: merged hiring into main", "(exit 4)", "insert node Person \"remy\""} {
 		if !strings.Contains(want, w) {
 			t.Fatalf("the local quickstart lacks %q:\n%s", w, want)
 		}
@@ -157,6 +160,35 @@ func TestServerModeRefusals(t *testing.T) {
 	code, out, errs := cli(t, append([]string{"branch", "merge", "rival", "--json"}, srv...)...)
 	if code != exitMergeConflict || !strings.Contains(out, `"merge_conflicts"`) || !strings.Contains(errs, `"code":"merge_conflict"`) {
 		t.Fatalf("a merge with conflicts: exit %d\n%s%s", code, out, errs)
+	}
+	// The engine's refusal keeps its local JSON code (the envelope's reason).
+	for _, args := range [][]string{
+		{"snapshot", "--branch", "nope", "--json"},
+		{"schema", "show", "--branch", "nope", "--json"},
+		{"commit", "show", "01M8V9Q6KVQVRHYA255KR9YTW5", "--json"},
+	} {
+		lc, _, lerr := cli(t, append(args, "--store", served)...)
+		sc, _, serr := cli(t, append(args, srv...)...)
+		want := map[bool]string{true: `"code":"commit_not_found"`, false: `"code":"branch_not_found"`}[args[0] == "commit"]
+		if lc != exitError || sc != exitError || !strings.Contains(lerr, want) || !strings.Contains(serr, want) {
+			t.Errorf("%s: --store exit %d %s; --server exit %d %s; want %s", strings.Join(args, " "), lc, lerr, sc, serr, want)
+		}
+	}
+	var snap struct {
+		Branch string `json:"branch"`
+		Tables []struct {
+			Table string `json:"table"`
+			Path  string `json:"path"`
+			Rows  int64  `json:"rows"`
+		} `json:"tables"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, append([]string{"snapshot", "--json"}, srv...)...)), &snap); err != nil || snap.Branch != "main" || len(snap.Tables) == 0 {
+		t.Fatalf("snapshot --json --server: %v %+v", err, snap)
+	}
+	for _, tb := range snap.Tables {
+		if tb.Path != "" || !strings.Contains(tb.Table, ":") {
+			t.Fatalf("snapshot --json --server: table %+v (the server sends no storage path)", tb)
+		}
 	}
 	code, _, errs = cli(t, "branch", "list", "--server", "http://127.0.0.1:1")
 	if code != exitError || !strings.Contains(errs, "the server at http://127.0.0.1:1") {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/schema"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
@@ -36,22 +37,17 @@ func schemaShowCmd(a *app) *cobra.Command {
 		Short: "Print the accepted .pg schema of a branch",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			snap, done, err := t.openSnapshot(c.Context(), branch)
-			if err != nil {
-				return err
-			}
-			defer done()
-			cat, err := snap.Catalog(c.Context())
+			out, err := t.schemaOf(c, branch)
 			if err != nil {
 				return err
 			}
 			if t.json {
 				return writeJSON(a.stdout, map[string]string{
-					"branch": snap.Branch(), "identity": cat.Identity, "source": cat.Source,
+					"branch": out.Branch, "identity": out.SchemaIdentity, "source": out.SchemaSource,
 				})
 			}
-			fmt.Fprint(a.stdout, cat.Source)
-			if !strings.HasSuffix(cat.Source, "\n") {
+			fmt.Fprint(a.stdout, out.SchemaSource)
+			if !strings.HasSuffix(out.SchemaSource, "\n") {
 				fmt.Fprintln(a.stdout)
 			}
 			return nil
@@ -59,8 +55,32 @@ func schemaShowCmd(a *app) *cobra.Command {
 	}
 	show.Flags().StringVar(&branch, "branch", "main", "branch whose schema to show")
 	t.addStore(show)
+	t.addServer(show)
 	t.addJSON(show)
 	return show
+}
+
+// schemaOf is the accepted schema of branch: read from --store, or asked
+// of --server (GET schema), in the API's shape.
+func (t *graphTarget) schemaOf(c *cobra.Command, branch string) (*api.SchemaOutput, error) {
+	srv, err := t.serverGraph(c)
+	if err != nil {
+		return nil, err
+	}
+	if srv != nil {
+		out, err := srv.Schema(c.Context(), branch)
+		return out, t.remoteErr(err)
+	}
+	snap, done, err := t.openSnapshot(c.Context(), branch)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	cat, err := snap.Catalog(c.Context())
+	if err != nil {
+		return nil, err
+	}
+	return &api.SchemaOutput{Branch: snap.Branch(), SchemaIdentity: cat.Identity, SchemaSource: cat.Source}, nil
 }
 
 // readSchema reads and compiles the --schema file, so a schema error names

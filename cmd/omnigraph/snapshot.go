@@ -14,27 +14,15 @@ func init() {
 		var t graphTarget
 		var branch string
 		c := &cobra.Command{
-			Use:   "snapshot [--branch B]",
+			Use:   "snapshot [--branch B] [--json] (--store URL | --server URL)",
 			Short: "Show a branch head: per-table version and row count, and the storage version",
 			Args:  cobra.NoArgs,
 			RunE: func(c *cobra.Command, args []string) error {
-				snap, done, err := t.openSnapshot(c.Context(), branch)
+				out, err := t.snapshotOf(c, branch)
 				if err != nil {
 					return err
 				}
-				defer done()
-				stats, err := snap.TableStats(c.Context())
-				if err != nil {
-					return err
-				}
-				out := struct {
-					Branch                string            `json:"branch"`
-					ManifestVersion       uint64            `json:"manifest_version"`
-					Commit                string            `json:"commit"`
-					InternalSchemaVersion int               `json:"internal_schema_version"`
-					SchemaIdentity        string            `json:"schema_identity"`
-					Tables                []graph.TableStat `json:"tables"`
-				}{snap.Branch(), snap.Version(), snap.CommitID(), snap.Stamp(), snap.SchemaIdentity(), stats}
+				stats := out.Tables
 				if t.json {
 					return writeJSON(a.stdout, out)
 				}
@@ -50,7 +38,50 @@ func init() {
 		}
 		c.Flags().StringVar(&branch, "branch", "main", "branch to show")
 		t.addStore(c)
+		t.addServer(c)
 		t.addJSON(c)
 		return c
 	})
+}
+
+// snapshotOutput is what snapshot prints with --json.
+type snapshotOutput struct {
+	Branch                string            `json:"branch"`
+	ManifestVersion       uint64            `json:"manifest_version"`
+	Commit                string            `json:"commit"`
+	InternalSchemaVersion int               `json:"internal_schema_version"`
+	SchemaIdentity        string            `json:"schema_identity"`
+	Tables                []graph.TableStat `json:"tables"`
+}
+
+// snapshotOf reads the head of branch from --store, or asks --server (GET
+// snapshot). The server does not send a table's storage path, so a
+// --server snapshot has none.
+func (t *graphTarget) snapshotOf(c *cobra.Command, branch string) (*snapshotOutput, error) {
+	srv, err := t.serverGraph(c)
+	if err != nil {
+		return nil, err
+	}
+	if srv != nil {
+		s, err := srv.Snapshot(c.Context(), branch)
+		if err != nil {
+			return nil, t.remoteErr(err)
+		}
+		out := &snapshotOutput{s.GraphBranch, s.GraphManifestVersion, s.GraphCommitID, s.InternalSchemaVersion, s.SchemaIdentity, []graph.TableStat{}}
+		for _, d := range s.Datasets {
+			out.Tables = append(out.Tables, graph.TableStat{Key: d.EntityKind + ":" + d.TypeName, Branch: d.NativeDatasetBranch,
+				Version: d.PublishedDatasetVersion, Rows: d.EntityCount})
+		}
+		return out, nil
+	}
+	snap, done, err := t.openSnapshot(c.Context(), branch)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	stats, err := snap.TableStats(c.Context())
+	if err != nil {
+		return nil, err
+	}
+	return &snapshotOutput{snap.Branch(), snap.Version(), snap.CommitID(), snap.Stamp(), snap.SchemaIdentity(), stats}, nil
 }
