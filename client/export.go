@@ -132,6 +132,51 @@ func (e *Export) Records() iter.Seq2[api.Record, error] {
 	}
 }
 
+// WriteTo copies the export to w as it arrives, byte for byte, holding
+// no line whole (a line can carry a large Blob value), then checks it was
+// complete as Lines does: a cut export returns ErrExportCut after the
+// bytes it had, which must then be discarded.
+func (e *Export) WriteTo(w io.Writer) (int64, error) {
+	if e.resp == nil {
+		return 0, errors.New("omnigraph export: the export was already read or closed")
+	}
+	defer e.Close()
+	lc := &lineCounter{w: w}
+	n, err := io.Copy(lc, e.resp.Body)
+	if err != nil {
+		if lc.werr != nil {
+			return n, lc.werr
+		}
+		return n, fmt.Errorf("omnigraph export: %w: %v", ErrExportCut, err)
+	}
+	e.n = lc.lines
+	if want := e.resp.Trailer.Get(api.TrailerExportEntities); want == "" || want != strconv.Itoa(lc.lines) || !lc.ended {
+		return n, fmt.Errorf("omnigraph export: %w (read %d lines, the server's count is %q)", ErrExportCut, lc.lines, want)
+	}
+	return n, nil
+}
+
+// lineCounter passes bytes on and counts the newlines among them.
+type lineCounter struct {
+	w     io.Writer
+	lines int
+	ended bool // the last byte was a newline (or nothing was written)
+	werr  error
+}
+
+func (l *lineCounter) Write(p []byte) (int, error) {
+	n, err := l.w.Write(p)
+	if err != nil {
+		l.werr = err
+		return n, err
+	}
+	l.lines += bytes.Count(p, []byte{'\n'})
+	if len(p) > 0 {
+		l.ended = p[len(p)-1] == '\n'
+	}
+	return n, nil
+}
+
 // Close ends the export, reading or not.
 func (e *Export) Close() error {
 	if e.resp == nil {

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -161,6 +162,16 @@ func TestExportCut(t *testing.T) {
 		}
 		if len(ids) != 2 || exp.Commit != "C1" || errors.Is(last, ErrExportCut) != tc.cut {
 			t.Fatalf("trailer %q: ids %v, commit %q, end %v", tc.trailer, ids, exp.Commit, last)
+		}
+		// WriteTo: the same bytes and the same verdict.
+		exp, err = c.Graph("g").Export(context.Background(), ExportOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		n, err := exp.WriteTo(&buf)
+		if buf.String() != body || n != int64(len(body)) || errors.Is(err, ErrExportCut) != tc.cut || (!tc.cut && err != nil) {
+			t.Fatalf("WriteTo, trailer %q: %d bytes %q, %v", tc.trailer, n, buf.String(), err)
 		}
 	}
 }

@@ -170,6 +170,15 @@ func (g *Graph) Schema(ctx context.Context, branch string) (*api.SchemaOutput, e
 	return &out, g.c.do(ctx, c, &out)
 }
 
+// SchemaAt is GET schema of a past commit: the schema accepted when it
+// was made (the schema an export of that commit loads into).
+func (g *Graph) SchemaAt(ctx context.Context, commit string) (*api.SchemaOutput, error) {
+	c := g.call("getSchema")
+	c.query = url.Values{"snapshot": {commit}}
+	var out api.SchemaOutput
+	return &out, g.c.do(ctx, c, &out)
+}
+
 // Branches is GET branches: the live branches and their heads.
 func (g *Graph) Branches(ctx context.Context) (*api.BranchList, error) {
 	var out api.BranchList

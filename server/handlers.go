@@ -248,7 +248,8 @@ func handleSnapshot(r *request) (int, any, error) {
 }
 
 func handleSchema(r *request) (int, any, error) {
-	out, err := r.opSchema(r.branchParam())
+	q := r.URL.Query()
+	out, err := r.opSchema(q.Get("branch"), q.Get("snapshot"))
 	return 200, out, err
 }
 

@@ -116,7 +116,7 @@ func mcpTools() []mcpTool {
 		tool("graph_snapshot", ActionRead, "A branch head: manifest version, commit and per-type table versions and row counts", readOnly(),
 			func(r *request, in BranchInput) (any, error) { return r.opSnapshot(in.Branch) }),
 		tool("schema_get", ActionRead, "The accepted .pg schema source of a branch", readOnly(),
-			func(r *request, in BranchInput) (any, error) { return r.opSchema(in.Branch) }),
+			func(r *request, in BranchInput) (any, error) { return r.opSchema(in.Branch, "") }),
 		tool("branch_list", ActionRead, "List the live branches", readOnly(),
 			func(r *request, _ NoInput) (any, error) { return r.opBranches() }),
 		tool("branch_create", ActionBranchCreate, "Create a branch from the head of another (default main)", destructive(false),

@@ -199,12 +199,10 @@ func (r *request) opSnapshot(branch string) (api.SnapshotOutput, error) {
 	return out, nil
 }
 
-func (r *request) opSchema(branch string) (api.SchemaOutput, error) {
-	branch = orMain(branch)
-	if err := r.authorize(ActionRead, branch, ""); err != nil {
-		return api.SchemaOutput{}, err
-	}
-	snap, err := r.g.Snapshot(r.Context(), branch)
+// opSchema is the accepted schema of a branch head or, with snapID, of a
+// past commit (what an export of that commit needs to be loaded again).
+func (r *request) opSchema(branch, snapID string) (api.SchemaOutput, error) {
+	snap, _, err := r.readSnapshot(branch, snapID, nil)
 	if err != nil {
 		return api.SchemaOutput{}, err
 	}

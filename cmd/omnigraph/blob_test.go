@@ -297,7 +297,8 @@ func vmHWM(t *testing.T, pid int) float64 {
 // TestCLIBlob64MiB: a 64 MiB value loads (as one NDJSON line of 85 MiB,
 // beyond the line limit: it streams into the blob area), reads back whole
 // and by ranges through 'blob get' and HTTP (serve), and exports and
-// loads again, each process in memory that does not hold the value: its
+// loads again (export also through the server, to the same bytes), each
+// process in memory that does not hold the value: its
 // peak RSS stays below baseline + 48 MiB (the value is 64 MiB). The peaks
 // are printed (go test -v).
 func TestCLIBlob64MiB(t *testing.T) {
@@ -362,6 +363,9 @@ func run64MiB(t *testing.T, url string) {
 	if resp.StatusCode != 206 || !bytes.Equal(b, payloadRange(7, off, 1000)) {
 		t.Fatalf("GET range: %d, %d bytes", resp.StatusCode, len(b))
 	}
+	// The CLI's export through the server streams the value's line.
+	expSrv := filepath.Join(dir, "export-server.jsonl")
+	_, peaks["export --server"] = measured(t, "export", "--out", expSrv, "--server", srv)
 	peaks["serve (GET whole + range)"] = vmHWM(t, cmd.Process.Pid)
 	cmd.Process.Signal(syscall.SIGTERM)
 	if code := wait(); code != 0 {
@@ -372,6 +376,11 @@ func run64MiB(t *testing.T, url string) {
 	// new graph streams it back.
 	exp := filepath.Join(dir, "export.jsonl")
 	_, peaks["export"] = measured(t, "export", "--out", exp, "--store", url)
+	a, na := sha256File(t, exp)
+	if b, nb := sha256File(t, expSrv); a != b || na != nb || na < size {
+		t.Fatalf("export --server wrote %d bytes, export --store %d (they differ)", nb, na)
+	}
+	os.Remove(expSrv)
 	url2 := filepath.Join(dir, "g2")
 	mustCLI(t, "init", "--schema", strings.TrimSuffix(exp, ".jsonl")+".pg", url2)
 	_, peaks["load of the export"] = measured(t, "load", "--data", exp, "--mode", "overwrite", "--store", url2, "--no-auto-optimize")
@@ -382,7 +391,7 @@ func run64MiB(t *testing.T, url string) {
 	}
 
 	t.Logf("peak RSS (MiB) with a %d MiB Blob value; baseline process %.1f", size>>20, base)
-	for _, k := range []string{"load", "blob get (whole, --out)", "blob get (range)", "serve (GET whole + range)", "export", "load of the export"} {
+	for _, k := range []string{"load", "blob get (whole, --out)", "blob get (range)", "serve (GET whole + range)", "export --server", "export", "load of the export"} {
 		t.Logf("  %-28s %6.1f  (+%.1f over the baseline)", k, peaks[k], peaks[k]-base)
 		if peaks[k]-base > slack {
 			t.Errorf("%s: peak RSS %.1f MiB is %.1f over the baseline, more than %d: the value is held in memory", k, peaks[k], peaks[k]-base, slack)

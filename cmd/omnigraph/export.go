@@ -1,14 +1,23 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
+	"context"
 	"fmt"
+	"io"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/omnigraph-go/omnigraph/client"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/export"
+	"github.com/omnigraph-go/omnigraph/lang/pg"
+	"github.com/omnigraph-go/omnigraph/manifest"
 )
 
 // schemaPathFor is where export writes the schema beside --out FILE: FILE
@@ -23,7 +32,7 @@ func init() {
 		var branch, snapshot, out, schemaOut string
 		var types []string
 		c := &cobra.Command{
-			Use:   "export [--branch B | --snapshot COMMIT] [--type T]... [--out FILE|-] [--schema-out FILE] --store URL",
+			Use:   "export [--branch B | --snapshot COMMIT] [--type T]... [--out FILE|-] [--schema-out FILE] (--store URL | --server URL)",
 			Short: "Write a branch (or a past commit) as load NDJSON plus its .pg schema: the rebuild path",
 			Long: "Write one snapshot of the graph in the format 'omnigraph load' reads: node lines, then\n" +
 				"edge lines, by type name then id, every row with its id. With --out FILE the schema\n" +
@@ -49,26 +58,41 @@ func init() {
 						return usagef("--out %s would be overwritten by the schema; name the data file .jsonl or give --schema-out", out)
 					}
 				}
-				g, done, err := t.openGraph(ctx, false)
+				srv, err := t.serverGraph(c)
 				if err != nil {
 					return err
 				}
-				defer done()
-				var snap *graph.Snapshot
-				if snapshot != "" {
-					snap, err = g.SnapshotAt(ctx, snapshot)
-				} else {
-					if branch == "" {
-						branch = "main"
+				// run writes the export to w: read here, or streamed from
+				// the server; both answer the same Result.
+				var run func(w io.Writer) (*export.Result, error)
+				if srv != nil {
+					run = func(w io.Writer) (*export.Result, error) {
+						return t.remoteExport(ctx, srv, branch, snapshot, types, w)
 					}
-					snap, err = g.Snapshot(ctx, branch)
+				} else {
+					g, done, err := t.openGraph(ctx, false)
+					if err != nil {
+						return err
+					}
+					defer done()
+					var snap *graph.Snapshot
+					if snapshot != "" {
+						snap, err = g.SnapshotAt(ctx, snapshot)
+					} else {
+						if branch == "" {
+							branch = "main"
+						}
+						snap, err = g.Snapshot(ctx, branch)
+					}
+					if err != nil {
+						return err
+					}
+					run = func(w io.Writer) (*export.Result, error) {
+						return export.Run(ctx, snap, w, export.Options{Types: types})
+					}
 				}
-				if err != nil {
-					return err
-				}
-				opts := export.Options{Types: types}
 				if toStdout {
-					res, err := export.Run(ctx, snap, a.stdout, opts)
+					res, err := run(a.stdout)
 					if err != nil {
 						return err
 					}
@@ -84,7 +108,7 @@ func init() {
 					return fmt.Errorf("create the export file: %w", err)
 				}
 				defer tmp.Abort()
-				res, err := export.Run(ctx, snap, tmp, opts)
+				res, err := run(tmp)
 				if err != nil {
 					return err
 				}
@@ -112,7 +136,104 @@ func init() {
 		c.Flags().StringVar(&out, "out", "-", "file to write the NDJSON to; - is standard output")
 		c.Flags().StringVar(&schemaOut, "schema-out", "", "file to write the .pg schema to (default: beside --out, FILE.pg; none for standard output)")
 		t.addStore(c)
+		t.addServer(c)
 		t.addJSON(c)
 		return c
 	})
+}
+
+// remoteExport is export --server: the server's stream to w byte for byte
+// (a line is never held whole: it may carry a large Blob value), the
+// schema accepted at the commit it read (GET schema?snapshot=), and the
+// same Result the local export answers, its counts taken from the lines
+// as they pass.
+func (t *graphTarget) remoteExport(ctx context.Context, g *client.Graph, branch, snapshot string, types []string, w io.Writer) (*export.Result, error) {
+	ex, err := g.Export(ctx, client.ExportOptions{Branch: branch, Snapshot: snapshot, Types: types})
+	if err != nil {
+		return nil, t.remoteErr(err)
+	}
+	defer ex.Close()
+	sch, err := g.SchemaAt(ctx, ex.Commit)
+	if err != nil {
+		return nil, t.remoteErr(err)
+	}
+	cat, err := pg.CompileAccepted(sch.SchemaSource)
+	if err != nil {
+		return nil, fmt.Errorf("the server's schema at commit %s: %w", ex.Commit, err)
+	}
+	res := &export.Result{Branch: sch.Branch, CommitID: ex.Commit, Types: map[string]int{}, Schema: sch.SchemaSource, SchemaIdentity: sch.SchemaIdentity}
+	if snapshot == "" {
+		res.Branch = cmp.Or(branch, manifest.MainBranch)
+	}
+	kinds := map[string]string{}
+	for _, n := range cat.Nodes {
+		kinds[n.Name] = "type"
+	}
+	for _, e := range cat.Edges {
+		kinds[e.Name] = "edge"
+	}
+	for name := range kinds {
+		if len(types) == 0 || slices.Contains(types, name) {
+			res.Types[name] = 0
+		}
+	}
+	tc := &typeCounter{w: w, types: res.Types}
+	if _, err := ex.WriteTo(tc); err != nil {
+		return nil, t.remoteErr(err)
+	}
+	if tc.bad != "" {
+		return nil, fmt.Errorf("the server's export has a line this CLI cannot read (%.80q): %w", tc.bad, client.ErrExportCut)
+	}
+	for name, n := range res.Types {
+		if kinds[name] == "edge" {
+			res.Edges += n
+		} else {
+			res.Nodes += n
+		}
+	}
+	return res, nil
+}
+
+// typeCounter passes an export's bytes on and counts its lines by type,
+// reading each line's head only: `{"type":"T",` or `{"edge":"E",`.
+type typeCounter struct {
+	w     io.Writer
+	types map[string]int
+	head  []byte // the current line's first bytes, up to headMax
+	mid   bool   // inside a line whose head is already counted
+	bad   string // a head that is neither form
+}
+
+const headMax = 256
+
+var lineHead = regexp.MustCompile(`^\{"(?:type|edge)":"([A-Za-z_][A-Za-z0-9_]*)"`)
+
+func (c *typeCounter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil {
+		return n, err
+	}
+	for len(p) > 0 {
+		nl := bytes.IndexByte(p, '\n')
+		part := p
+		if nl >= 0 {
+			part = p[:nl]
+		}
+		if !c.mid && len(c.head) < headMax {
+			c.head = append(c.head, part[:min(len(part), headMax-len(c.head))]...)
+			if m := lineHead.FindSubmatch(c.head); m != nil {
+				c.types[string(m[1])]++
+				c.mid, c.head = true, c.head[:0]
+			} else if len(c.head) >= headMax || nl >= 0 {
+				c.bad = cmp.Or(c.bad, string(c.head))
+				c.mid, c.head = true, c.head[:0]
+			}
+		}
+		if nl < 0 {
+			break
+		}
+		c.mid, c.head = false, c.head[:0]
+		p = p[nl+1:]
+	}
+	return n, nil
 }

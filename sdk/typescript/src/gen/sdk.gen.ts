@@ -318,7 +318,7 @@ export const checkQuery = <ThrowOnError extends boolean = false>(options: Option
 });
 
 /**
- * The accepted .pg schema of a branch
+ * The accepted .pg schema of a branch head or of a past commit
  */
 export const getSchema = <ThrowOnError extends boolean = false>(options: Options<GetSchemaData, ThrowOnError>) => (options.client ?? client).get<GetSchemaResponses, GetSchemaErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -2475,6 +2475,10 @@ export type GetSchemaData = {
          * the branch (default main)
          */
         branch?: string;
+        /**
+         * a graph commit id to read instead of a branch head
+         */
+        snapshot?: string;
     };
     url: '/graphs/{graph_id}/schema';
 };
