@@ -29,11 +29,12 @@ func init() {
 		var t graphTarget
 		var file, schemaFile, branch string
 		c := &cobra.Command{
-			Use:   "lint --query FILE.gq (--schema FILE.pg | --store URL | URL) [--branch B] [--json]",
+			Use:   "lint --query FILE.gq (--schema FILE.pg | --store URL | URL | --server URL) [--branch B] [--json]",
 			Short: "Check every query of a .gq file against a schema, offline or against a graph",
 			Long: "Parse and type-check every query and mutation of a .gq file, against a .pg file\n" +
 				"(--schema, offline: no store is touched) or the accepted schema of a graph's\n" +
-				"branch (--store URL or the URL as the argument; --branch, default main).\n" +
+				"branch (--store URL or the URL as the argument, or a served graph's with --server\n" +
+				"URL; --branch, default main).\n" +
 				"Findings carry the original system's codes where it has one: Q000 (the file does\n" +
 				"not parse), T1..T24 (type-check errors), L201 (a nullable property that the file's\n" +
 				"update queries never set; a warning), L202 (a mutation without parameters; a\n" +
@@ -49,8 +50,8 @@ func init() {
 					}
 					t.store = args[0]
 				}
-				if (schemaFile == "") == (t.store == "") {
-					return usagef("lint against one schema: --schema FILE.pg (offline) or a graph (--store URL)")
+				if n := btoi(schemaFile != "") + btoi(t.store != "") + btoi(t.server != ""); n != 1 {
+					return usagef("lint against one schema: --schema FILE.pg (offline), a graph (--store URL) or a served graph (--server URL)")
 				}
 				if schemaFile != "" && branch != "" {
 					return usagef("--branch reads a graph's schema; it does not go with --schema")
@@ -66,15 +67,16 @@ func init() {
 						return err
 					}
 				} else {
-					snap, done, err := t.openSnapshot(c.Context(), branch)
+					// The graph's accepted schema, compiled as the engine
+					// compiles it, read here or asked of the server.
+					sch, err := t.schemaOf(c, branch)
 					if err != nil {
 						return err
 					}
-					defer done()
-					if cat, err = snap.Catalog(c.Context()); err != nil {
-						return err
+					if cat, err = pg.CompileAccepted(sch.SchemaSource); err != nil {
+						return fmt.Errorf("the graph's accepted schema: %w", err)
 					}
-					source = lintSchemaSource{Kind: "graph", Branch: snap.Branch()}
+					source = lintSchemaSource{Kind: "graph", Branch: sch.Branch}
 				}
 				r := gq.Lint(string(src), cat)
 				if t.json {
@@ -95,9 +97,17 @@ func init() {
 		c.Flags().StringVar(&schemaFile, "schema", "", "lint offline against this .pg file")
 		c.Flags().StringVar(&branch, "branch", "", "with a graph: the branch whose schema to use (default main)")
 		t.addStore(c)
+		t.addServer(c)
 		t.addJSON(c)
 		return c
 	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // writeLintText prints one line per finding (`file:line:col: severity

@@ -63,6 +63,28 @@ query fine() { match { $p: Person } return { $p.name } }
 		t.Fatalf("broken file: exit %d\n%s", code, out)
 	}
 
+	// Through a server: the same report, exit code and output, text and
+	// --json (the served graph's schema, linted by the same function).
+	base, _, _ := startServe(t, "--store", url)
+	for _, file := range []string{good, bad, broken} {
+		for _, format := range [][]string{nil, {"--json"}} {
+			args := append([]string{"lint", "--query", file}, format...)
+			lc, lout, _ := cli(t, append(args, "--store", url)...)
+			sc, sout, serr := cli(t, append(args, "--server", base)...)
+			if lc != sc || lout != sout || lout == "" {
+				t.Fatalf("lint %s %v: --store exit %d\n%s\n--server exit %d\n%s%s", filepath.Base(file), format, lc, lout, sc, sout, serr)
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"lint", "--query", good, "--schema", schema, "--server", base},
+		{"lint", "--query", good, url, "--server", base},
+	} {
+		if code, _, errs := cli(t, args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want usage\n%s", args, code, errs)
+		}
+	}
+
 	missing := filepath.Join(t.TempDir(), "nothing-here")
 	for _, args := range [][]string{
 		{"lint", "--schema", schema},                                      // no --query
