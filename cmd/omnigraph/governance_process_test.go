@@ -272,21 +272,46 @@ func TestServeGovernanceProcess(t *testing.T) {
 	// of work; little memory); while it runs, a second read of the leaver
 	// is 429.
 	leaving := `query q() { match { $a: Person  $b: Person  $b.handle starts_with "p000"  not { $a knows{1,6} $b } } return { count($a) as n } }`
-	ctx, disconnect := context.WithCancel(context.Background())
-	gone := make(chan struct{})
-	go func() {
-		defer close(gone)
-		_, _, _ = post(ctx, base, secret["leaver"], leaving)
-	}()
+	//
+	// The leaving query and a probe race for the one slot: a leaving query
+	// that arrives while a probe holds it is refused (429), and is sent
+	// again, so the probe's 429 means the leaving query holds the slot.
 	probe := `query q() { match { $m: Member { handle: "m01" } } return { $m.handle } }`
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var (
+		disconnect context.CancelFunc
+		gone       chan struct{}
+		leftWith   string // the leaving query's answer once it ended
+	)
+	leave := func() {
+		var ctx context.Context
+		ctx, disconnect = context.WithCancel(context.Background())
+		gone = make(chan struct{})
+		go func(done chan struct{}) {
+			defer close(done)
+			st, m, err := post(ctx, base, secret["leaver"], leaving)
+			leftWith = fmt.Sprintf("%d %v %v", st, m, err)
+		}(gone)
+	}
+	leave()
+	deadline := time.Now().Add(60 * time.Second)
+	for refused := 0; ; {
 		st, m, err := post(context.Background(), base, secret["leaver"], probe)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if st == 429 {
 			break // the leaving query holds the leaver's slot
+		}
+		select {
+		case <-gone:
+			if !strings.HasPrefix(leftWith, "429 ") {
+				t.Fatalf("the leaving query ended before the disconnect: %s", leftWith)
+			}
+			refused++
+			t.Logf("the leaving query met a probe in the slot (%d); sending it again", refused)
+			disconnect()
+			leave()
+		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the leaver's query never held its slot: last probe %d %v", st, m)
