@@ -164,11 +164,15 @@ func (g *Graph) createBranch(ctx context.Context, name, from string) (*Snapshot,
 	go func() { defer wg.Done(); src, srcE = g.head(ctx, from) }()
 	go func() { defer wg.Done(); self, selfE = g.man.CheckNewName(ctx, name) }()
 	wg.Wait()
-	if srcE != nil {
-		return nil, fmt.Errorf("branch create --from %s: %w", from, srcE)
-	}
+	// The name first: a create whose name is taken and whose source is
+	// gone is refused as "exists" whichever the checks saw first, the
+	// order the simulation's model states (seed 774312538708: the source
+	// deleted concurrently answered "not found" instead).
 	if selfE != nil {
 		return nil, selfE
+	}
+	if srcE != nil {
+		return nil, fmt.Errorf("branch create --from %s: %w", from, srcE)
 	}
 	e := &manifest.Entry{
 		Stamp:          manifest.StampCurrent,

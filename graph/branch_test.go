@@ -179,6 +179,24 @@ func TestBranchCreateFromAnotherBranch(t *testing.T) {
 	}
 }
 
+// TestBranchCreateTakenNameFromMissingSource: a name that is taken is
+// refused as taken even when the source is missing too (the order the
+// simulation's model states; seed 774312538708 met it with the source
+// deleted concurrently); a free name from a missing source is not found.
+func TestBranchCreateTakenNameFromMissingSource(t *testing.T) {
+	ctx := context.Background()
+	g := newRig(t).g
+	if _, err := g.CreateBranch(ctx, "b1", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.CreateBranch(ctx, "b1", "gone"); !errors.Is(err, manifest.ErrBranchExists) {
+		t.Fatalf("a taken name from a missing source: %v, want ErrBranchExists", err)
+	}
+	if _, err := g.CreateBranch(ctx, "b2", "gone"); !errors.Is(err, manifest.ErrBranchNotFound) {
+		t.Fatalf("a free name from a missing source: %v, want ErrBranchNotFound", err)
+	}
+}
+
 func TestBranchDelete(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)

@@ -82,3 +82,22 @@ func firstDiff(a, b []string) (int, string, string) {
 	}
 	return -1, "", ""
 }
+
+// foundSeeds are fresh seeds that once failed, each with the operations it
+// needed; TestFoundSeeds keeps them passing.
+var foundSeeds = []struct {
+	seed uint64
+	ops  int
+	what string
+}{
+	{774312538708, 200, "branch create of a taken name from a source deleted concurrently answered not found, not exists"},
+}
+
+// TestFoundSeeds replays the seeds the fresh draws found failing once.
+func TestFoundSeeds(t *testing.T) {
+	for _, f := range foundSeeds {
+		if err := run(f.seed, f.ops, nil); err != nil {
+			t.Errorf("seed %d (%s): %v", f.seed, f.what, err)
+		}
+	}
+}
