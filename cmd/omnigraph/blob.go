@@ -117,7 +117,12 @@ func blobGetCmd(a *app) *cobra.Command {
 				return err
 			}
 			if srv != nil {
-				return b.remoteGet(ctx, srv, args, offset, length, out, a.stdout)
+				read, done, err := b.remoteRead(ctx, srv, args, offset, length)
+				if err != nil {
+					return err
+				}
+				defer done()
+				return writeOutput(out, a.stdout, read)
 			}
 			cell, done, err := b.open(ctx, args)
 			if err != nil {
@@ -128,21 +133,7 @@ func blobGetCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if out == "" || out == "-" {
-				return cell.Read(ctx, a.stdout, off, n)
-			}
-			tmp, err := createAtomic(out, 0o600)
-			if err != nil {
-				return fmt.Errorf("create the output file: %w", err)
-			}
-			defer tmp.Abort()
-			if err := cell.Read(ctx, tmp, off, n); err != nil {
-				return err
-			}
-			if err := tmp.Commit(); err != nil {
-				return fmt.Errorf("write the output file: %w", err)
-			}
-			return nil
+			return writeOutput(out, a.stdout, func(w io.Writer) error { return cell.Read(ctx, w, off, n) })
 		},
 	}
 	c.Flags().Int64Var(&offset, "offset", 0, "the first byte to write")
@@ -212,21 +203,22 @@ func blobRef(args []string) client.BlobRef {
 	return client.BlobRef{Entity: args[0], Type: args[1], ID: args[2], Property: args[3]}
 }
 
-// remoteGet is 'blob get --server': the server's bytes to out (or w),
-// through the same atomic file as the local mode.
-func (b *blobTarget) remoteGet(ctx context.Context, g *client.Graph, args []string, offset, length int64, out string, w io.Writer) error {
+// remoteRead is 'blob get --server': it asks the server for the bytes
+// (a refusal is returned here, before any output is created) and returns
+// the copy of them, which fails when the answer ends short.
+func (b *blobTarget) remoteRead(ctx context.Context, g *client.Graph, args []string, offset, length int64) (read func(io.Writer) error, done func(), err error) {
 	// A read past the end of a non-empty value asks for an offset the server
 	// refuses (416), as the local mode refuses it.
 	resp, err := g.Blob(ctx, blobRef(args), client.BlobOptions{Branch: b.branch, Snapshot: b.snapshot, Offset: offset, Length: max(length, 0)})
 	if err != nil {
-		return b.t.remoteErr(err)
+		return nil, nil, b.t.remoteErr(err)
 	}
-	defer resp.Close()
 	if resp.URI != "" {
-		return fmt.Errorf("%w: %s.%s of %q refers to %s; fetch it from there ('blob stat' shows the reference)", blob.ErrExternal, args[1], args[3], args[2], resp.URI)
+		resp.Close()
+		return nil, nil, fmt.Errorf("%w: %s.%s of %q refers to %s; fetch it from there ('blob stat' shows the reference)", blob.ErrExternal, args[1], args[3], args[2], resp.URI)
 	}
-	copyAll := func(dst io.Writer) error {
-		n, err := io.Copy(dst, resp.Body)
+	return func(w io.Writer) error {
+		n, err := io.Copy(w, resp.Body)
 		if err == nil && n != resp.Length {
 			err = io.ErrUnexpectedEOF
 		}
@@ -234,16 +226,22 @@ func (b *blobTarget) remoteGet(ctx context.Context, g *client.Graph, args []stri
 			return fmt.Errorf("the server's answer ended after %d of %d bytes: %w", n, resp.Length, err)
 		}
 		return nil
-	}
+	}, func() { resp.Close() }, nil
+}
+
+// writeOutput runs write on standard output (out "" or "-") or on a file
+// written beside out and renamed over it once complete, so a failed write
+// leaves an existing file as it was.
+func writeOutput(out string, stdout io.Writer, write func(io.Writer) error) error {
 	if out == "" || out == "-" {
-		return copyAll(w)
+		return write(stdout)
 	}
 	tmp, err := createAtomic(out, 0o600)
 	if err != nil {
 		return fmt.Errorf("create the output file: %w", err)
 	}
 	defer tmp.Abort()
-	if err := copyAll(tmp); err != nil {
+	if err := write(tmp); err != nil {
 		return err
 	}
 	if err := tmp.Commit(); err != nil {
