@@ -95,6 +95,9 @@ const (
 	HeaderIfGraphCommit = "Omnigraph-If-Graph-Commit"
 	// HeaderGraphCommit is the commit an export read.
 	HeaderGraphCommit = "Omnigraph-Graph-Commit"
+	// HeaderSchemaIdentity is the identity of the schema an export's
+	// commit was made under (GET schema answers the same identity).
+	HeaderSchemaIdentity = "Omnigraph-Schema-Identity"
 	// TrailerExportEntities is set after the last line of a complete
 	// export: the number of lines. A body without it was cut short.
 	TrailerExportEntities = "Omnigraph-Export-Entities"

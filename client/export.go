@@ -30,8 +30,11 @@ type ExportOptions struct {
 type Export struct {
 	// Commit is the commit the export reads.
 	Commit string
-	resp   *http.Response
-	n      int
+	// SchemaIdentity is the identity of that commit's schema (Schema or
+	// SchemaAt answers the source).
+	SchemaIdentity string
+	resp           *http.Response
+	n              int
 }
 
 // ErrExportCut: the export ended before its last line (the server failed
@@ -56,7 +59,7 @@ func (g *Graph) Export(ctx context.Context, opts ExportOptions) (*Export, error)
 	if err != nil {
 		return nil, err
 	}
-	return &Export{Commit: resp.Header.Get(api.HeaderGraphCommit), resp: resp}, nil
+	return &Export{Commit: resp.Header.Get(api.HeaderGraphCommit), SchemaIdentity: resp.Header.Get(api.HeaderSchemaIdentity), resp: resp}, nil
 }
 
 // Lines yields each line of the export as it arrives (without its

@@ -192,7 +192,7 @@ func handleExport(r *request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	ew := &exportWriter{w: r.w, commit: snap.CommitID(), rc: http.NewResponseController(r.w), idle: r.s.cfg.Limits.StreamIdle}
+	ew := &exportWriter{w: r.w, commit: snap.CommitID(), schema: snap.SchemaIdentity(), rc: http.NewResponseController(r.w), idle: r.s.cfg.Limits.StreamIdle}
 	res, err := export.Run(r.Context(), snap, ew, export.Options{Types: types})
 	if err != nil {
 		if !ew.started {
@@ -217,6 +217,7 @@ func handleExport(r *request) (int, any, error) {
 type exportWriter struct {
 	w       http.ResponseWriter
 	commit  string
+	schema  string // the snapshot's schema identity
 	started bool
 	rc      *http.ResponseController
 	idle    time.Duration
@@ -230,6 +231,7 @@ func (e *exportWriter) start() {
 	h := e.w.Header()
 	h.Set("Content-Type", "application/x-ndjson")
 	h.Set(api.HeaderGraphCommit, e.commit)
+	h.Set(api.HeaderSchemaIdentity, e.schema)
 	h.Set("Trailer", api.TrailerExportEntities)
 	e.w.WriteHeader(http.StatusOK)
 }

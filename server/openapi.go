@@ -201,7 +201,10 @@ func operation(rt api.Route, auth bool) map[string]any {
 		ok["content"] = map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object", "description": "this document"}}}
 	case "NDJSON":
 		ok["content"] = map[string]any{"application/x-ndjson": map[string]any{"schema": map[string]any{"type": "string"}, "example": ex.Response}}
-		ok["headers"] = map[string]any{api.HeaderGraphCommit: map[string]any{"description": "the commit the export read", "schema": map[string]any{"type": "string"}}}
+		ok["headers"] = map[string]any{
+			api.HeaderGraphCommit:    map[string]any{"description": "the commit the export read", "schema": map[string]any{"type": "string"}},
+			api.HeaderSchemaIdentity: map[string]any{"description": "the identity of the schema of that commit (GET schema answers it with the source)", "schema": map[string]any{"type": "string"}},
+		}
 		ok["description"] = "OK: the lines, then the " + api.TrailerExportEntities + " trailer (the line count); a body without the trailer was cut short and must be discarded"
 	case "Blob":
 		ok["content"] = blobContent()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/client"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/export"
@@ -153,7 +154,7 @@ func (t *graphTarget) remoteExport(ctx context.Context, g *client.Graph, branch,
 		return nil, t.remoteErr(err)
 	}
 	defer ex.Close()
-	sch, err := g.SchemaAt(ctx, ex.Commit)
+	sch, err := exportSchema(ctx, g, ex, branch, snapshot)
 	if err != nil {
 		return nil, t.remoteErr(err)
 	}
@@ -192,6 +193,25 @@ func (t *graphTarget) remoteExport(ctx context.Context, g *client.Graph, branch,
 		}
 	}
 	return res, nil
+}
+
+// exportSchema is the schema of the commit an export reads. A branch's
+// export asks the branch's schema (what a token that may read the branch
+// may ask) and checks it is the export's by its identity; only when a
+// schema apply landed in between, or for a past commit, does it ask for the
+// commit's schema (GET schema?snapshot=, a read of the whole graph).
+func exportSchema(ctx context.Context, g *client.Graph, ex *client.Export, branch, snapshot string) (*api.SchemaOutput, error) {
+	if snapshot == "" {
+		sch, err := g.Schema(ctx, branch)
+		if err != nil || sch.SchemaIdentity == ex.SchemaIdentity {
+			return sch, err
+		}
+	}
+	sch, err := g.SchemaAt(ctx, ex.Commit)
+	if err == nil && ex.SchemaIdentity != "" && sch.SchemaIdentity != ex.SchemaIdentity {
+		err = fmt.Errorf("the server's schema of commit %s is %s, its export said %s; export again", ex.Commit, sch.SchemaIdentity, ex.SchemaIdentity)
+	}
+	return sch, err
 }
 
 // typeCounter passes an export's bytes on and counts its lines by type,
