@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -99,6 +100,27 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	}
 	if err := f.Commit(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeOutput runs write on standard output (out "" or "-") or on a file
+// written beside out and renamed over it once complete, so a failed write
+// leaves an existing file as it was.
+func writeOutput(out string, stdout io.Writer, write func(io.Writer) error) error {
+	if out == "" || out == "-" {
+		return write(stdout)
+	}
+	tmp, err := createAtomic(out, 0o600)
+	if err != nil {
+		return fmt.Errorf("create the output file: %w", err)
+	}
+	defer tmp.Abort()
+	if err := write(tmp); err != nil {
+		return err
+	}
+	if err := tmp.Commit(); err != nil {
+		return fmt.Errorf("write the output file: %w", err)
 	}
 	return nil
 }

@@ -229,27 +229,6 @@ func (b *blobTarget) remoteRead(ctx context.Context, g *client.Graph, args []str
 	}, func() { resp.Close() }, nil
 }
 
-// writeOutput runs write on standard output (out "" or "-") or on a file
-// written beside out and renamed over it once complete, so a failed write
-// leaves an existing file as it was.
-func writeOutput(out string, stdout io.Writer, write func(io.Writer) error) error {
-	if out == "" || out == "-" {
-		return write(stdout)
-	}
-	tmp, err := createAtomic(out, 0o600)
-	if err != nil {
-		return fmt.Errorf("create the output file: %w", err)
-	}
-	defer tmp.Abort()
-	if err := write(tmp); err != nil {
-		return err
-	}
-	if err := tmp.Commit(); err != nil {
-		return fmt.Errorf("write the output file: %w", err)
-	}
-	return nil
-}
-
 // remoteStat is 'blob stat --server': a HEAD of the value. A HEAD's
 // refusal has no body, so a refused HEAD is asked again as a one-byte GET
 // for the server's message and code; a --snapshot read asks the commit's

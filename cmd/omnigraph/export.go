@@ -92,32 +92,19 @@ func init() {
 						return export.Run(ctx, snap, w, export.Options{Types: types})
 					}
 				}
-				if toStdout {
-					res, err := run(a.stdout)
-					if err != nil {
+				// A file is written beside the target and renamed once the
+				// export and its schema are complete, so a failed export
+				// never leaves a truncated file under the name.
+				var res *export.Result
+				err = writeOutput(out, a.stdout, func(w io.Writer) error {
+					var err error
+					if res, err = run(w); err != nil || schemaOut == "" {
 						return err
 					}
-					if schemaOut != "" {
-						return writeFileAtomic(schemaOut, []byte(res.Schema), 0o600)
-					}
-					return nil
-				}
-				// Write beside the target and rename on success, so a failed
-				// export never leaves a truncated file under the name.
-				tmp, err := createAtomic(out, 0o600)
-				if err != nil {
-					return fmt.Errorf("create the export file: %w", err)
-				}
-				defer tmp.Abort()
-				res, err := run(tmp)
-				if err != nil {
+					return writeFileAtomic(schemaOut, []byte(res.Schema), 0o600)
+				})
+				if err != nil || toStdout {
 					return err
-				}
-				if err = writeFileAtomic(schemaOut, []byte(res.Schema), 0o600); err != nil {
-					return err
-				}
-				if err = tmp.Commit(); err != nil {
-					return fmt.Errorf("write the export file: %w", err)
 				}
 				if t.json {
 					return writeJSON(a.stdout, struct {
