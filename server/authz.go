@@ -88,9 +88,9 @@ type authzEntry struct {
 }
 
 func inQuery(k resKind, name string) authzRes { return authzRes{k, "query", name} }
-func inBody(k resKind, name string) authzRes { return authzRes{k, "body", name} }
-func inPath(k resKind, name string) authzRes { return authzRes{k, "path", name} }
-func inArgs(k resKind, name string) authzRes { return authzRes{k, "args", name} }
+func inBody(k resKind, name string) authzRes  { return authzRes{k, "body", name} }
+func inPath(k resKind, name string) authzRes  { return authzRes{k, "path", name} }
+func inArgs(k resKind, name string) authzRes  { return authzRes{k, "args", name} }
 
 // routeAuthz declares every route of api.Routes by operation id.
 var routeAuthz = map[string]authzEntry{
@@ -139,24 +139,24 @@ var storedToolAuthz = authzEntry{action: ActionInvokeQuery, res: []authzRes{inAr
 // toolAuthz declares every built-in MCP tool (mcpTools) and the stored
 // query pair by name.
 var toolAuthz = map[string]authzEntry{
-	"graph_query":       {action: ActionRead, res: []authzRes{inArgs(resBranch, "branch"), inArgs(resCommit, "snapshot")}},
-	"graph_mutate":      {action: ActionChange, res: []authzRes{inArgs(resBranch, "branch")}},
-	"graph_load":        {action: ActionLoad, res: []authzRes{inArgs(resBranch, "branch"), inArgs(resSource, "from")}},
-	"graph_snapshot":    {action: ActionRead, res: []authzRes{inArgs(resBranch, "branch")}},
-	"schema_get":        {action: ActionRead, res: []authzRes{inArgs(resBranch, "branch")}},
-	"branch_list":       {action: ActionRead, lists: listBranches},
-	"branch_create":     {action: ActionBranchCreate, res: []authzRes{inArgs(resTarget, "name"), inArgs(resSource, "from")}},
-	"branch_delete":     {action: ActionBranchDelete, res: []authzRes{inArgs(resTarget, "name")}},
-	"branch_merge":      {action: ActionBranchMerge, res: []authzRes{inArgs(resSource, "source"), inArgs(resTarget, "target")}},
-	"commit_list":       {action: ActionRead, res: []authzRes{inArgs(resBranch, "branch")}, lists: listBranches},
-	"commit_get":        {action: ActionRead, res: []authzRes{inArgs(resCommit, "commit_id")}},
-	"commit_changes":    {action: ActionRead, res: []authzRes{inArgs(resCommit, "commit_id")}},
-	"blob_stat":         {action: ActionRead, res: []authzRes{inArgs(resBranch, "branch"), inArgs(resCommit, "snapshot")}},
-	"blob_read":         {action: ActionRead, res: []authzRes{inArgs(resBranch, "branch"), inArgs(resCommit, "snapshot")}},
-	"changes_poll":      {action: ActionRead, res: []authzRes{inArgs(resBranch, "branch"), inArgs(resStartAfter, "start")}},
-	"query_lint":        {action: ActionRead, res: []authzRes{inArgs(resBranch, "branch"), inArgs(resCommit, "snapshot")}},
-	storedListTool:      {action: ActionInvokeQuery, lists: listQueries},
-	storedRunTool:       {action: ActionInvokeQuery, res: []authzRes{inArgs(resBranch, "branch"), inArgs(resCommit, "snapshot")}},
+	"graph_query":    {action: ActionRead, res: []authzRes{inArgs(resBranch, "branch"), inArgs(resCommit, "snapshot")}},
+	"graph_mutate":   {action: ActionChange, res: []authzRes{inArgs(resBranch, "branch")}},
+	"graph_load":     {action: ActionLoad, res: []authzRes{inArgs(resBranch, "branch"), inArgs(resSource, "from")}},
+	"graph_snapshot": {action: ActionRead, res: []authzRes{inArgs(resBranch, "branch")}},
+	"schema_get":     {action: ActionRead, res: []authzRes{inArgs(resBranch, "branch")}},
+	"branch_list":    {action: ActionRead, lists: listBranches},
+	"branch_create":  {action: ActionBranchCreate, res: []authzRes{inArgs(resTarget, "name"), inArgs(resSource, "from")}},
+	"branch_delete":  {action: ActionBranchDelete, res: []authzRes{inArgs(resTarget, "name")}},
+	"branch_merge":   {action: ActionBranchMerge, res: []authzRes{inArgs(resSource, "source"), inArgs(resTarget, "target")}},
+	"commit_list":    {action: ActionRead, res: []authzRes{inArgs(resBranch, "branch")}, lists: listBranches},
+	"commit_get":     {action: ActionRead, res: []authzRes{inArgs(resCommit, "commit_id")}},
+	"commit_changes": {action: ActionRead, res: []authzRes{inArgs(resCommit, "commit_id")}},
+	"blob_stat":      {action: ActionRead, res: []authzRes{inArgs(resBranch, "branch"), inArgs(resCommit, "snapshot")}},
+	"blob_read":      {action: ActionRead, res: []authzRes{inArgs(resBranch, "branch"), inArgs(resCommit, "snapshot")}},
+	"changes_poll":   {action: ActionRead, res: []authzRes{inArgs(resBranch, "branch"), inArgs(resStartAfter, "start")}},
+	"query_lint":     {action: ActionRead, res: []authzRes{inArgs(resBranch, "branch"), inArgs(resCommit, "snapshot")}},
+	storedListTool:   {action: ActionInvokeQuery, lists: listQueries},
+	storedRunTool:    {action: ActionInvokeQuery, res: []authzRes{inArgs(resBranch, "branch"), inArgs(resCommit, "snapshot")}},
 }
 
 // checkAuthz is the build-time check: every route and every built-in
