@@ -132,9 +132,12 @@ var routeAuthz = map[string]authzEntry{
 	"invokeQueryIfGraphCommit": {action: ActionInvokeQuery, res: []authzRes{inBody(resBranch, "branch")}},
 }
 
-// storedToolAuthz is the entry of every per-query MCP tool (the graph's
-// stored queries, by their own names).
-var storedToolAuthz = authzEntry{action: ActionInvokeQuery, res: []authzRes{inArgs(resBranch, "branch"), inArgs(resCommit, "snapshot")}}
+// The entries of the per-query MCP tools (the graph's stored queries, by
+// their own names): a read's and a mutation's (which takes no snapshot).
+var (
+	storedReadToolAuthz     = authzEntry{action: ActionInvokeQuery, res: []authzRes{inArgs(resBranch, "branch"), inArgs(resCommit, "snapshot")}}
+	storedMutationToolAuthz = authzEntry{action: ActionInvokeQuery, res: []authzRes{inArgs(resBranch, "branch")}}
+)
 
 // toolAuthz declares every built-in MCP tool (mcpTools) and the stored
 // query pair by name.
@@ -187,15 +190,6 @@ func checkAuthz() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// toolEntry is the declaration of MCP tool name (a stored query's tool
-// when it is not a built-in one).
-func toolEntry(name string) authzEntry {
-	if e, ok := toolAuthz[name]; ok {
-		return e
-	}
-	return storedToolAuthz
 }
 
 // may is the policy's answer for act on branch (the graph for ""),
