@@ -165,9 +165,13 @@ var toolAuthz = map[string]authzEntry{
 // checkAuthz is the build-time check: every route and every built-in
 // tool has its entry, and no entry names one that does not exist.
 func checkAuthz() error {
+	return checkAuthzOf(api.Routes(), append(MCPTools(), storedListTool, storedRunTool), routeAuthz, toolAuthz)
+}
+
+func checkAuthzOf(routes []api.Route, tools []string, routeAuthz, toolAuthz map[string]authzEntry) error {
 	var errs []error
 	seen := map[string]bool{}
-	for _, rt := range api.Routes() {
+	for _, rt := range routes {
 		seen[rt.OperationID] = true
 		if _, ok := routeAuthz[rt.OperationID]; !ok {
 			errs = append(errs, fmt.Errorf("route %s %s (%s) has no entry in routeAuthz (server/authz.go)", rt.Method, rt.Path, rt.OperationID))
@@ -178,7 +182,6 @@ func checkAuthz() error {
 			errs = append(errs, fmt.Errorf("routeAuthz names %q, which is no route", id))
 		}
 	}
-	tools := append(MCPTools(), storedListTool, storedRunTool)
 	for _, name := range tools {
 		if _, ok := toolAuthz[name]; !ok {
 			errs = append(errs, fmt.Errorf("MCP tool %s has no entry in toolAuthz (server/authz.go)", name))

@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/graph/mutate"
 )
@@ -390,5 +394,120 @@ func (fx *policyFixture) commitReadCost(t *testing.T, forbid, allow, token strin
 				t.Errorf("%s by commit id: %d storage requests under the forbid, %d without: the check costs requests", rt.OperationID, counts[forbid], counts[allow])
 			}
 		}
+	}
+}
+
+// TestAuthzTableCoversEveryRouteAndTool: the tables declare every route
+// and tool (New refuses to build otherwise), and the check names a route
+// or tool left out and an entry for one that does not exist.
+func TestAuthzTableCoversEveryRouteAndTool(t *testing.T) {
+	if err := checkAuthz(); err != nil {
+		t.Fatal(err)
+	}
+	routes := append(api.Routes(), api.Route{Method: "GET", Path: "/graphs/{graph_id}/new", OperationID: "newRoute"})
+	tools := append(MCPTools(), storedListTool, storedRunTool, "new_tool")
+	rt := maps.Clone(routeAuthz)
+	rt["goneRoute"] = authzEntry{}
+	tt := maps.Clone(toolAuthz)
+	tt["gone_tool"] = authzEntry{}
+	err := checkAuthzOf(routes, tools, rt, tt)
+	for _, want := range []string{`route GET /graphs/{graph_id}/new (newRoute) has no entry`, `"goneRoute", which is no route`, "MCP tool new_tool has no entry", `"gone_tool", which is no tool`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("check of a table with gaps: %v, want it to say %s", err, want)
+		}
+	}
+}
+
+// TestPolicyCommitOfDeletedBranchIsHidden (issue 36 item 5): a commit
+// published by a branch since deleted is still that branch's: under a
+// forbid on the name, a query of it as a snapshot and GET commits/ID
+// answer as an unknown commit; without the forbid both read it.
+func TestPolicyCommitOfDeletedBranchIsHidden(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t)
+	if _, err := fx.g.CreateBranch(ctx, "gone", "main"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := mutate.Query(ctx, fx.g, `mutation m() { insert Person { name: "gil" } }`, "", mutate.Options{Branch: "gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.g.DeleteBranch(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	id, unknownID := res.Commit.ID, ulid.Make().String()
+	tokens, secrets := tokensFor(t, "alice")
+	_, forbid := fx.serve(t, Config{Tokens: tokens, Policy: mustPolicy(t, `@id("all") permit (principal, action, resource);
+@id("no-gone") forbid (principal, action, resource == Omnigraph::Branch::"default/gone");`)})
+	_, allow := fx.serve(t, Config{Tokens: tokens})
+	reads := map[string]func(string) sample{
+		"query": func(c string) sample {
+			return sample{path: "/graphs/default/query", ctype: "application/json", body: jsonBody(map[string]any{"query": exQuery, "snapshot": c})}
+		},
+		"getCommit": func(c string) sample { return sample{path: "/graphs/default/commits/" + c} },
+	}
+	for name, req := range reads {
+		sameAsUnknown(t, name, send(t, forbid, secrets["alice"], method(name), req(id), nil),
+			send(t, forbid, secrets["alice"], method(name), req(unknownID), nil), id, unknownID)
+		// Without the forbid the commit is found (the query then fails
+		// reading tables the delete reclaimed: a separate matter).
+		if a := send(t, allow, secrets["alice"], method(name), req(id), nil); a.status == 404 || name == "getCommit" && a.status != 200 {
+			t.Errorf("%s of the deleted branch's commit without the forbid: %d %s", name, a.status, a.raw)
+		}
+	}
+}
+
+func method(op string) string {
+	if op == "query" {
+		return "POST"
+	}
+	return "GET"
+}
+
+// TestPolicyBranchOnlyTokenUsesCatalogAndQueries (issue 36 item 6): a
+// token that may read one branch only (not main) gets the Iceberg
+// config (iceberg-go's client, which asks it first, starts) and the
+// namespaces; the table list (main's types) stays main's. GET queries
+// lists the stored queries it may invoke, as tools/list does, and it
+// runs one on its branch. An actor that may read nothing is refused the
+// config. The token endpoint says the catalog takes bearer tokens.
+func TestPolicyBranchOnlyTokenUsesCatalogAndQueries(t *testing.T) {
+	fx := newFixture(t)
+	tokens, secrets := tokensFor(t, "bob", "eve")
+	_, base := fx.serve(t, Config{Tokens: tokens, Policy: mustPolicy(t, `@id("feature-only")
+permit (principal == Omnigraph::Actor::"bob", action == Omnigraph::Action::"read", resource == Omnigraph::Branch::"default/feature");
+@id("people")
+permit (principal == Omnigraph::Actor::"bob", action == Omnigraph::Action::"invoke_query", resource) when { context.query == "people" };`)})
+	bob, eve := secrets["bob"], secrets["eve"]
+	if _, err := rest.NewCatalog(context.Background(), "omnigraph", base+IcebergPrefix, rest.WithOAuthToken(bob), rest.WithWarehouseLocation("default")); err != nil {
+		t.Fatalf("iceberg-go's catalog with a branch-only token: %v", err)
+	}
+	for path, want := range map[string]int{"/v1/config?warehouse=default": 200, "/v1/default/namespaces": 200, "/v1/default/namespaces/nodes": 200, "/v1/default/namespaces/nodes/tables": 403} {
+		if code, body := rawIceberg(t, "GET", base+IcebergPrefix+path, bob); code != want {
+			t.Errorf("GET %s as a branch-only token: %d %s, want %d", path, code, body, want)
+		}
+	}
+	if code, body := rawIceberg(t, "GET", base+IcebergPrefix+"/v1/config?warehouse=default", eve); code != 403 {
+		t.Errorf("config for an actor that may read nothing: %d %s, want 403", code, body)
+	}
+	a := send(t, base, bob, "GET", sample{path: "/graphs/default/queries"}, nil)
+	var listed []string
+	for _, q := range a.body["queries"].([]any) {
+		listed = append(listed, q.(map[string]any)["name"].(string))
+	}
+	if a.status != 200 || fmt.Sprint(listed) != "[people]" {
+		t.Fatalf("GET queries as a branch-only token: %d %s, want people", a.status, a.raw)
+	}
+	lr := send(t, base, bob, "POST", sample{path: "/graphs/default/mcp", ctype: "application/json", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		header: http.Header{"Accept": {"application/json, text/event-stream"}}}, nil)
+	if !strings.Contains(lr.raw, `"name":"people"`) || strings.Contains(lr.raw, `"name":"add"`) {
+		t.Errorf("tools/list and GET queries disagree: %s", lr.raw)
+	}
+	if a := send(t, base, bob, "POST", sample{path: "/graphs/default/queries/people", ctype: "application/json", body: `{"branch":"feature"}`}, nil); a.status != 200 || !strings.Contains(a.raw, "bob") {
+		t.Errorf("people on feature: %d %s", a.status, a.raw)
+	}
+	code, body := rawIceberg(t, "POST", base+IcebergPrefix+"/v1/oauth/tokens", "")
+	if code != 400 || !strings.Contains(body, `"error":"invalid_request"`) || !strings.Contains(body, "bearer token") || strings.Contains(body, "read-only") {
+		t.Errorf("POST oauth/tokens: %d %s, want 400 saying the catalog takes bearer tokens", code, body)
 	}
 }
