@@ -23,9 +23,10 @@ import (
 // spec's /v1 routes): warehouse = the served graph id (also the path
 // prefix), namespaces "nodes" and "edges", tables = type names. It serves
 // the metadata `omnigraph iceberg sync` (or the background sync) wrote,
-// behind the same bearer tokens and Cedar policy as the API: every route
-// needs read on the graph's main branch or, for a table, on at least one
-// branch, and a table's metadata holds only the refs (and the snapshots
+// behind the same bearer tokens and Cedar policy as the API: config and
+// the namespaces need read on some branch, the table list read on main,
+// a table read on at least one of its branches, and a table's metadata
+// holds only the refs (and the snapshots
 // they reach) of the branches the caller may read. Every change (create,
 // commit, drop, rename) is refused: the graph changes through omnigraph.
 
