@@ -165,7 +165,16 @@ var toolAuthz = map[string]authzEntry{
 // checkAuthz is the build-time check: every route and every built-in
 // tool has its entry, and no entry names one that does not exist.
 func checkAuthz() error {
-	return checkAuthzOf(api.Routes(), append(MCPTools(), storedListTool, storedRunTool), routeAuthz, toolAuthz)
+	err := checkAuthzOf(api.Routes(), append(MCPTools(), storedListTool, storedRunTool), routeAuthz, toolAuthz)
+	// tools/list shows a tool by its action (mcpTool.action): the two
+	// declarations must agree.
+	var errs []error
+	for _, t := range mcpTools() {
+		if e, ok := toolAuthz[t.tool.Name]; ok && e.action != t.action {
+			errs = append(errs, fmt.Errorf("MCP tool %s asks %s (mcp.go) but toolAuthz declares %s", t.tool.Name, t.action, e.action))
+		}
+	}
+	return errors.Join(append([]error{err}, errs...)...)
 }
 
 func checkAuthzOf(routes []api.Route, tools []string, routeAuthz, toolAuthz map[string]authzEntry) error {

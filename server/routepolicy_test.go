@@ -264,7 +264,7 @@ func (fx *policyFixture) checkListing(t *testing.T, what string, refused, allowe
 		}
 		// A commit list names the commit by its own entry (a merge's
 		// parent ids are ids, not entries to read).
-		return strings.Contains(a.raw, `"id":"`+fx.secret+`"`) || strings.Contains(a.raw, `\"id\":\"`+fx.secret+`\"`)
+		return strings.Contains(a.raw, `"graph_commit_id":"`+fx.secret+`"`) || strings.Contains(a.raw, `\"graph_commit_id\":\"`+fx.secret+`\"`)
 	}
 	if names(refused) {
 		t.Errorf("listing %s names branch secret or its commit under the forbid: %s", what, refused.raw)
