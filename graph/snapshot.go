@@ -95,9 +95,15 @@ func (g *Graph) SnapshotOfRef(ctx context.Context, ref string) (*Snapshot, error
 	}
 	s, cerr := g.SnapshotAt(ctx, ref)
 	if cerr != nil {
-		return nil, fmt.Errorf("%q is neither a branch nor a commit: %w", ref, cerr)
+		return nil, NotARef(ref, cerr)
 	}
 	return s, nil
+}
+
+// NotARef is SnapshotOfRef's error for a ref that names no branch and no
+// commit it can read (err says why the commit could not be read).
+func NotARef(ref string, err error) error {
+	return fmt.Errorf("%q is neither a branch nor a commit: %w", ref, err)
 }
 
 // SnapshotAtVersion returns version v of the live incarnation of branch:

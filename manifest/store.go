@@ -657,7 +657,14 @@ func (m *Store) scanForCommit(ctx context.Context, id string) (*Entry, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("%w: %q", ErrCommitNotFound, id)
+	return nil, CommitNotFound(id)
+}
+
+// CommitNotFound is the error of a commit id no manifest version records:
+// one constructor, so a caller that must answer exactly as an unknown id
+// (the server, for a commit the policy hides) says the same words.
+func CommitNotFound(id string) error {
+	return fmt.Errorf("%w: %q", ErrCommitNotFound, id)
 }
 
 // Exists reports whether the store holds any manifest version (a graph).

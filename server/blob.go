@@ -81,6 +81,9 @@ func (r *request) openBlob(in BlobStatInput) (*blob.Cell, error) {
 	var err error
 	if in.Snapshot != "" {
 		snap, err = r.g.SnapshotAt(r.Context(), in.Snapshot)
+		if err == nil {
+			err = r.authorizeCommit(ActionRead, in.Snapshot, snap.Branch())
+		}
 	} else {
 		snap, err = r.g.Snapshot(r.Context(), in.Branch)
 	}

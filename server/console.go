@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -103,13 +104,20 @@ func (r *request) opStatus() (api.StatusOutput, error) {
 	}
 	for _, a := range pending {
 		in := a.Sidecar.Intent
-		out.Recovery.Intents = append(out.Recovery.Intents, api.IntentOutput{Kind: in.Kind, Actor: in.Actor, Branch: in.Token.Branch,
+		branch := in.Token.Branch
+		if !r.visibleBranch(branch) {
+			branch = "" // the intent is counted, its branch not named
+		}
+		out.Recovery.Intents = append(out.Recovery.Intents, api.IntentOutput{Kind: in.Kind, Actor: in.Actor, Branch: branch,
 			Classification: string(a.Class), StartedAt: time.UnixMicro(a.Sidecar.CreatedMicros).UTC().Format(time.RFC3339)})
 	}
 	if c := r.s.compactors[r.graphID]; c != nil {
 		running, pend, runs, last := c.state()
 		out.AutoOptimize = api.AutoOptimizeOutput{Enabled: true, Threshold: c.threshold, Running: running, Pending: pend, Runs: runs,
 			LastBranch: last.branch, LastOutcome: last.outcome}
+		if !r.visibleBranch(last.branch) {
+			out.AutoOptimize.LastBranch = ""
+		}
 		if !last.at.IsZero() {
 			out.AutoOptimize.LastAt = last.at.UTC().Format(time.RFC3339)
 		}
@@ -118,7 +126,16 @@ func (r *request) opStatus() (api.StatusOutput, error) {
 	if err != nil {
 		return api.StatusOutput{}, err
 	}
-	out.Branches = len(bs)
+	// Status shows only the branches the actor may read: their number,
+	// and main's head when main is one.
+	for _, b := range bs {
+		if r.visibleBranch(b.Name) {
+			out.Branches++
+		}
+	}
+	if !r.visibleBranch(manifest.MainBranch) {
+		return out, nil
+	}
 	snap, err := r.g.Snapshot(ctx, manifest.MainBranch)
 	if err != nil {
 		return api.StatusOutput{}, err
@@ -134,7 +151,8 @@ func (r *request) opStatus() (api.StatusOutput, error) {
 // readSnapshot authorizes a read of a branch head (default main) or of a
 // commit and returns the snapshot: the one rule of every route that reads
 // "a branch or a snapshot" (query, catalog, query/check). A snapshot may
-// be of any branch, so reading one needs read on the whole graph. admit,
+// be of any branch, so reading one needs read on the whole graph, and on
+// the branch that published it (authorizeCommit). admit,
 // when not nil, runs between the authorization and the first storage
 // read (the query route's read admission).
 func (r *request) readSnapshot(branch, snapID string, admit func() error) (*graph.Snapshot, api.ReadTarget, error) {
@@ -156,7 +174,13 @@ func (r *request) readSnapshot(branch, snapID string, admit func() error) (*grap
 	}
 	if snapID != "" {
 		s, err := r.g.SnapshotAt(r.Context(), snapID)
-		return s, target, err
+		if err == nil {
+			err = r.authorizeCommit(ActionRead, snapID, s.Branch())
+		}
+		if err != nil {
+			return nil, api.ReadTarget{}, err
+		}
+		return s, target, nil
 	}
 	s, err := r.g.Snapshot(r.Context(), target.Branch)
 	return s, target, err
@@ -360,11 +384,17 @@ func (r *request) opBranchHeads(base string, limit int) (api.BranchHeadsOutput, 
 	if err := r.authorize(ActionRead, "", ""); err != nil {
 		return api.BranchHeadsOutput{}, err
 	}
+	// The base's counts describe it: read on it too.
+	if err := r.authorize(ActionRead, base, ""); err != nil {
+		return api.BranchHeadsOutput{}, err
+	}
 	ctx := r.Context()
 	bs, err := r.g.Branches(ctx)
 	if err != nil {
 		return api.BranchHeadsOutput{}, err
 	}
+	// Only the branches the actor may read are listed (and read).
+	bs = slices.DeleteFunc(bs, func(b graph.BranchInfo) bool { return !r.visibleBranch(b.Name) })
 	baseSnap, err := r.g.Snapshot(ctx, base)
 	if err != nil {
 		return api.BranchHeadsOutput{}, err
@@ -493,12 +523,29 @@ func (r *request) opDiff(from, to string, f merge.Filter) (api.DiffOutput, error
 }
 
 // refSnapshot reads a ref (graph.SnapshotOfRef). A caller with read on the
-// whole graph may name any branch or commit; one with read on some
+// whole graph may name any branch it may read or any commit published by
+// one (authorizeCommit); one with read on some
 // branches only may name those branches (a commit id could be any
 // branch's), decided before any engine work.
 func (r *request) refSnapshot(ref string) (*graph.Snapshot, error) {
 	if r.s.allowed(r.actor, r.graphID, ActionRead) {
-		return r.g.SnapshotOfRef(r.Context(), ref)
+		if manifest.ValidateBranchName(ref) == nil {
+			// A name the policy refuses is refused by name, as on every
+			// route, before any engine work.
+			if err := r.authorize(ActionRead, ref, ""); err != nil {
+				return nil, err
+			}
+		}
+		s, err := r.g.SnapshotOfRef(r.Context(), ref)
+		if err != nil || s.Branch() == ref {
+			return s, err
+		}
+		// ref was a commit id: the rule for commit ids, answered as
+		// SnapshotOfRef answers an unknown one.
+		if err := r.authorizeCommit(ActionRead, ref, s.Branch()); err != nil {
+			return nil, graph.NotARef(ref, err)
+		}
+		return s, nil
 	}
 	if err := r.authorize(ActionRead, ref, ""); err != nil {
 		return nil, err

@@ -117,7 +117,9 @@ func feedFilter(kinds, types, ops []string) changes.Filter {
 func (r *request) opPollChanges(in api.PollRequest) (*api.ChangeFeedOutput, error) {
 	req := changes.Request{Branch: in.Branch, Cursor: in.Cursor, PageToken: in.PageToken,
 		Filter:     feedFilter(in.Kinds, in.Types, in.Ops),
-		MaxChanges: in.Limit, MaxBytes: in.MaxBytes, MaxCommits: in.MaxCommits}
+		MaxChanges: in.Limit, MaxBytes: in.MaxBytes, MaxCommits: in.MaxCommits,
+		// after:COMMIT_ID is a read by commit id (authz.go).
+		Visible: r.visibleBranch}
 	if in.Start != "" {
 		st, err := changes.ParseStart(in.Start)
 		if err != nil {

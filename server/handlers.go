@@ -186,6 +186,9 @@ func handleExport(r *request) (int, any, error) {
 	var err error
 	if snapID != "" {
 		snap, err = r.g.SnapshotAt(r.Context(), snapID)
+		if err == nil {
+			err = r.authorizeCommit(ActionExport, snapID, snap.Branch())
+		}
 	} else {
 		snap, err = r.g.Snapshot(r.Context(), branch)
 	}

@@ -23,9 +23,10 @@ import (
 // spec's /v1 routes): warehouse = the served graph id (also the path
 // prefix), namespaces "nodes" and "edges", tables = type names. It serves
 // the metadata `omnigraph iceberg sync` (or the background sync) wrote,
-// behind the same bearer tokens and Cedar policy as the API: every route
-// needs read on the graph's main branch or, for a table, on at least one
-// branch, and a table's metadata holds only the refs (and the snapshots
+// behind the same bearer tokens and Cedar policy as the API: config and
+// the namespaces need read on some branch, the table list read on main,
+// a table read on at least one of its branches, and a table's metadata
+// holds only the refs (and the snapshots
 // they reach) of the branches the caller may read. Every change (create,
 // commit, drop, rename) is refused: the graph changes through omnigraph.
 
@@ -68,7 +69,15 @@ type icebergFail struct {
 	status int
 	typ    string
 	msg    string
+	// oauth: the answer of the token endpoint, in the OAuth error model
+	// (RFC 6749 5.2: error, error_description) the spec gives it.
+	oauth bool
 }
+
+// oauthTokensOp is the token endpoint (POST /v1/oauth/tokens): a client
+// configured with a credential asks it before anything else, with no
+// bearer token, so it is answered before authentication.
+const oauthTokensOp = "oauthTokens"
 
 func (f *icebergFail) Error() string { return f.msg }
 
@@ -84,6 +93,7 @@ func readOnlyRefusal(method, path string) *icebergFail {
 
 type icebergRequest struct {
 	*http.Request
+	op      string
 	s       *Server
 	actor   string
 	graphID string
@@ -96,6 +106,10 @@ func (s *Server) mountIceberg() {
 	for _, rt := range IcebergRoutes() {
 		s.mux.Handle(rt.Method+" "+rt.Path, s.icebergWrap(rt.OperationID, rt.handle))
 	}
+	s.mux.Handle("POST "+IcebergPrefix+"/v1/oauth/tokens", s.icebergWrap(oauthTokensOp, func(r *icebergRequest) (any, error) {
+		return nil, &icebergFail{status: http.StatusBadRequest, oauth: true, typ: "invalid_request",
+			msg: "this Iceberg catalog issues no OAuth tokens: it takes the omnigraph server's bearer token as is; configure the client with token=<the token> (sent as Authorization: Bearer), not credential"}
+	}))
 	s.mux.Handle(IcebergPrefix+"/", s.icebergWrap("refused", func(r *icebergRequest) (any, error) {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			return nil, icebergFailf(http.StatusNotFound, "NotFoundException", "no such Iceberg catalog route: %s %s", r.Method, r.URL.Path)
@@ -110,7 +124,7 @@ func (s *Server) icebergWrap(op string, h func(*icebergRequest) (any, error)) ht
 	return http.HandlerFunc(func(rw http.ResponseWriter, hr *http.Request) {
 		start := time.Now()
 		w := &statusWriter{ResponseWriter: rw}
-		req := &icebergRequest{Request: hr, s: s}
+		req := &icebergRequest{Request: hr, s: s, op: op}
 		defer func() {
 			if p := recover(); p != nil {
 				s.log.Error("iceberg catalog handler panicked", "route", op, "stack", string(debug.Stack()))
@@ -147,7 +161,7 @@ func (s *Server) icebergServe(req *icebergRequest, h func(*icebergRequest) (any,
 	if s.adm.isClosed() {
 		return nil, icebergFailf(http.StatusServiceUnavailable, "ServiceUnavailableException", "the server is stopping")
 	}
-	if s.cfg.Tokens != nil {
+	if s.cfg.Tokens != nil && req.op != oauthTokensOp {
 		actor, err := s.cfg.Tokens.Authenticate(req.Request)
 		if err != nil {
 			return nil, icebergFailf(http.StatusUnauthorized, "NotAuthorizedException", "%s", err.Error())
@@ -175,6 +189,10 @@ func (r *icebergRequest) useGraph(id string) error {
 }
 
 func writeIcebergFail(w *statusWriter, f *icebergFail) {
+	if f.oauth {
+		writeJSON(w, f.status, map[string]string{"error": f.typ, "error_description": f.msg})
+		return
+	}
 	writeJSON(w, f.status, icebergError{Error: icebergErrorBody{Message: f.msg, Type: f.typ, Code: f.status}})
 }
 
@@ -183,7 +201,28 @@ func (r *icebergRequest) mayRead(branch string) bool {
 	return r.s.policy.Authorize(AuthzRequest{Actor: actorOrAnon(r.actor), Graph: r.graphID, Action: ActionRead, Branch: branch}).Allowed
 }
 
-// authorizeMain: listing the catalog needs read on main.
+// authorizeAny: the routes that reveal no branch (config, the two fixed
+// namespaces) need read on some branch of the graph, so a token that may
+// read some branches only can use the catalog (every client asks config
+// first). A graph-wide or main grant decides it at once; otherwise the
+// live branches are listed (one List per 100 names) and asked in turn.
+func (r *icebergRequest) authorizeAny() error {
+	if r.s.allowed(r.actor, r.graphID, ActionRead) || r.mayRead(manifest.MainBranch) {
+		return nil
+	}
+	bs, err := r.g.Branches(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, b := range bs {
+		if r.mayRead(b.Name) {
+			return nil
+		}
+	}
+	return icebergFailf(http.StatusForbidden, "ForbiddenException", "the policy does not allow actor %q to read any branch of graph %q", actorOrAnon(r.actor), r.graphID)
+}
+
+// authorizeMain: listing the tables (main's types) needs read on main.
 func (r *icebergRequest) authorizeMain() error {
 	if r.mayRead(manifest.MainBranch) {
 		return nil
@@ -202,7 +241,7 @@ func icebergConfig(r *icebergRequest) (any, error) {
 	if err := r.useGraph(wh); err != nil {
 		return nil, err
 	}
-	if err := r.authorizeMain(); err != nil {
+	if err := r.authorizeAny(); err != nil {
 		return nil, err
 	}
 	endpoints := []string{}
@@ -222,7 +261,7 @@ var typeNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 var icebergNamespacesList = []string{iceberg.NamespaceEdges, iceberg.NamespaceNodes}
 
 func icebergNamespaces(r *icebergRequest) (any, error) {
-	if err := r.authorizeMain(); err != nil {
+	if err := r.authorizeAny(); err != nil {
 		return nil, err
 	}
 	out := [][]string{}
@@ -245,7 +284,7 @@ func (r *icebergRequest) namespace() (string, error) {
 }
 
 func icebergNamespace(r *icebergRequest) (any, error) {
-	if err := r.authorizeMain(); err != nil {
+	if err := r.authorizeAny(); err != nil {
 		return nil, err
 	}
 	ns, err := r.namespace()

@@ -223,6 +223,9 @@ func (r *request) opBranches() (api.BranchList, error) {
 	}
 	out := api.BranchList{Branches: []string{}, Heads: []api.BranchHead{}}
 	for _, b := range bs {
+		if !r.visibleBranch(b.Name) {
+			continue
+		}
 		out.Branches = append(out.Branches, b.Name)
 		out.Heads = append(out.Heads, api.BranchHead{Name: b.Name, Incarnation: b.Incarnation, GraphManifestVersion: b.Version})
 	}
@@ -330,6 +333,11 @@ func (r *request) opCommits(branch string, limit int, firstParent bool) (api.Com
 	}
 	out := api.CommitList{Commits: []api.CommitOutput{}}
 	for i := range cs {
+		// A commit a merge brought in from a branch the actor may not
+		// read is not listed (reading it by id would be refused).
+		if cs[i].Branch != branch && !r.visibleBranch(cs[i].Branch) {
+			continue
+		}
 		out.Commits = append(out.Commits, *commitOutput(&cs[i]))
 	}
 	return out, nil
@@ -343,6 +351,9 @@ func (r *request) opCommit(id string) (api.CommitOutput, error) {
 		return api.CommitOutput{}, err
 	}
 	c, err := r.g.Commit(r.Context(), id)
+	if err == nil {
+		err = r.authorizeCommit(ActionRead, id, c.Branch)
+	}
 	if err != nil {
 		return api.CommitOutput{}, err
 	}
@@ -362,6 +373,9 @@ func (r *request) opChanges(id string, f merge.Filter) (api.ChangesOutput, error
 		return api.ChangesOutput{}, err
 	}
 	c, err := r.g.Commit(r.Context(), id)
+	if err == nil {
+		err = r.authorizeCommit(ActionRead, id, c.Branch)
+	}
 	if err != nil {
 		return api.ChangesOutput{}, err
 	}

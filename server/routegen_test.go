@@ -579,6 +579,12 @@ func TestDenyAllRefusesEveryRouteAndTool(t *testing.T) {
 			if a.status != 200 || fmt.Sprint(a.body["graphs"]) != "[]" {
 				t.Errorf("%s: status %d %s, want 200 and no graph", rt.OperationID, a.status, a.raw)
 			}
+		case rt.OperationID == "listQueries":
+			// The stored queries the caller may invoke: none (as
+			// tools/list shows none).
+			if a.status != 200 || fmt.Sprint(a.body["queries"]) != "[]" {
+				t.Errorf("%s: status %d %s, want 200 and no query", rt.OperationID, a.status, a.raw)
+			}
 		case rt.OperationID == "mcp":
 			r, _ := a.body["result"].(map[string]any)
 			if a.status != 200 || fmt.Sprint(r["tools"]) != "[]" {
@@ -634,7 +640,7 @@ func TestDenyAllRefusesEveryRouteAndTool(t *testing.T) {
 		if a := send(t, open, token, rt.Method, ex, nil); a.status != ex.want {
 			t.Fatalf("%s allowed: status %d %s", rt.OperationID, a.status, a.raw)
 		}
-		// The stored-query catalog is in memory: its 403 above is the proof.
+		// The stored-query catalog is in memory: its empty list above is the proof.
 		if fx.store.Snapshot().Total == 0 && rt.OperationID != "listQueries" {
 			t.Errorf("%s allowed made no storage request: the deny-all count proves nothing for it", rt.OperationID)
 		}

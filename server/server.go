@@ -132,6 +132,9 @@ func ValidGraphID(id string) error {
 // New builds a server.
 func New(cfg Config) (*Server, error) {
 	cfg.Limits = cfg.Limits.withDefaults()
+	if err := checkAuthz(); err != nil { // a route or tool without its policy declaration
+		return nil, err
+	}
 	if cfg.Build == (buildinfo.Info{}) {
 		cfg.Build = buildinfo.Read()
 	}

@@ -81,6 +81,10 @@ type Request struct {
 	MaxChanges int
 	MaxBytes   int64
 	MaxCommits int
+	// Visible, when set, says whether the caller may read what a branch
+	// published: a start after a commit it may not is refused exactly as
+	// an unknown commit (the server's policy rule for commit ids).
+	Visible func(branch string) bool
 }
 
 // Cause is the commit a block's changes came from.
@@ -306,6 +310,9 @@ func (p *poller) resolve(ctx context.Context, req Request, tok *token) (chainPos
 		return root, cut, nil, nil
 	case req.Start.Kind == "after":
 		e, err := p.m.FindCommitEntry(ctx, req.Start.After)
+		if err == nil && req.Visible != nil && !req.Visible(e.Branch) {
+			err = manifest.CommitNotFound(req.Start.After)
+		}
 		if errors.Is(err, manifest.ErrCommitNotFound) {
 			return chainPos{}, 0, nil, rejected("start commit %q is not a commit of this graph", req.Start.After)
 		}
