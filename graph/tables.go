@@ -126,6 +126,22 @@ func (s *Snapshot) OpenTable(ctx context.Context, key string) (*table.Dataset, e
 	return ds, err
 }
 
+// Explain is what a read of the snapshot returns for its failure err: a
+// definite not-found of a table version or file it pins (a table this
+// handle opened before its branch was deleted, whose fragments the delete
+// or cleanup then removed) is the removed-data error of OpenTable; any
+// other error, and an unknown outcome, is err unchanged. Every reader of
+// a snapshot (query, export, blob, diff) returns its errors through it.
+func (s *Snapshot) Explain(ctx context.Context, err error) error {
+	if err == nil || errors.Is(err, manifest.ErrCleanedUp) || errors.Is(err, backend.ErrUnknown) {
+		return err
+	}
+	if !errors.Is(err, table.ErrNotFound) && !errors.Is(err, backend.ErrNotFound) {
+		return err
+	}
+	return s.removedData(ctx, err)
+}
+
 // removedData explains a table version a snapshot pins that is not there.
 // On a deleted branch (the snapshot's incarnation is no longer live) the
 // commits other branches reach stay readable until cleanup's retention

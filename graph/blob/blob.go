@@ -90,6 +90,11 @@ type Info struct {
 // graph.ErrInvalidInput; a missing entity or a null value is ErrNotFound.
 // It reads the row by its key (the table's key index), nothing else.
 func Open(ctx context.Context, snap *graph.Snapshot, sel Selector) (*Cell, error) {
+	c, err := open(ctx, snap, sel)
+	return c, snap.Explain(ctx, err)
+}
+
+func open(ctx context.Context, snap *graph.Snapshot, sel Selector) (*Cell, error) {
 	cat, err := snap.Catalog(ctx)
 	if err != nil {
 		return nil, err

@@ -67,6 +67,11 @@ type Result struct {
 
 // Run writes the snapshot's rows to w as load envelope lines.
 func Run(ctx context.Context, s *graph.Snapshot, w io.Writer, opts Options) (*Result, error) {
+	res, err := run(ctx, s, w, opts)
+	return res, s.Explain(ctx, err)
+}
+
+func run(ctx context.Context, s *graph.Snapshot, w io.Writer, opts Options) (*Result, error) {
 	cat, err := s.Catalog(ctx)
 	if err != nil {
 		return nil, err

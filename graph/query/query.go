@@ -89,7 +89,7 @@ func Run(ctx context.Context, s *graph.Snapshot, src, name string, params map[st
 func RunWith(ctx context.Context, s *graph.Snapshot, src, name string, params map[string]any, opts Options) (*Result, error) {
 	plan, err := compile(ctx, s, src, name)
 	if err != nil {
-		return nil, err
+		return nil, s.Explain(ctx, err)
 	}
 	args, err := gq.Bind(plan, params)
 	if err != nil {
@@ -160,7 +160,7 @@ func ExecuteWith(ctx context.Context, s *graph.Snapshot, plan *gq.Plan, args *gq
 	defer m.Stop()
 	res, err := execute(ctx, s, plan, args, m)
 	if err != nil {
-		return nil, m.Err(err)
+		return nil, s.Explain(ctx, m.Err(err))
 	}
 	res.Usage = m.Usage()
 	return res, nil
