@@ -160,6 +160,12 @@ type liveFile struct {
 	Seq      int64 `json:"q"`
 	Rows     int64 `json:"r"`
 	Size     int64 `json:"z"`
+	// PosLo and PosEnd, on a position-delete file, are its first deleted
+	// row offset and its last plus one (0: unknown, as in state written
+	// before they were kept): its pos bounds, kept here so a snapshot that
+	// keeps the file states them without reading it.
+	PosLo  int64 `json:"pl,omitempty"`
+	PosEnd int64 `json:"pe,omitempty"`
 }
 
 // maxMetadataBytes bounds a decompressed metadata file.
