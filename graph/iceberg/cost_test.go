@@ -81,7 +81,7 @@ func insertOne(t *testing.T, g *graph.Graph, i int) {
 // KiB written, with plain JSON metadata (the default) at most 640 KiB
 // each way (measured: 515 KB read, 521 KB written: the metadata file
 // every sync of the table reads and rewrites is about 450 bytes per
-// retained snapshot uncompressed, against about 38 gzip-compressed). A
+// retained snapshot uncompressed, against about 40 gzip-compressed). A
 // cold loadTable of the REST catalog costs 3 requests (4 with gzip: the
 // plain name is tried first). The history is built on a memory store and
 // copied to the emulator (its metadata already names the emulator's
