@@ -35,9 +35,9 @@ func icebergLocation(store, location string) (string, error) {
 
 func icebergSyncCmd(a *app) *cobra.Command {
 	var t graphTarget
-	var branch, location string
+	var branch, location, codec string
 	c := &cobra.Command{
-		Use:   "sync [--branch B] [--location URI]",
+		Use:   "sync [--branch B] [--location URI] [--metadata-compression none|gzip]",
 		Short: "Bring the Iceberg metadata up to date with the graph's commits (incremental)",
 		Long: "Write Iceberg (format v2) metadata for every node and edge table under the\n" +
 			"graph root's _iceberg/ prefix: one snapshot per graph commit that changed the\n" +
@@ -49,9 +49,17 @@ func icebergSyncCmd(a *app) *cobra.Command {
 			"every live branch is synced and the refs of deleted branches are dropped.\n" +
 			"Metadata names files by absolute URI under --location (default: the store URL;\n" +
 			"give it when engines reach the store by another name, e.g. s3a://...).\n" +
+			"Metadata files are plain JSON (v<N>.metadata.json) unless --metadata-compression\n" +
+			"gzip; a table keeps its codec until told otherwise, and a change applies from the\n" +
+			"second metadata file written after it.\n" +
 			"See docs/iceberg.md for attaching Spark, Trino, PyIceberg and DuckDB.",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) (err error) {
+			switch codec {
+			case "", iceberg.CodecNone, iceberg.CodecGzip:
+			default:
+				return usageError{msg: fmt.Sprintf("--metadata-compression %q: give none or gzip", codec), hint: seeHelp(c)}
+			}
 			loc, err := icebergLocation(t.store, location)
 			if err != nil {
 				return err
@@ -61,7 +69,7 @@ func icebergSyncCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer done(&err)
-			opts := iceberg.Options{Location: loc}
+			opts := iceberg.Options{Location: loc, MetadataCompression: codec}
 			if branch != "" {
 				opts.Branches = []string{branch}
 			}
@@ -86,6 +94,7 @@ func icebergSyncCmd(a *app) *cobra.Command {
 	}
 	c.Flags().StringVar(&branch, "branch", "", "sync only this branch (default: every live branch)")
 	c.Flags().StringVar(&location, "location", "", "URI engines reach the graph root at (default: the --store URL)")
+	c.Flags().StringVar(&codec, "metadata-compression", "", "codec of the metadata files: none (plain JSON) or gzip (default: each table's, none for a new table)")
 	t.addStore(c)
 	t.addJSON(c)
 	t.addWait(c)

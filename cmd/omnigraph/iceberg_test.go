@@ -36,7 +36,8 @@ func syncJSON(t *testing.T, args ...string) icebergSyncOutput {
 // TestCLIIcebergSync pins `omnigraph iceberg sync`: --json names each
 // table and its metadata file (which exists where it says), a second run
 // with nothing new writes nothing, one commit later only its table moves,
-// bad invocations are refused with nothing written, and cleanup expires
+// bad invocations (an unknown metadata codec among them) are refused with
+// nothing written, metadata files are plain JSON by default, and cleanup expires
 // the snapshots beyond its retention.
 func TestCLIIcebergSync(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "g")
@@ -49,6 +50,9 @@ func TestCLIIcebergSync(t *testing.T) {
 	if code, _, errs := cli(t, "iceberg", "sync", "--branch", "nope", "--store", dir); code != exitError || !strings.Contains(errs, "nope") {
 		t.Fatalf("sync of a missing branch: exit %d: %s", code, errs)
 	}
+	if code, _, errs := cli(t, "iceberg", "sync", "--metadata-compression", "zstd", "--store", dir); code != exitUsage || !strings.Contains(errs, "none or gzip") {
+		t.Fatalf("sync with an unknown metadata codec: exit %d: %s", code, errs)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "_iceberg")); err == nil {
 		t.Fatal("a refused sync wrote Iceberg metadata")
 	}
@@ -60,7 +64,7 @@ func TestCLIIcebergSync(t *testing.T) {
 	versions := map[string]int{}
 	for _, tb := range first.Tables {
 		path, ok := strings.CutPrefix(tb.MetadataLocation, "file://")
-		if !ok || !strings.HasSuffix(path, fmt.Sprintf("/_iceberg/%s/%s/metadata/v%d.gz.metadata.json", tb.Table.Namespace, tb.Table.Name, tb.MetadataVersion)) {
+		if !ok || !strings.HasSuffix(path, fmt.Sprintf("/_iceberg/%s/%s/metadata/v%d.metadata.json", tb.Table.Namespace, tb.Table.Name, tb.MetadataVersion)) {
 			t.Fatalf("metadata location %q of %s.%s", tb.MetadataLocation, tb.Table.Namespace, tb.Table.Name)
 		}
 		if _, err := os.Stat(path); err != nil {

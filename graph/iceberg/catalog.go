@@ -28,7 +28,8 @@ type Table struct {
 // Load reads a table's newest metadata: the version hint, that version,
 // and a probe that no newer one exists (more probes only while a sync
 // left the hint behind), so a cold load costs three requests whatever the
-// history.
+// history (four when the table's metadata is gzip-compressed: the plain
+// name is tried first).
 func Load(ctx context.Context, store backend.StorageAdapter, id Ident) (*Table, error) {
 	n := 0
 	b, _, err := store.Get(ctx, id.hintKey())
@@ -40,7 +41,7 @@ func Load(ctx context.Context, store backend.StorageAdapter, id Ident) (*Table, 
 	}
 	var data []byte
 	if n > 0 {
-		data, _, err = store.Get(ctx, id.metadataKey(n))
+		data, err = getMetadata(ctx, store, id, n, false)
 		if backend.IsNotFound(err) {
 			n = 0
 		} else if err != nil {
@@ -48,29 +49,14 @@ func Load(ctx context.Context, store backend.StorageAdapter, id Ident) (*Table, 
 		}
 	}
 	if n == 0 {
-		if n, err = newestVersion(ctx, store, id); err != nil {
+		var gz bool
+		if n, gz, err = newestVersion(ctx, store, id); err != nil {
 			return nil, err
 		}
 		if n == 0 {
 			return nil, fmt.Errorf("%w: %s", ErrNoTable, id)
 		}
-		data = nil
-	}
-	for data != nil {
-		ok, err := exists(ctx, store, id.metadataKey(n+1))
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		n, data = n+1, nil
-		if data, _, err = store.Get(ctx, id.metadataKey(n)); err != nil {
-			return nil, fmt.Errorf("read metadata of %s: %w", id, err)
-		}
-	}
-	if data == nil {
-		if data, _, err = store.Get(ctx, id.metadataKey(n)); err != nil {
+		if data, err = getMetadata(ctx, store, id, n, gz); err != nil {
 			return nil, fmt.Errorf("read metadata of %s: %w", id, err)
 		}
 	}
@@ -78,7 +64,26 @@ func Load(ctx context.Context, store backend.StorageAdapter, id Ident) (*Table, 
 	if err != nil {
 		return nil, fmt.Errorf("metadata v%d of %s: %w", n, id, err)
 	}
-	return &Table{Ident: id, MetadataLocation: m.Location + "/metadata/v" + strconv.Itoa(n) + ".gz.metadata.json", m: m}, nil
+	for {
+		// The next file's name is what this one's codec property says.
+		next := id.metadataKey(n+1, m.nextGzip())
+		ok, err := exists(ctx, store, next)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if data, _, err = store.Get(ctx, next); err != nil {
+			return nil, fmt.Errorf("read metadata of %s: %w", id, err)
+		}
+		n++
+		if m, err = decodeMetadata(data); err != nil {
+			return nil, fmt.Errorf("metadata v%d of %s: %w", n, id, err)
+		}
+	}
+	name := id.metadataKey(n, m.gz)
+	return &Table{Ident: id, MetadataLocation: m.Location + "/metadata/" + name[strings.LastIndexByte(name, '/')+1:], m: m}, nil
 }
 
 // Branches lists the table's refs (graph branch names), sorted.

@@ -9,7 +9,11 @@
 // ref per graph branch; a deletion vector becomes a position-delete file;
 // a compaction is a replace snapshot; field ids survive @rename_from
 // renames, and schema.name-mapping.default resolves the Parquet columns
-// (which carry no field ids) by name.
+// (which carry no field ids) by name. Every manifest entry carries column
+// statistics (value and null counts, lower and upper bounds) taken from
+// the fragment statistics the table's Parquet writer already recorded, so
+// engines prune files by value at no extra request. Metadata files are
+// plain JSON unless the table's codec is gzip.
 //
 // The rules Sync keeps:
 //

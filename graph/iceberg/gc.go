@@ -79,7 +79,7 @@ func Collect(ctx context.Context, store backend.StorageAdapter, opts CollectOpti
 // directory).
 func collectTable(ctx context.Context, store backend.StorageAdapter, id Ident, objs []backend.Attrs, opts CollectOptions) (Reclaimed, error) {
 	var out Reclaimed
-	m, n, err := latest(ctx, store, id, 0)
+	m, n, err := latest(ctx, store, id, 0, false)
 	if err != nil || m == nil {
 		// No metadata file at all: a sync stopped before its first publish;
 		// its next run reuses what it staged, so leave it.
@@ -90,7 +90,7 @@ func collectTable(ctx context.Context, store backend.StorageAdapter, id Ident, o
 		return out, err
 	}
 	for _, o := range objs {
-		if v, ok := parseMetadataName(o.Key); ok {
+		if v, _, ok := parseMetadataName(o.Key); ok {
 			if v >= n-metadataLogMax {
 				continue
 			}

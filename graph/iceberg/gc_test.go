@@ -19,7 +19,7 @@ import (
 type usage struct {
 	objects, metadataFiles int
 	bytes                  int64
-	// maxMetadataPerTable is the most v<N>.gz.metadata.json files of one table.
+	// maxMetadataPerTable is the most v<N>.metadata.json files of one table.
 	maxMetadataPerTable int
 }
 
@@ -34,7 +34,7 @@ func icebergUsage(t *testing.T, store backend.StorageAdapter) usage {
 	for _, o := range objs {
 		u.objects++
 		u.bytes += o.Size
-		if strings.HasSuffix(o.Key, ".gz.metadata.json") {
+		if strings.HasSuffix(o.Key, ".metadata.json") {
 			u.metadataFiles++
 			dir := o.Key[:strings.LastIndex(o.Key, "/metadata/")]
 			perTable[dir]++

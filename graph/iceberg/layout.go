@@ -14,7 +14,8 @@ import (
 // Prefix is where the Iceberg metadata lives in the graph root, laid out
 // like a Hadoop catalog whose warehouse is <root>/_iceberg:
 //
-//	_iceberg/<namespace>/<Type>/metadata/v<N>.gz.metadata.json   table metadata, put-if-absent
+//	_iceberg/<namespace>/<Type>/metadata/v<N>.metadata.json      table metadata, put-if-absent
+//	                                       (v<N>.gz.metadata.json when gzip-compressed)
 //	_iceberg/<namespace>/<Type>/metadata/version-hint.text       the newest N (a hint)
 //	_iceberg/<namespace>/<Type>/metadata/snap-<id>-<commit>.avro        manifest list
 //	_iceberg/<namespace>/<Type>/metadata/snap-<id>-<commit>-<data|deletes>.avro  manifests
@@ -70,21 +71,38 @@ func (id Ident) metadataDir() string { return id.dir() + "metadata/" }
 
 func (id Ident) hintKey() string { return id.metadataDir() + "version-hint.text" }
 
-func (id Ident) metadataKey(n int) string {
-	return id.metadataDir() + "v" + strconv.Itoa(n) + ".gz.metadata.json"
+// metadataKey names metadata file n: v<n>.metadata.json, or
+// v<n>.gz.metadata.json when it is gzip-compressed (the names Java
+// Iceberg's Hadoop tables use: readers pick the codec by the name).
+func (id Ident) metadataKey(n int, gz bool) string {
+	suffix := plainSuffix
+	if gz {
+		suffix = gzipSuffix
+	}
+	return id.metadataDir() + "v" + strconv.Itoa(n) + suffix
 }
 
-// parseMetadataName returns N of a v<N>.gz.metadata.json key.
-func parseMetadataName(key string) (int, bool) {
+const (
+	plainSuffix = ".metadata.json"
+	gzipSuffix  = ".gz.metadata.json"
+)
+
+// parseMetadataName returns N of a v<N>.metadata.json or
+// v<N>.gz.metadata.json key, and whether it is the gzip one.
+func parseMetadataName(key string) (n int, gz bool, ok bool) {
 	name := key[strings.LastIndexByte(key, '/')+1:]
-	if !strings.HasPrefix(name, "v") || !strings.HasSuffix(name, ".gz.metadata.json") {
-		return 0, false
+	if !strings.HasPrefix(name, "v") || !strings.HasSuffix(name, plainSuffix) {
+		return 0, false, false
 	}
-	n, err := strconv.Atoi(strings.TrimSuffix(name[1:], ".gz.metadata.json"))
-	if err != nil || n <= 0 {
-		return 0, false
+	num := strings.TrimSuffix(name[1:], plainSuffix)
+	if gz = strings.HasSuffix(num, ".gz"); gz {
+		num = strings.TrimSuffix(num, ".gz")
 	}
-	return n, true
+	n, err := strconv.Atoi(num)
+	if err != nil || n <= 0 || strconv.Itoa(n) != num {
+		return 0, false, false
+	}
+	return n, gz, true
 }
 
 // snapshotBase names a snapshot's manifest list and manifests: its id and

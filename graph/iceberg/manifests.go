@@ -18,6 +18,9 @@ import (
 type planned struct {
 	status ice.ManifestEntryStatus
 	file   liveFile
+	// stats are the entry's column statistics (nil: none, as for an
+	// entry that records a file's removal).
+	stats *fileStats
 }
 
 // writeSnapshotFiles writes what a new snapshot needs: a position-delete
@@ -25,7 +28,9 @@ type planned struct {
 // and (when there are any) one delete manifest, each listing every live
 // file (ADDED when new, EXISTING with the snapshot and sequence number that
 // added it) and every file the parent had and this version dropped
-// (DELETED), and the manifest list. It returns the live files and the
+// (DELETED), and the manifest list. Every live entry carries its column
+// statistics (stats.go), from what the table's manifest and the sync state
+// already hold: they cost no request. It returns the live files and the
 // snapshot summary.
 //
 // One manifest per content per snapshot keeps a sync to one PUT per
@@ -40,7 +45,9 @@ func (s *syncer) writeSnapshotFiles(ctx context.Context, t *tableSync, m *metada
 	var data, dels []planned
 	var files []liveFile
 	var liveRows, posDeletes int64
-	add := func(f liveFile) {
+	schema := m.schema(sn.SchemaID)
+	ids := columnIDs(schema, m.Schemas)
+	add := func(f liveFile, stats *fileStats) {
 		seen[f.Key] = true
 		st := ice.EntryStatusADDED
 		if p, ok := parent[f.Key]; ok && p.Deletes == f.Deletes {
@@ -50,29 +57,31 @@ func (s *syncer) writeSnapshotFiles(ctx context.Context, t *tableSync, m *metada
 		}
 		files = append(files, f)
 		if f.Deletes {
-			dels = append(dels, planned{st, f})
+			dels = append(dels, planned{st, f, stats})
 		} else {
-			data = append(data, planned{st, f})
+			data = append(data, planned{st, f, stats})
 		}
 	}
 	for _, fr := range tm.Fragments {
 		key := o.pin.Path + "/" + fr.Path
-		add(liveFile{Key: key, Rows: fr.Rows, Size: fr.Size})
+		ds := dataStats(schema, ids, fr)
+		add(liveFile{Key: key, Rows: fr.Rows, Size: fr.Size}, &ds)
 		liveRows += fr.LiveRows()
 		if fr.Deletion == nil {
 			continue
 		}
 		dkey := t.id.deletesKey(fr.Deletion.Path)
 		posDeletes += fr.Deletion.Count
-		if p, ok := parent[dkey]; ok && p.Deletes {
-			add(p)
-			continue
+		f, ok := parent[dkey]
+		if !ok || !f.Deletes {
+			df, err := s.writeDeletes(ctx, o.pin.Path, key, dkey, fr)
+			if err != nil {
+				return nil, nil, err
+			}
+			f = df
 		}
-		size, err := s.writeDeletes(ctx, o.pin.Path, key, dkey, fr)
-		if err != nil {
-			return nil, nil, err
-		}
-		add(liveFile{Key: dkey, Deletes: true, Rows: fr.Deletion.Count, Size: size})
+		st := deleteStats(join(s.loc, key), f.Rows, f.PosLo, f.PosEnd)
+		add(f, &st)
 	}
 	var removedData, removedDels int
 	for _, f := range parentFiles {
@@ -80,14 +89,13 @@ func (s *syncer) writeSnapshotFiles(ctx context.Context, t *tableSync, m *metada
 			continue
 		}
 		if f.Deletes {
-			dels = append(dels, planned{ice.EntryStatusDELETED, f})
+			dels = append(dels, planned{ice.EntryStatusDELETED, f, nil})
 			removedDels++
 		} else {
-			data = append(data, planned{ice.EntryStatusDELETED, f})
+			data = append(data, planned{ice.EntryStatusDELETED, f, nil})
 			removedData++
 		}
 	}
-	schema := m.schema(sn.SchemaID)
 	var mfs []ice.ManifestFile
 	for _, part := range []struct {
 		entries []planned
@@ -179,6 +187,9 @@ func (s *syncer) writeManifest(ctx context.Context, key string, content ice.Mani
 		if err != nil {
 			return nil, fmt.Errorf("manifest entry: %w", err)
 		}
+		if st := p.stats; st != nil {
+			b.ValueCounts(st.values).NullValueCounts(st.nulls).LowerBoundValues(st.lower).UpperBoundValues(st.upper)
+		}
 		snap, seq := p.file.Snapshot, p.file.Seq
 		e := ice.NewManifestEntry(p.status, &snap, &seq, &seq, b.Build())
 		switch p.status {
@@ -254,17 +265,27 @@ func describe(key string) string {
 }
 
 // writeDeletes writes the position-delete file of fragment fr's deletion
-// vector (one GET of the vector, one put-if-absent) and returns its size.
-func (s *syncer) writeDeletes(ctx context.Context, tablePath, dataKey, key string, fr table.Fragment) (int64, error) {
+// vector (one GET of the vector, one put-if-absent) and returns it as a
+// live file (without its snapshot), its pos bounds included.
+func (s *syncer) writeDeletes(ctx context.Context, tablePath, dataKey, key string, fr table.Fragment) (liveFile, error) {
 	rows, err := table.DeletedRows(ctx, s.store, tablePath, fr)
 	if err != nil {
-		return 0, err
+		return liveFile{}, err
 	}
 	b, err := positionDeletes(join(s.loc, dataKey), rows)
 	if err != nil {
-		return 0, err
+		return liveFile{}, err
 	}
-	return s.putOnce(ctx, key, b)
+	size, err := s.putOnce(ctx, key, b)
+	if err != nil {
+		return liveFile{}, err
+	}
+	f := liveFile{Key: key, Deletes: true, Rows: fr.Deletion.Count, Size: size}
+	if len(rows) > 0 {
+		// rows ascend (positionDeletes writes them so).
+		f.PosLo, f.PosEnd = int64(rows[0]), int64(rows[len(rows)-1])+1
+	}
+	return f, nil
 }
 
 // filesOf returns the live files of an existing snapshot: from a ref's
@@ -319,8 +340,12 @@ func (s *syncer) filesOf(ctx context.Context, t *tableSync, m *metadata, sn *sna
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, liveFile{Key: k, Deletes: df.ContentType() == ice.EntryContentPosDeletes,
-				Snapshot: e.SnapshotID(), Seq: e.SequenceNum(), Rows: df.Count(), Size: df.FileSizeBytes()})
+			f := liveFile{Key: k, Deletes: df.ContentType() == ice.EntryContentPosDeletes,
+				Snapshot: e.SnapshotID(), Seq: e.SequenceNum(), Rows: df.Count(), Size: df.FileSizeBytes()}
+			if f.Deletes {
+				f.PosLo, f.PosEnd = posBounds(df)
+			}
+			out = append(out, f)
 		}
 	}
 	s.known[ck] = out

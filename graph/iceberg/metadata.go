@@ -43,6 +43,8 @@ type metadata struct {
 
 	// state is the decoded omnigraph.sync-state property.
 	state *syncState
+	// gz: the file read was gzip-compressed (v<N>.gz.metadata.json).
+	gz bool
 }
 
 type partitionSpec struct {
@@ -95,7 +97,35 @@ const (
 	tableProperty = "omnigraph.table"
 	// nameMappingProperty resolves Parquet columns that carry no field ids.
 	nameMappingProperty = "schema.name-mapping.default"
+	// codecProperty is Java Iceberg's table property naming the codec of
+	// the metadata files written after this one: CodecNone or CodecGzip.
+	codecProperty = "write.metadata.compression-codec"
 )
+
+// The metadata codecs (Options.MetadataCompression).
+const (
+	// CodecNone writes plain JSON (v<N>.metadata.json), what every engine
+	// reads with its defaults.
+	CodecNone = "none"
+	// CodecGzip writes gzip-compressed JSON (v<N>.gz.metadata.json): about
+	// a tenth of the bytes, but DuckDB's iceberg_scan then needs
+	// metadata_compression_codec='gzip' and some readers cannot read it.
+	CodecGzip = "gzip"
+)
+
+// nextGzip reports whether the metadata file after m is gzip-compressed:
+// m's codec property says so. A file without the property was written
+// before plain JSON was the default, when every file was gzip. Deciding
+// the next file's name from the file it extends (not from the caller's
+// options) keeps put-if-absent exclusive: every sync that extends v<N>
+// writes v<N+1> under the same name.
+func (m *metadata) nextGzip() bool {
+	c, ok := m.Properties[codecProperty]
+	if !ok {
+		return true
+	}
+	return c == CodecGzip
+}
 
 // syncState is what Sync needs to extend a ref without reading its
 // manifests: per Iceberg branch, the graph branch life and version it is
@@ -130,14 +160,20 @@ type liveFile struct {
 	Seq      int64 `json:"q"`
 	Rows     int64 `json:"r"`
 	Size     int64 `json:"z"`
+	// PosLo and PosEnd, on a position-delete file, are its first deleted
+	// row offset and its last plus one (0: unknown, as in state written
+	// before they were kept): its pos bounds, kept here so a snapshot that
+	// keeps the file states them without reading it.
+	PosLo  int64 `json:"pl,omitempty"`
+	PosEnd int64 `json:"pe,omitempty"`
 }
 
 // maxMetadataBytes bounds a decompressed metadata file.
 const maxMetadataBytes = 1 << 30
 
-// encode returns the gzip-compressed JSON of m (its state re-encoded into
-// its property first).
-func (m *metadata) encode() ([]byte, error) {
+// encode returns the JSON of m, gzip-compressed when gz (its state
+// re-encoded into its property first).
+func (m *metadata) encode(gz bool) ([]byte, error) {
 	if m.state != nil {
 		for _, r := range m.state.Refs {
 			sort.Slice(r.Files, func(i, j int) bool { return r.Files[i].Key < r.Files[j].Key })
@@ -149,8 +185,8 @@ func (m *metadata) encode() ([]byte, error) {
 		m.Properties[stateProperty] = string(b)
 	}
 	raw, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
+	if err != nil || !gz {
+		return raw, err
 	}
 	var buf bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
@@ -166,9 +202,11 @@ func (m *metadata) encode() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// decodeMetadata parses a stored metadata file (gzip or plain JSON).
+// decodeMetadata parses a stored metadata file (gzip or plain JSON, told
+// apart by its first bytes, whatever its name).
 func decodeMetadata(b []byte) (*metadata, error) {
-	if len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b {
+	gz := len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b
+	if gz {
 		zr, err := gzip.NewReader(bytes.NewReader(b))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
@@ -179,7 +217,7 @@ func decodeMetadata(b []byte) (*metadata, error) {
 		}
 		b = raw
 	}
-	var m metadata
+	m := metadata{gz: gz}
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
@@ -234,8 +272,9 @@ func (m *metadata) byCommit(commitID string) *snapshot {
 	return nil
 }
 
-// newMetadata starts the metadata of a table that has none.
-func newMetadata(uuid, location, graphID, key string) *metadata {
+// newMetadata starts the metadata of a table that has none; codec is the
+// codec of its first file and of those after it.
+func newMetadata(uuid, location, graphID, key, codec string) *metadata {
 	return &metadata{
 		FormatVersion:     2,
 		TableUUID:         uuid,
@@ -244,7 +283,7 @@ func newMetadata(uuid, location, graphID, key string) *metadata {
 		PartitionSpecs:    []partitionSpec{{SpecID: 0, Fields: []struct{}{}}},
 		LastPartitionID:   999,
 		SortOrders:        []sortOrder{{OrderID: 0, Fields: []struct{}{}}},
-		Properties:        map[string]string{graphProperty: graphID, tableProperty: key},
+		Properties:        map[string]string{graphProperty: graphID, tableProperty: key, codecProperty: codec},
 		CurrentSnapshotID: -1,
 		Refs:              map[string]ref{},
 		Snapshots:         []snapshot{},

@@ -33,6 +33,12 @@ type Options struct {
 	// Expire, when set, also expires every snapshot whose table version
 	// the retention does not keep (cleanup sets it before it deletes).
 	Expire *Retention
+	// MetadataCompression is the codec of the metadata files: CodecNone
+	// (plain JSON), CodecGzip, or "" to keep each table's (CodecNone for a
+	// new table, and for one whose files predate the choice). A table's
+	// codec is recorded in its metadata (write.metadata.compression-codec)
+	// and applies from the file after the one that records it.
+	MetadataCompression string
 }
 
 // Retention is what cleanup keeps: a snapshot survives expiry only if the
@@ -50,11 +56,13 @@ type TableResult struct {
 	Table Ident `json:"table"`
 	// MetadataLocation is the table's current metadata file (a URI).
 	MetadataLocation string `json:"metadata_location"`
-	// MetadataVersion is N of v<N>.gz.metadata.json.
+	// MetadataVersion is N of v<N>.metadata.json (or v<N>.gz.metadata.json).
 	MetadataVersion int `json:"metadata_version"`
 	// Added counts the snapshots this sync added; Expired those it expired.
 	Added   int `json:"snapshots_added"`
 	Expired int `json:"snapshots_expired"`
+	// gz: metadata file MetadataVersion is gzip-compressed.
+	gz bool
 }
 
 // Result is what a sync did.
@@ -88,10 +96,12 @@ type op struct {
 type tableSync struct {
 	id  Ident
 	key string
-	// hint is the metadata version a cursor remembered (0: unknown).
-	hint int
-	ops  []op
-	res  TableResult
+	// hint is the metadata version a cursor remembered (0: unknown), and
+	// hintGz whether that file is gzip-compressed.
+	hint   int
+	hintGz bool
+	ops    []op
+	res    TableResult
 }
 
 type syncer struct {
@@ -126,6 +136,10 @@ type tablePos struct {
 	Branch   string `json:"branch"`
 	Version  uint64 `json:"v"`
 	Metadata int    `json:"metadata"`
+	// Gzip: metadata file Metadata is gzip-compressed. A cursor written
+	// before plain JSON was the default lacks it; its table's file is then
+	// found with one more GET.
+	Gzip bool `json:"gz,omitempty"`
 }
 
 // Sync brings the Iceberg metadata of every node and edge table up to date
@@ -135,6 +149,11 @@ type tablePos struct {
 func Sync(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
 	if opts.Location == "" {
 		return nil, fmt.Errorf("%w: the Iceberg location of the graph root is not set (give the store URL, or --location)", graph.ErrInvalidInput)
+	}
+	switch opts.MetadataCompression {
+	case "", CodecNone, CodecGzip:
+	default:
+		return nil, fmt.Errorf("%w: metadata compression %q: give %q or %q", graph.ErrInvalidInput, opts.MetadataCompression, CodecNone, CodecGzip)
 	}
 	s := &syncer{g: g, store: g.Store(), loc: strings.TrimSuffix(opts.Location, "/"), now: opts.Now, opts: opts,
 		tables: map[string]*tableSync{}, known: map[string][]liveFile{}}
@@ -184,7 +203,7 @@ func Sync(ctx context.Context, g *graph.Graph, opts Options) (*Result, error) {
 	for _, c := range s.cursors {
 		for k, p := range c.Tables {
 			if t := s.tables[k]; t != nil && t.res.MetadataVersion > 0 {
-				p.Metadata = t.res.MetadataVersion
+				p.Metadata, p.Gzip = t.res.MetadataVersion, t.res.gz
 				c.Tables[k] = p
 			}
 		}
@@ -246,7 +265,7 @@ func (s *syncer) branch(ctx context.Context, name string) error {
 		// Up to date: nothing to read or write for this branch.
 		for k, p := range cur.Tables {
 			if t, ok := s.table(k); ok && t.hint == 0 {
-				t.hint = p.Metadata
+				t.hint, t.hintGz = p.Metadata, p.Gzip
 			}
 		}
 		return nil
@@ -257,7 +276,7 @@ func (s *syncer) branch(ctx context.Context, name string) error {
 		for k, p := range cur.Tables {
 			prev[k] = manifest.TablePin{Key: k, Path: p.Path, Branch: p.Branch, Version: p.Version}
 			if t, ok := s.table(k); ok && t.hint == 0 {
-				t.hint = p.Metadata
+				t.hint, t.hintGz = p.Metadata, p.Gzip
 			}
 		}
 		entries = make([]*manifest.Entry, head.Version-cur.Version)
@@ -419,12 +438,16 @@ func newUUID() string {
 func (s *syncer) publish(ctx context.Context, t *tableSync) error {
 	hint := t.hint
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		m, n, err := latest(ctx, s.store, t.id, hint)
+		m, n, err := latest(ctx, s.store, t.id, hint, t.hintGz)
 		if err != nil {
 			return err
 		}
 		if m == nil {
-			m = newMetadata(newUUID(), join(s.loc, strings.TrimSuffix(t.id.dir(), "/")), s.g.ID(), t.key)
+			codec := s.opts.MetadataCompression
+			if codec == "" {
+				codec = CodecNone
+			}
+			m = newMetadata(newUUID(), join(s.loc, strings.TrimSuffix(t.id.dir(), "/")), s.g.ID(), t.key, codec)
 		}
 		if m.Properties[graphProperty] != "" && m.Properties[graphProperty] != s.g.ID() {
 			return fmt.Errorf("%w: %s holds the metadata of another graph; remove the %s prefix of this store to start over", ErrCorrupt, t.id, Prefix)
@@ -436,24 +459,33 @@ func (s *syncer) publish(ctx context.Context, t *tableSync) error {
 		t.res.Added, t.res.Expired = added, expired
 		if !changed {
 			if n > 0 {
-				t.res.MetadataVersion = n
-				t.res.MetadataLocation = join(s.loc, t.id.metadataKey(n))
+				t.res.MetadataVersion, t.res.gz = n, m.gz
+				t.res.MetadataLocation = join(s.loc, t.id.metadataKey(n, m.gz))
 			}
 			return nil
+		}
+		// This file's name and codec are what the file it extends says;
+		// the option (or, without one, plain JSON for a table whose files
+		// predate the property) is recorded for the files after it.
+		gz := m.nextGzip()
+		if c := s.opts.MetadataCompression; c != "" {
+			m.Properties[codecProperty] = c
+		} else if _, ok := m.Properties[codecProperty]; !ok {
+			m.Properties[codecProperty] = CodecNone
 		}
 		nowMS := s.now().UnixMilli()
 		m.LastUpdatedMS = max(m.LastUpdatedMS, nowMS)
 		if n > 0 {
-			m.MetadataLog = append(m.MetadataLog, metadataLog{TimestampMS: m.LastUpdatedMS, MetadataFile: join(s.loc, t.id.metadataKey(n))})
+			m.MetadataLog = append(m.MetadataLog, metadataLog{TimestampMS: m.LastUpdatedMS, MetadataFile: join(s.loc, t.id.metadataKey(n, m.gz))})
 			if len(m.MetadataLog) > metadataLogMax {
 				m.MetadataLog = m.MetadataLog[len(m.MetadataLog)-metadataLogMax:]
 			}
 		}
-		b, err := m.encode()
+		b, err := m.encode(gz)
 		if err != nil {
 			return err
 		}
-		key := t.id.metadataKey(n + 1)
+		key := t.id.metadataKey(n+1, gz)
 		_, err = s.store.PutIfAbsent(ctx, key, b)
 		if errors.Is(err, backend.ErrUnknown) {
 			// The answer was lost: the file is ours only if it holds our bytes.
@@ -474,7 +506,7 @@ func (s *syncer) publish(ctx context.Context, t *tableSync) error {
 		if err != nil {
 			return fmt.Errorf("publish metadata v%d: %w", n+1, err)
 		}
-		t.res.MetadataVersion = n + 1
+		t.res.MetadataVersion, t.res.gz = n+1, gz
 		t.res.MetadataLocation = join(s.loc, key)
 		// The hint only speeds up readers (they probe past it); a failure
 		// leaves it one behind, and the next sync rewrites it.
@@ -488,31 +520,42 @@ func (s *syncer) publish(ctx context.Context, t *tableSync) error {
 const metadataLogMax = 10
 
 // latest reads a table's newest metadata file: the version a cursor
-// remembered when given (one GET; a newer one makes the publish lose its
-// put-if-absent, and the retry looks for the newest), else through
-// the version hint and a probe past it, else by listing. It returns nil
-// and 0 when the table has none.
-func latest(ctx context.Context, store backend.StorageAdapter, id Ident, hint int) (*metadata, int, error) {
+// remembered when given (one GET, by the name gz says; a newer one makes
+// the publish lose its put-if-absent, and the retry looks for the newest),
+// else through the version hint and a probe past it, else by listing. It
+// returns nil and 0 when the table has none.
+func latest(ctx context.Context, store backend.StorageAdapter, id Ident, hint int, gz bool) (*metadata, int, error) {
 	if hint > 0 {
-		return readMetadata(ctx, store, id, hint)
+		return readMetadata(ctx, store, id, hint, gz)
 	}
-	n, err := newestVersion(ctx, store, id)
+	n, gz, err := newestVersion(ctx, store, id)
 	if err != nil || n == 0 {
 		return nil, 0, err
 	}
-	return readMetadata(ctx, store, id, n)
+	return readMetadata(ctx, store, id, n, gz)
 }
 
-// readMetadata GETs metadata file n. A missing one (cleanup removed an old
-// version) falls back to the newest.
-func readMetadata(ctx context.Context, store backend.StorageAdapter, id Ident, n int) (*metadata, int, error) {
-	b, _, err := store.Get(ctx, id.metadataKey(n))
+// getMetadata GETs metadata file n by the name gz says, then by the other
+// name (a cursor or hint does not always know the codec). It answers
+// not found only when neither exists.
+func getMetadata(ctx context.Context, store backend.StorageAdapter, id Ident, n int, gz bool) ([]byte, error) {
+	b, _, err := store.Get(ctx, id.metadataKey(n, gz))
 	if backend.IsNotFound(err) {
-		m, err := newestVersion(ctx, store, id)
+		b, _, err = store.Get(ctx, id.metadataKey(n, !gz))
+	}
+	return b, err
+}
+
+// readMetadata reads metadata file n. A missing one (cleanup removed an
+// old version) falls back to the newest.
+func readMetadata(ctx context.Context, store backend.StorageAdapter, id Ident, n int, gz bool) (*metadata, int, error) {
+	b, err := getMetadata(ctx, store, id, n, gz)
+	if backend.IsNotFound(err) {
+		m, mgz, err := newestVersion(ctx, store, id)
 		if err != nil || m == 0 || m == n {
 			return nil, 0, err
 		}
-		return readMetadata(ctx, store, id, m)
+		return readMetadata(ctx, store, id, m, mgz)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("read metadata of %s: %w", id, err)
@@ -524,46 +567,60 @@ func readMetadata(ctx context.Context, store backend.StorageAdapter, id Ident, n
 	return m, n, nil
 }
 
-// newestVersion finds the newest metadata version: the hint, then a probe
-// of each next version until one is missing; without a hint, a listing.
-func newestVersion(ctx context.Context, store backend.StorageAdapter, id Ident) (int, error) {
+// existsVersion probes metadata file n under either name (plain first),
+// and reports which one exists.
+func existsVersion(ctx context.Context, store backend.StorageAdapter, id Ident, n int) (ok, gz bool, err error) {
+	for _, gz := range []bool{false, true} {
+		ok, err := exists(ctx, store, id.metadataKey(n, gz))
+		if ok || err != nil {
+			return ok, gz, err
+		}
+	}
+	return false, false, nil
+}
+
+// newestVersion finds the newest metadata version and whether it is
+// gzip-compressed: the hint, then a probe of each next version until one
+// is missing; without a hint, a listing.
+func newestVersion(ctx context.Context, store backend.StorageAdapter, id Ident) (int, bool, error) {
 	n := 0
 	b, _, err := store.Get(ctx, id.hintKey())
 	switch {
 	case err == nil:
 		n, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	case !backend.IsNotFound(err):
-		return 0, fmt.Errorf("read version hint of %s: %w", id, err)
+		return 0, false, fmt.Errorf("read version hint of %s: %w", id, err)
 	}
 	if n > 0 {
-		ok, err := exists(ctx, store, id.metadataKey(n))
+		ok, gz, err := existsVersion(ctx, store, id, n)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if ok {
 			for {
-				ok, err := exists(ctx, store, id.metadataKey(n+1))
+				ok, ngz, err := existsVersion(ctx, store, id, n+1)
 				if err != nil {
-					return 0, err
+					return 0, false, err
 				}
 				if !ok {
-					return n, nil
+					return n, gz, nil
 				}
-				n++
+				n, gz = n+1, ngz
 			}
 		}
 	}
 	objs, err := backend.ListAll(ctx, store, id.metadataDir()+"v")
 	if err != nil {
-		return 0, fmt.Errorf("list metadata of %s: %w", id, err)
+		return 0, false, fmt.Errorf("list metadata of %s: %w", id, err)
 	}
 	n = 0
+	gz := false
 	for _, o := range objs {
-		if v, ok := parseMetadataName(o.Key); ok && v > n {
-			n = v
+		if v, vgz, ok := parseMetadataName(o.Key); ok && v > n {
+			n, gz = v, vgz
 		}
 	}
-	return n, nil
+	return n, gz, nil
 }
 
 // apply applies t's ops (and expiry) to m. It reports the snapshots added
