@@ -320,6 +320,8 @@ func (bl *bulkLoad) tableLocked(n *pg.NodeType, e *pg.EdgeType) (*bulkTable, err
 // parser (the applier's, in line order).
 func (bl *bulkLoad) slowLine(b []byte, n int) error {
 	bl.slow++
+	bl.in.stats.strictLines++
+	bl.in.stats.strictBytes += int64(len(b))
 	ln, err := bl.in.parseLine(b)
 	if err != nil {
 		return bl.in.lineError(n, err)
