@@ -214,7 +214,7 @@ type spool struct {
 	src  *bufio.Reader
 	out  []byte // output, ready to be read from off
 	off  int
-	line int    // 1-based line being read
+	line int // 1-based line being read
 	err  error
 
 	// JSON state of the current line.
