@@ -195,8 +195,8 @@ func inputSize(r io.Reader) int64 {
 
 // loadProgress draws a one-line progress indicator on stderr, only when
 // stderr is a terminal (never in pipes, files or tests) and not --quiet:
-// the phase, lines read, rows/s and, when the input size is known, the
-// share read and the time left.
+// the phase, lines read, rows/s, the bytes of the input read and, when the
+// input size is known, the share read and the time left.
 type loadProgress struct {
 	w     io.Writer
 	in    *countingReader
@@ -230,10 +230,13 @@ func (p *loadProgress) update(phase string, done int64) {
 }
 
 // progressLine renders one progress state: lines done after elapsed, with
-// read of size bytes consumed (size 0: unknown, no ETA).
+// read of size bytes consumed (size 0: unknown, no share and no ETA).
 func progressLine(phase string, done, read, size int64, elapsed time.Duration) string {
 	sec := max(elapsed.Seconds(), 1e-3)
 	line := fmt.Sprintf("%-8s %d lines  %.0f lines/s", phase, done, float64(done)/sec)
+	if phase == "parse" && read > 0 {
+		line += fmt.Sprintf("  %.1f MiB read", float64(read)/(1<<20))
+	}
 	if size > 0 && phase == "parse" && read > 0 {
 		left := time.Duration(float64(size-read) / (float64(read) / sec) * float64(time.Second))
 		line += fmt.Sprintf("  %3.0f%%  ETA %s", 100*float64(read)/float64(size), left.Round(time.Second))
