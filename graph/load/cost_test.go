@@ -168,3 +168,76 @@ func TestLoadCosts(t *testing.T) {
 		})
 	}
 }
+
+// shapeLines writes nodes Item nodes, then edges Link edges between them
+// (bench/load's lines).
+func shapeLines(nodes, edges int) []byte {
+	var b bytes.Buffer
+	for i := 0; i < nodes; i++ {
+		fmt.Fprintf(&b, `{"type":"Item","data":{"key":"item-%d","n":%d,"label":"label %d"}}`+"\n", i, i, i%97)
+	}
+	for i := 0; i < edges; i++ {
+		fmt.Fprintf(&b, `{"edge":"Link","from":"item-%d","to":"item-%d","data":{"w":%d.5}}`+"\n", i%nodes, (i*7+1)%nodes, i%10)
+	}
+	return b.Bytes()
+}
+
+// TestLoadHeldBytes asserts the memory model of a columnar load by count,
+// not by RSS (issue 37): once the file is read, what the load holds is the
+// node keys (the key set, about 31 bytes an id besides its bytes), each
+// distinct endpoint value interned once (about 28 bytes besides its bytes),
+// two 4-byte endpoint numbers an edge, and the compressed fragments. So
+// doubling the edges adds their numbers and their compressed rows, nothing
+// like their input bytes (64 an edge here), and a node costs a bounded
+// number of bytes.
+func TestLoadHeldBytes(t *testing.T) {
+	const nodes = 50_000
+	// The limits: measured (docs/dev/performance.md) plus a margin.
+	const (
+		maxPerNode        = 120.0 // key set + interned endpoint values, per node
+		maxPerExtraEdge   = 16.0  // endpoint numbers + compressed rows
+		maxFragsPerInByte = 0.15  // compressed fragments over the input
+	)
+	ctx := context.Background()
+	g, err := graph.Init(ctx, mem.New(), benchSchema, graph.InitOptions{Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	held := func(edges int) (keys, ends, frags int64, in int) {
+		t.Helper()
+		data := shapeLines(nodes, edges)
+		in0, err := prepare(ctx, g, Options{Mode: Append})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bl := newBulkLoad(ctx, in0.snap, in0)
+		defer bl.release()
+		if err := bl.read(in0.reader(bytes.NewReader(data)), nil); err != nil {
+			t.Fatal(err)
+		}
+		keys, ends, frags = bl.heldBytes()
+		return keys, ends, frags, len(data)
+	}
+	k1, e1, f1, in1 := held(2 * nodes)
+	k2, e2, f2, in2 := held(4 * nodes)
+	total1, total2 := k1+e1+f1, k2+e2+f2
+	perNode := float64(k1+e1-int64(2*nodes)*8) / nodes
+	perEdge := float64(total2-total1) / (2 * nodes)
+	t.Logf("%d nodes, %d edges (%d bytes in): keys %d, endpoints %d, fragments %d = %d held", nodes, 2*nodes, in1, k1, e1, f1, total1)
+	t.Logf("%d nodes, %d edges (%d bytes in): keys %d, endpoints %d, fragments %d = %d held", nodes, 4*nodes, in2, k2, e2, f2, total2)
+	t.Logf("%.1f bytes a node (keys and interned values), %.1f bytes an added edge (input %.1f), fragments %.3f of the input",
+		perNode, perEdge, float64(in2-in1)/(2*nodes), float64(f2)/float64(in2))
+	if k2 != k1 {
+		t.Errorf("the key set grew with the edges: %d -> %d bytes", k1, k2)
+	}
+	if perNode > maxPerNode {
+		t.Errorf("%.1f bytes held a node, limit %.0f", perNode, maxPerNode)
+	}
+	if perEdge > maxPerExtraEdge {
+		t.Errorf("%.1f bytes held an added edge, limit %.0f", perEdge, maxPerExtraEdge)
+	}
+	if r := float64(f2) / float64(in2); r > maxFragsPerInByte {
+		t.Errorf("compressed fragments %.3f of the input, limit %.2f", r, maxFragsPerInByte)
+	}
+}
