@@ -728,6 +728,19 @@ func (in *interner) intern(v string, copyValue bool) int32 {
 	}
 }
 
+// heldBytes is the memory the interner holds: its slots, the value blocks
+// and the values' bytes (the current copy block counted whole).
+func (in *interner) heldBytes() int64 {
+	n := int64(len(in.slots))*8 + int64(cap(in.order))*4
+	for _, blk := range in.vals {
+		n += int64(cap(blk)) * 16
+		for _, v := range blk {
+			n += int64(len(v))
+		}
+	}
+	return n + int64(in.block.Cap()-in.block.Len())
+}
+
 func (in *interner) copy(v string) string {
 	if len(v) > internChunk/8 {
 		return strings.Clone(v)

@@ -129,3 +129,10 @@ func (fw *FragmentWriter) Key(r int64) (string, error) {
 	}
 	return col[r], nil
 }
+
+// HeldBytes is the memory the tracked endpoints hold (capacities, not
+// lengths): the rows' dense numbers, the interned values and their table.
+func (e *Endpoints) HeldBytes() int64 {
+	n := int64(cap(e.src)+cap(e.dst)) * 4
+	return n + e.in.heldBytes()
+}

@@ -442,3 +442,17 @@ func writeKeyIndex(ctx context.Context, store backend.StorageAdapter, path, root
 	}
 	return Index{UUID: id, Kind: "key", Column: column, Path: rel, Size: int64(len(data)), DirLen: dirLen, Entries: int64(len(entries)), Fragments: frags}, key, nil
 }
+
+// WarmKeyIndexes reads the directory of each key index of this version
+// into the cache (one ranged GET each), so the first key lookup reads only
+// its page.
+func (ds *Dataset) WarmKeyIndexes(ctx context.Context) error {
+	for i := range ds.m.Indexes {
+		if ix := &ds.m.Indexes[i]; ix.Kind == "key" {
+			if _, err := ds.loadKeyDir(ctx, ix); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

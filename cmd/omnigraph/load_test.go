@@ -244,8 +244,9 @@ func TestLoadProgressLine(t *testing.T) {
 		elapsed          time.Duration
 		want             string
 	}{
-		{"parse", 1000, 250, 1000, 2 * time.Second, "parse    1000 lines  500 lines/s   25%  ETA 6s"},
-		{"parse", 1000, 250, 0, 2 * time.Second, "parse    1000 lines  500 lines/s"},
+		{"parse", 1000, 250, 1000, 2 * time.Second, "parse    1000 lines  500 lines/s  0.0 MiB read   25%  ETA 6s"},
+		{"parse", 1000, 250, 0, 2 * time.Second, "parse    1000 lines  500 lines/s  0.0 MiB read"},
+		{"parse", 3_000_000, 150 << 20, 600 << 20, 10 * time.Second, "parse    3000000 lines  300000 lines/s  150.0 MiB read   25%  ETA 30s"},
 		{"write", 4000, 1000, 1000, 4 * time.Second, "write    4000 lines  1000 lines/s"},
 	} {
 		if got := progressLine(tc.phase, tc.done, tc.read, tc.size, tc.elapsed); got != tc.want {

@@ -447,12 +447,29 @@ func openServed(ctx context.Context, log *slog.Logger, o serveOptions, sg served
 	if afterWriteOpen != nil && !o.readOnly {
 		afterWriteOpen(ctx, g)
 	}
+	if !o.readOnly {
+		// The first write finds its schema, table versions and key index
+		// directories cached, read in parallel before admission opens
+		// (issue 37). A failed read is the first write's to make again.
+		if err := g.WarmWrites(ctx); err != nil {
+			log.Warn("could not warm the graph for writes; the first write reads what it needs", "graph", sg.id, "failure_class", warmClass(err))
+		}
+	}
 	return g, func() error {
 		g.Close()
 		rerr := release()
 		store.Close()
 		return releaseErr(rerr)
 	}, nil
+}
+
+// warmClass names a warm-up failure for the log without its text (which
+// may name storage paths).
+func warmClass(err error) string {
+	if k := backend.KindOf(err); k != backend.KindNone {
+		return "storage_" + k.String()
+	}
+	return "internal"
 }
 
 // wrapServedStore, when set (tests only), wraps each served graph's store

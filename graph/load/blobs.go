@@ -63,6 +63,58 @@ type intake struct {
 	// spoolErr is what stopped the spool: the line parser, which meets the
 	// cut line first, reports this instead (lineError).
 	spoolErr error
+	// stats count the load's work, for the tests that keep it off the
+	// slow paths (TestLoadCosts).
+	stats loadStats
+}
+
+// loadStats count what a load did with the input's bytes beyond one pass
+// of the fast parser.
+type loadStats struct {
+	// followed bytes went through the spool's byte-at-a-time JSON state
+	// machine; copied bytes it passed on in bulk (the rest of a line that
+	// can hold no Blob value to stream).
+	followed, copied int64
+	// unescaped counts member names and type names the spool decoded
+	// (they held an escape).
+	unescaped int64
+	// strictLines (strictBytes) are the columnar path's lines the fast
+	// parser left to the strict one: their bytes are read twice.
+	strictLines, strictBytes int64
+}
+
+// reader is the input as the line parser reads it: through the spool
+// when the schema has a Blob property (a Blob-free schema pays nothing
+// for Blob support), else r itself.
+func (in *intake) reader(r io.Reader) io.Reader {
+	if !hasBlob(in.cat) {
+		return r
+	}
+	return newSpool(in, r)
+}
+
+// hasBlob reports whether any type of cat has a Blob property.
+func hasBlob(cat *pg.Catalog) bool {
+	for _, n := range cat.Nodes {
+		if blobProps(n.Properties) {
+			return true
+		}
+	}
+	for _, e := range cat.Edges {
+		if blobProps(e.Properties) {
+			return true
+		}
+	}
+	return false
+}
+
+func blobProps(props []*pg.Property) bool {
+	for _, p := range props {
+		if p.Type.Kind == pg.KindBlob {
+			return true
+		}
+	}
+	return false
 }
 
 // lineError is a parse failure of line n: an *InputError naming it, or
@@ -160,8 +212,9 @@ func propsOf(ln *loadLine) []*pg.Property {
 type spool struct {
 	in   *intake
 	src  *bufio.Reader
-	out  []byte // output ready to be read
-	line int    // 1-based line being read
+	out  []byte // output, ready to be read from off
+	off  int
+	line int // 1-based line being read
 	err  error
 
 	// JSON state of the current line.
@@ -173,6 +226,12 @@ type spool struct {
 	strRole  int
 	typeName string // the line's "type" or "edge" value
 	isEdge   bool
+	// skip: the rest of the line can hold no value to stream (its type
+	// has no Blob property, or its data came before its type), so it is
+	// copied up to the line break without being followed.
+	skip bool
+	// names are the member and type names seen, each kept once.
+	names map[string]string
 }
 
 // frame is one open container of the line.
@@ -195,16 +254,16 @@ func newSpool(in *intake, r io.Reader) *spool {
 }
 
 func (s *spool) Read(p []byte) (int, error) {
-	for len(s.out) == 0 {
+	for len(s.out) == s.off {
 		if s.err != nil {
 			return 0, s.err
 		}
 		s.fill()
 	}
-	n := copy(p, s.out)
-	s.out = s.out[n:]
-	if len(s.out) == 0 {
-		s.out = s.out[:0]
+	n := copy(p, s.out[s.off:])
+	s.off += n
+	if s.off == len(s.out) {
+		s.out, s.off = s.out[:0], 0 // the buffer is reused
 	}
 	return n, nil
 }
@@ -212,11 +271,19 @@ func (s *spool) Read(p []byte) (int, error) {
 // fill reads more input into out (or sets err).
 func (s *spool) fill() {
 	for len(s.out) < 1<<16 {
+		if s.skip {
+			s.copyLine()
+			if s.err != nil {
+				return
+			}
+			continue
+		}
 		c, err := s.src.ReadByte()
 		if err != nil {
 			s.err = err
 			return
 		}
+		s.stats().followed++
 		if s.inString {
 			if err := s.stringByte(c); err != nil {
 				s.err, s.in.spoolErr = err, err
@@ -226,6 +293,24 @@ func (s *spool) fill() {
 		}
 		s.out = append(s.out, c)
 		s.structural(c)
+	}
+}
+
+func (s *spool) stats() *loadStats { return &s.in.stats }
+
+// copyLine passes on the input up to and including the next line break
+// (or what the buffer holds of it) in bulk.
+func (s *spool) copyLine() {
+	b, err := s.src.ReadSlice('\n')
+	s.out = append(s.out, b...)
+	s.stats().copied += int64(len(b))
+	switch {
+	case err == nil:
+		s.skip = false
+		s.structural('\n')
+	case errors.Is(err, bufio.ErrBufferFull):
+	default:
+		s.err = err
 	}
 }
 
@@ -240,7 +325,7 @@ func (s *spool) structural(c byte) {
 	switch c {
 	case '\n':
 		s.line++
-		s.stack, s.typeName, s.isEdge = s.stack[:0], "", false
+		s.stack, s.typeName, s.isEdge, s.skip = s.stack[:0], "", false, false
 	case '{':
 		s.stack = append(s.stack, frame{object: true, expectKey: true})
 	case '[':
@@ -256,6 +341,8 @@ func (s *spool) structural(c byte) {
 	case ':':
 		if f := top(); f != nil && f.object {
 			f.expectKey = false
+			// data before the type: nothing of the line streams.
+			s.skip = len(s.stack) == 1 && f.key == "data" && s.typeName == ""
 		}
 	case '"':
 		s.inString, s.escape = true, false
@@ -342,13 +429,15 @@ func (s *spool) stringByte(c byte) error {
 	return nil
 }
 
-// endString records a finished key or type name.
+// endString records a finished key or type name. Only a name that holds
+// an escape is decoded; the names the spool compares against are kept
+// without allocating (internName).
 func (s *spool) endString() {
 	if s.strRole == roleNone || s.strOver || len(s.stack) == 0 {
 		return
 	}
-	var v string
-	if err := json.Unmarshal(append(append([]byte{'"'}, s.str...), '"'), &v); err != nil {
+	v, ok := s.decodeName()
+	if !ok {
 		return
 	}
 	f := &s.stack[len(s.stack)-1]
@@ -357,7 +446,51 @@ func (s *spool) endString() {
 		f.key = v
 	case roleTypeName:
 		s.typeName, s.isEdge = v, f.key == "edge"
+		// A type with no Blob property (or none of that name) has nothing
+		// to stream: the rest of its line is copied.
+		s.skip = !s.typeHasBlob()
 	}
+}
+
+// decodeName is the finished string as text (false: not valid JSON
+// string text).
+func (s *spool) decodeName() (string, bool) {
+	if bytes.IndexByte(s.str, '\\') < 0 {
+		return s.internName(s.str), true
+	}
+	s.stats().unescaped++
+	var v string // on the heap (json.Unmarshal): only names with escapes
+	err := json.Unmarshal(append(append([]byte{'"'}, s.str...), '"'), &v)
+	return v, err == nil
+}
+
+// maxNames bounds the names a spool keeps (internName).
+const maxNames = 1024
+
+// internName is b as a string, without an allocation for the member and
+// type names lines repeat.
+func (s *spool) internName(b []byte) string {
+	if v, ok := s.names[string(b)]; ok {
+		return v
+	}
+	v := string(b)
+	if len(s.names) < maxNames {
+		if s.names == nil {
+			s.names = map[string]string{}
+		}
+		s.names[v] = v
+	}
+	return v
+}
+
+// typeHasBlob reports whether the line's type has a Blob property.
+func (s *spool) typeHasBlob() bool {
+	if s.isEdge {
+		e, ok := s.in.cat.Edge(s.typeName)
+		return ok && blobProps(e.Properties)
+	}
+	n, ok := s.in.cat.Node(s.typeName)
+	return ok && blobProps(n.Properties)
 }
 
 // spoolValue streams the rest of a long candidate string (its first raw

@@ -155,3 +155,54 @@ func TestLoadBlobPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestSpoolCopiesBlobFreeLines: a line of a type without a Blob property
+// (or whose data comes before its type) is copied past the spool in bulk
+// after its head, longer than the spool's buffer or not, and the Blob
+// values of the lines around it still stream; a type name with an escape
+// is decoded and still found.
+func TestSpoolCopiesBlobFreeLines(t *testing.T) {
+	g, err := graph.Init(context.Background(), mem.New(), blobSchema+`node Tag {
+  name: String @key
+  text: String?
+}
+`, graph.InitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	enc := base64.StdEncoding.EncodeToString(seq(300 << 10))
+	long := strings.Repeat("y", 200<<10) // beyond the spool's 64 KiB buffer
+	lines := []string{
+		fmt.Sprintf(`{"type":"Tag","data":{"name":"t","text":"%s","body":"base64:%s"}}`, long, enc),
+		fmt.Sprintf(`{"type":"Doc","data":{"slug":"a","body":"base64:%s"}}`, enc),
+		fmt.Sprintf(`{"data":{"slug":"b","body":"base64:%s"},"type":"Doc"}`, enc),
+		fmt.Sprintf(`{"type":"D\u006fc","data":{"slug":"c","body":"base64:%s"}}`, enc),
+		`{"type":"Tag","data":{"name":"u"}}`,
+	}
+	spooled := []bool{false, true, false, true, false}
+	input := strings.Join(lines, "\n") + "\n"
+	out, in, err := spoolOf(t, g, input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(got) != len(lines) || len(in.spooled) != 2 {
+		t.Fatalf("%d lines, %d spooled values; want %d and 2", len(got), len(in.spooled), len(lines))
+	}
+	for i, want := range spooled {
+		s := strings.Contains(got[i], spoolScheme+in.nonce)
+		if s != want || !s && got[i] != lines[i] {
+			t.Fatalf("line %d: spooled=%v (want %v), %d bytes", i+1, s, want, len(got[i]))
+		}
+	}
+	st := in.stats
+	if st.unescaped != 1 {
+		t.Fatalf("%d names decoded, want 1 (D\\u006fc)", st.unescaped)
+	}
+	// Followed: the Tag lines' heads, the data-first line's head up to its
+	// data, and the Doc lines whole; the rest copied.
+	if st.copied < int64(len(lines[0])+len(lines[2]))-100 {
+		t.Fatalf("copied %d bytes, want about the Tag line and the data-first line (%d)", st.copied, len(lines[0])+len(lines[2]))
+	}
+}

@@ -208,6 +208,24 @@ func newBulkLoad(ctx context.Context, snap *graph.Snapshot, in *intake) *bulkLoa
 	}
 }
 
+// heldBytes is what the load keeps in memory once the file is read, by
+// count (docs/dev/performance.md, the memory model): each table's key set,
+// an edge table's tracked endpoints and its pending ones, and the closed,
+// compressed fragments waiting to be staged. The chunks in flight, the
+// builders and the encoders are fixed buffers, not counted.
+func (bl *bulkLoad) heldBytes() (keys, ends, frags int64) {
+	for _, t := range bl.tables {
+		keys += t.ids.heldBytes()
+		if t.ends != nil {
+			ends += t.ends.HeldBytes() + int64(cap(t.pendSrc)+cap(t.pendDst))*40 + int64(cap(t.runs))*24
+		}
+		for _, f := range t.frags {
+			frags += f.Size()
+		}
+	}
+	return keys, ends, frags
+}
+
 // minter mints the new ids of one load: ULIDs that share the load's start
 // time and whose random part is the load's random base plus the line
 // number, so they sort in load order, compress well, and a parse worker
@@ -320,6 +338,8 @@ func (bl *bulkLoad) tableLocked(n *pg.NodeType, e *pg.EdgeType) (*bulkTable, err
 // parser (the applier's, in line order).
 func (bl *bulkLoad) slowLine(b []byte, n int) error {
 	bl.slow++
+	bl.in.stats.strictLines++
+	bl.in.stats.strictBytes += int64(len(b))
 	ln, err := bl.in.parseLine(b)
 	if err != nil {
 		return bl.in.lineError(n, err)

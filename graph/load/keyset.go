@@ -38,6 +38,15 @@ func newKeySet() *keySet { return &keySet{seed: maphash.MakeSeed()} }
 
 func (s *keySet) len() int { return s.n }
 
+// heldBytes is the memory the set holds: its blocks and slots.
+func (s *keySet) heldBytes() int64 {
+	n := int64(len(s.slots)) * 8
+	for _, b := range s.blocks {
+		n += int64(cap(b))
+	}
+	return n
+}
+
 // entry decodes the entry at position p.
 func (s *keySet) entry(p uint32) (key []byte, line int32) {
 	b := s.blocks[p>>keyShift][p&(keyBlock-1):]

@@ -111,6 +111,15 @@ func Run(ctx context.Context, g *graph.Graph, r io.Reader, opts Options) (*Resul
 }
 
 func run(ctx context.Context, g *graph.Graph, r io.Reader, opts Options) (*Result, error) {
+	in, err := prepare(ctx, g, opts)
+	if err != nil {
+		return nil, err
+	}
+	return in.run(g, r, opts)
+}
+
+// prepare checks opts and reads the branch's schema for a load.
+func prepare(ctx context.Context, g *graph.Graph, opts Options) (*intake, error) {
 	if _, err := ParseMode(string(opts.Mode)); err != nil {
 		return nil, err
 	}
@@ -122,12 +131,16 @@ func run(ctx context.Context, g *graph.Graph, r io.Reader, opts Options) (*Resul
 	if err != nil {
 		return nil, err
 	}
-	in := newIntake(ctx, g, snap, cat)
-	r = newSpool(in, r)
-	if columnar(cat, opts) {
-		return runColumnar(ctx, g, snap, in, r, opts)
+	return newIntake(ctx, g, snap, cat), nil
+}
+
+// run loads r on the path the schema and mode allow.
+func (in *intake) run(g *graph.Graph, r io.Reader, opts Options) (*Result, error) {
+	r = in.reader(r)
+	if columnar(in.cat, opts) {
+		return runColumnar(in.ctx, g, in.snap, in, r, opts)
 	}
-	return runRows(ctx, g, in, r, opts)
+	return runRows(in.ctx, g, in, r, opts)
 }
 
 // runRows is Run on the row path: every line is parsed into a row, the

@@ -134,7 +134,8 @@ func (bl *bulkLoad) read(r io.Reader, progress func(string, int64)) error {
 			if k := len(free); k > 0 {
 				c, free = free[k-1], free[:k-1]
 			} else {
-				c = &chunk{done: make(chan *parsed, 1)}
+				// Room for a full chunk: its data never grows by copies.
+				c = &chunk{done: make(chan *parsed, 1), data: make([]byte, 0, chunkBytes+4<<10)}
 			}
 			eof = !readChunk(sc, &n, c)
 			if len(c.ends) > 0 {

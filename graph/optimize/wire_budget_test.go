@@ -95,3 +95,92 @@ func TestKeyedInsertBudgetOnTheWireS3(t *testing.T) {
 		t.Errorf("cost depends on depth: 10: %v; 2000: %v", got[0], got[1])
 	}
 }
+
+// TestFirstKeyedInsertAfterOpenOnTheWireS3 is issue 37's first write after
+// a start: the graph of TestKeyedInsertBudgetOnTheWireS3 opened as serve
+// opens it (ExclusiveWriter, AlwaysProbe, then WarmWrites), and the very
+// first one-row keyed
+// insert, with no warm write before it, sends at most 8 requests in at most
+// 5 serial round trips at depth 10 and 2,000 alike (11 / 8 here before
+// WarmWrites: the schema, the table version and the key index directory
+// were read one after another on the write's path), the emulator answering
+// each request 25 ms late. The open's own requests are logged.
+func TestFirstKeyedInsertAfterOpenOnTheWireS3(t *testing.T) {
+	if !testenv.S3Configured() {
+		t.Skip("S3 is not configured; start the emulators: " + testenv.StartHint)
+	}
+	if testing.Short() {
+		t.Skip("builds a 100,000-node table and 2,000 commits")
+	}
+	const maxRequests, maxRoundTrips = 8, 5
+	ctx := context.Background()
+	bucket := testenv.S3Bucket(t)
+	cfg, err := s3.ConfigFromEnv(bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := s3.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testenv.NewProxy(t, cfg.Endpoint)
+	cfg.Endpoint = p.URL
+	cfg.KeyAndChildCoexist = false // versitygw's posix backend (testenv.S3)
+	proxied, err := s3.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kindsOf := func(reqs []testenv.Request) []string {
+		var kinds []string
+		for _, r := range reqs {
+			kind := r.Method
+			if r.Method == http.MethodGet && r.Query.Has("list-type") {
+				kind = "LIST"
+			} else if r.Method == http.MethodPut && (r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Match") != "") {
+				kind = "PUT-if"
+			}
+			kinds = append(kinds, kind+" "+r.Path)
+		}
+		return kinds
+	}
+	var got [][2]int
+	for _, depth := range []int{10, 2000} {
+		g, mt, _, _ := bigGraph(t, depth)
+		g.Close()
+		prefix := testenv.Prefix(t) + fmt.Sprintf("/d%d/", depth)
+		t.Cleanup(func() { _ = direct.DeletePrefix(context.Background(), prefix) })
+		n := testenv.CopyStore(t, mt.StorageAdapter, backend.WithPrefix(direct, prefix), 16)
+		p.Reset()
+		g, err := graph.Open(ctx, backend.WithPrefix(proxied, prefix), graph.OpenOptions{Actor: "tester", ExclusiveWriter: true, AlwaysProbe: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.WarmWrites(ctx); err != nil { // as serve does before admitting requests
+			t.Fatal(err)
+		}
+		open := p.Requests()
+		t.Logf("depth %d: the open and its warm-up sent %d requests in %d round trips", depth, len(open), testenv.RoundTrips(open))
+		p.Reset()
+		p.Arm(testenv.Rule{Times: 1 << 30, Forward: true, Rewrite: func(http.Header) { time.Sleep(25 * time.Millisecond) }})
+		mut(t, g, `mutation m($h: String) { insert Person { handle: $h, name: "New" } }`, map[string]any{"h": "k0051235"})
+		reqs := p.Requests()
+		p.Reset()
+		rts := testenv.RoundTrips(reqs)
+		t.Logf("depth %d (%d objects): the first insert sent %d requests in %d round trips: %v", depth, n, len(reqs), rts, kindsOf(reqs))
+		if len(reqs) > maxRequests || rts > maxRoundTrips {
+			t.Errorf("depth %d: the first insert sent %d requests in %d round trips, budget %d / %d", depth, len(reqs), rts, maxRequests, maxRoundTrips)
+		}
+		r, err := query.Head(ctx, g, "main", `query q() { match { $p: Person { handle: "k0051235" } } return { $p.name } }`, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows := fmt.Sprint(r.Rows); !strings.Contains(rows, "New") {
+			t.Fatalf("depth %d: inserted node reads back as %s", depth, rows)
+		}
+		g.Close()
+		got = append(got, [2]int{len(reqs), rts})
+	}
+	if got[0] != got[1] {
+		t.Errorf("cost depends on depth: 10: %v; 2000: %v", got[0], got[1])
+	}
+}
