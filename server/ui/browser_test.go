@@ -473,6 +473,13 @@ func (b *browser) tableRows(t *testing.T, sel string) [][]string {
 	return eval[[][]string](t, b, "read table "+sel, `Array.from(document.querySelectorAll(`+jsString(sel+" tbody tr")+`)).map(tr => Array.from(tr.children).map(td => td.textContent.trim()))`)
 }
 
+// tableValues reads a result table's body as values: a whole-node cell
+// by its full JSON (its title), any other cell by its text.
+func (b *browser) tableValues(t *testing.T, sel string) [][]string {
+	t.Helper()
+	return eval[[][]string](t, b, "read table "+sel, `Array.from(document.querySelectorAll(`+jsString(sel+" tbody tr")+`)).map(tr => Array.from(tr.children).map(td => td.classList.contains('node-cell') ? td.title : td.textContent.trim()))`)
+}
+
 // rows runs a query through the API and renders its rows as the
 // console's table does: strings as they are, numbers and null as JSON,
 // objects and lists as compact JSON in the server's key order.
@@ -606,9 +613,17 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS("#results table.data")))
 		body, _ := json.Marshal(map[string]any{"query": src, "params": map[string]any{"city": "Berlin"}})
 		want := f.rows(t, g+"/query", string(body))
-		got := b.tableRows(t, "#results")
+		got := b.tableValues(t, "#results")
 		if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("the console shows rows\n%v\nthe API answers\n%v", got, want)
+		}
+		// A whole node reads as its type, its caption (the name) and its
+		// properties, not as JSON text.
+		res := f.mustAPI(t, "POST", g+"/query", string(body))
+		p0 := res["rows"].([]any)[0].(map[string]any)["p"].(map[string]any)
+		nodeText := text(t, b, "#results tbody tr:first-child td.node-cell")
+		if strings.Contains(nodeText, "{") || !strings.HasPrefix(nodeText, "Person "+p0["name"].(string)+" "+p0["handle"].(string)) || !strings.Contains(nodeText, "city: Berlin") {
+			t.Fatalf("the first node cell reads %q; the API's node is %v", nodeText, p0)
 		}
 		// Sort by name descending: the rows reverse (names are distinct
 		// per row pair? sort is stable on the rest).
@@ -622,7 +637,31 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.run(t, "graph view", chromedp.Click(chromedp.ID("tab-graph")),
 			until(`(() => { const c = document.querySelector('#panel-graph .graph-canvas'); return c && c.cy && c.cy.nodes().length > 0 })()`))
 		before := eval[int](t, b, "nodes", `document.querySelector('#panel-graph .graph-canvas').cy.nodes().length`)
-		b.run(t, "expand", js(`document.querySelector('#panel-graph .graph-canvas').cy.$id('Person:bob').emit('tap')`),
+		// Click a node: the property panel shows every property the API
+		// has for it; the node's caption is its name.
+		bob := f.mustAPI(t, "POST", g+"/query", `{"query":"query q() { match { $p: Person { handle: \"bob\" } } return { $p } }"}`)["rows"].([]any)[0].(map[string]any)["p"].(map[string]any)
+		b.run(t, "select bob", js(`document.querySelector('#panel-graph .graph-canvas').cy.$id('Person:bob').emit('tap')`),
+			chromedp.WaitVisible(chromedp.ID("node-props")))
+		shown := eval[map[string]string](t, b, "property panel", `Object.fromEntries(Array.from(document.querySelectorAll('#node-props dd')).map(dd => [dd.dataset.prop, dd.title || dd.textContent]))`)
+		for k, v := range bob {
+			if want := cell(v); shown[k] != want && !(k == "id" && shown[k] == fmt.Sprint(v)) {
+				t.Fatalf("the property panel shows %s = %q, the API %q (panel %v)", k, shown[k], want, shown)
+			}
+		}
+		if len(shown) != len(bob) {
+			t.Fatalf("the property panel shows %d properties, the API's node has %d: %v", len(shown), len(bob), shown)
+		}
+		if l := eval[string](t, b, "caption", `document.querySelector('#panel-graph .graph-canvas').cy.$id('Person:bob').data('label')`); l != bob["name"] {
+			t.Fatalf("bob is captioned %q, want his name %q", l, bob["name"])
+		}
+		b.screenshot(t, "query-node-panel", "#results")
+		// A caption per type: Person by handle.
+		b.run(t, "caption by handle", chromedp.SetValue(chromedp.CSS(`#captions select[data-type="Person"]`), "handle"),
+			js(`document.querySelector('#captions select[data-type="Person"]').dispatchEvent(new Event('change'))`))
+		if l := eval[string](t, b, "caption", `document.querySelector('#panel-graph .graph-canvas').cy.$id('Person:bob').data('label')`); l != "bob" {
+			t.Fatalf("captioned by handle, bob shows %q", l)
+		}
+		b.run(t, "expand", chromedp.Click(chromedp.ID("node-expand")),
 			until(`document.querySelector('#panel-graph p.muted').textContent.includes('bob:')`))
 		after := eval[int](t, b, "nodes after", `document.querySelector('#panel-graph .graph-canvas').cy.nodes().length`)
 		nb := f.mustAPI(t, "POST", g+"/query", `{"query":"query q() { match { $a: Person { handle: \"bob\" } $a worksAt $c } return { $c } }"}`)
@@ -701,6 +740,49 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatalf("error list %q", li)
 		}
 		b.screenshot(t, "query-error")
+	})
+
+	t.Run("run disabled while errors or required parameters remain", func(t *testing.T) {
+		// Three type errors (a filter, and two return items after the
+		// failed match): all three listed, Run off with the reason.
+		src := "query bad($c: String) {\n  match { $p: Person { city: $c }  $p.age > \"x\" }\n  return { $p.nme, $p.zz }\n}"
+		b.open(t, "/ui/social/query", ".CodeMirror")
+		b.typeQuery(t, src)
+		b.run(t, "errors listed", until(`document.querySelectorAll('#check-errors li.check-error').length >= 3`))
+		body, _ := json.Marshal(map[string]string{"query": src})
+		chk := f.mustAPI(t, "POST", g+"/query/check", string(body))
+		got := eval[[]string](t, b, "errors", `Array.from(document.querySelectorAll('#check-errors li.check-error')).map(li => li.dataset.code + ' ' + li.dataset.line + ':' + li.dataset.column)`)
+		var want []string
+		for _, e := range chk["errors"].([]any) {
+			m := e.(map[string]any)
+			want = append(want, fmt.Sprintf("%v %v:%v", m["code"], m["line"], m["column"]))
+		}
+		if len(want) != 3 || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("the console lists %v; the check route %v (want 3)", got, want)
+		}
+		if marks := eval[int](t, b, "marks", `document.querySelectorAll('.CodeMirror-lint-marker-error').length`); marks < 2 {
+			t.Fatalf("%d gutter markers for 3 errors on 2 lines", marks)
+		}
+		st := eval[[]any](t, b, "run state", `[document.querySelector('#run').disabled, document.querySelector('#run-note').textContent]`)
+		if st[0] != true || !strings.Contains(st[1].(string), "3 type errors") {
+			t.Fatalf("with 3 errors Run is %v (disabled?) with note %q", st[0], st[1])
+		}
+		b.screenshot(t, "query-errors")
+		// Ctrl+Enter sends nothing either.
+		b.run(t, "ctrl+enter with errors", chromedp.Focus(chromedp.ID("gq-input")), chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+			until(`document.querySelector('#results .error')`))
+		// A sound query with a required parameter: Run is off until it has a value.
+		b.typeQuery(t, "query by_city($city: String, $min: I32?) {\n  match { $p: Person { city: $city } }\n  return { $p.name }\n}")
+		b.run(t, "checked", until(`document.querySelector('#check-status').textContent.includes('No type errors') && document.querySelector('#param-city')`))
+		st = eval[[]any](t, b, "run state", `[document.querySelector('#run').disabled, document.querySelector('#run-note').textContent]`)
+		if st[0] != true || !strings.Contains(st[1].(string), "$city") || strings.Contains(st[1].(string), "$min") {
+			t.Fatalf("with $city empty Run is %v (disabled?) with note %q", st[0], st[1])
+		}
+		b.run(t, "fill the parameter", chromedp.SendKeys(chromedp.ID("param-city"), "Berlin"), until(`!document.querySelector('#run').disabled`),
+			chromedp.Click(chromedp.ID("run")), chromedp.WaitVisible(chromedp.CSS("#results table.data")))
+		if n := text(t, b, "#run-note"); n != "" {
+			t.Fatalf("run note %q once the query can run", n)
+		}
 	})
 
 	t.Run("lint warning listed, not an error", func(t *testing.T) {
