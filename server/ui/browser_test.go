@@ -880,6 +880,35 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatalf("zed on main after the console's merge: %v", after)
 		}
 		b.accessible(t, "branches")
+		// A merge into another branch than main: the target picked in the
+		// preview; afterwards the ref picker is on the target and the
+		// preview is against its new head.
+		f.mustAPI(t, "POST", g+"/branches", `{"name":"staging"}`)
+		f.mustAPI(t, "POST", g+"/branches", `{"name":"feat-s","from":"staging"}`)
+		f.mustAPI(t, "POST", g+"/mutate", `{"query":"mutation m() { insert Person { handle: \"sam\", name: \"Sam Staging\" } }","branch":"feat-s"}`)
+		b.open(t, "/ui/social/branches?preview=feat-s", "#merge-target")
+		b.run(t, "pick staging", js(`(() => { const s = document.querySelector('#merge-target'); s.value = 'staging'; s.dispatchEvent(new Event('change')) })()`),
+			until(`document.querySelector('#merge-counts') && document.querySelector('#merge-counts').textContent.includes('on staging')`))
+		if o := text(t, b, "#merge-outcome"); !strings.Contains(o, "Fast-forward: staging") {
+			t.Fatalf("outcome into staging %q", o)
+		}
+		b.screenshot(t, "branches-merge-into", "#merge-preview")
+		b.run(t, "merge into staging", chromedp.Click(chromedp.ID("merge-run")), chromedp.WaitVisible(chromedp.ID("confirm-ok")),
+			chromedp.Click(chromedp.ID("confirm-ok")),
+			until(`location.search.includes('ref=staging') && document.querySelector('#merge-result p.good') && document.querySelector('#merge-outcome[data-outcome="already_up_to_date"]')`))
+		samQ := `{"query":"query q() { match { $p: Person { handle: \"sam\" } } return { $p.name } }","branch":"%s"}`
+		if m := f.mustAPI(t, "POST", g+"/query", fmt.Sprintf(samQ, "staging")); fmt.Sprint(m["rows"]) != "[map[p.name:Sam Staging]]" {
+			t.Fatalf("sam on staging after the console's merge: %v", m["rows"])
+		}
+		if m := f.mustAPI(t, "POST", g+"/query", fmt.Sprintf(samQ, "main")); m["row_count"] != 0.0 {
+			t.Fatalf("a merge into staging wrote main: %v", m["rows"])
+		}
+		if ref := eval[string](t, b, "ref picker", `document.querySelector('#ref-select').value`); ref != "staging" {
+			t.Fatalf("after the merge the ref picker is on %q, want the target staging", ref)
+		}
+		if r := text(t, b, "#merge-result"); !strings.Contains(r, "Merged feat-s into staging (fast forward)") {
+			t.Fatalf("merge result %q", r)
+		}
 		// Delete a branch, confirming (ui-feature stays: the commit graph
 		// draws its merge).
 		f.mustAPI(t, "POST", g+"/branches", `{"name":"scratch"}`)
@@ -911,6 +940,23 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatal("the merge button is enabled on a conflicting preview")
 		}
 		b.screenshot(t, "branches-conflict", "#merge-preview")
+		// The way forward: keep main's alice (written on rival), and the
+		// preview runs again without the conflict.
+		if n := eval[int](t, b, "resolve actions", `document.querySelectorAll('#merge-conflicts button[data-entity="alice"]').length`); n != 2 {
+			t.Fatalf("%d actions offered for alice's conflict, want 2 (keep main's, keep rival's)", n)
+		}
+		b.run(t, "keep main's alice", chromedp.Click(chromedp.CSS(`#merge-conflicts button[data-take="main"][data-entity="alice"]`)),
+			chromedp.WaitVisible(chromedp.ID("confirm-ok")), chromedp.Click(chromedp.ID("confirm-ok")),
+			until(`document.querySelector('#merge-counts') && !document.querySelector('#merge-conflicts') && !document.querySelector('#merge-run').disabled`))
+		aliceQ := `{"query":"query q() { match { $p: Person { handle: \"alice\" } } return { $p } }","branch":"%s"}`
+		onMain := f.mustAPI(t, "POST", g+"/query", fmt.Sprintf(aliceQ, "main"))["rows"]
+		onRival := f.mustAPI(t, "POST", g+"/query", fmt.Sprintf(aliceQ, "rival"))["rows"]
+		if fmt.Sprint(onMain) != fmt.Sprint(onRival) || !strings.Contains(fmt.Sprint(onRival), "Madrid") {
+			t.Fatalf("after keeping main's alice: main %v, rival %v", onMain, onRival)
+		}
+		if pv := f.mustAPI(t, "POST", g+"/branches/merge/preview", `{"source":"rival","target":"main"}`); len(pv["conflicts"].([]any)) != 0 {
+			t.Fatalf("the API still previews conflicts: %v", pv["conflicts"])
+		}
 		// A conflict that appears after the preview: the merge is 409 and
 		// the console lists the conflicts from the answer.
 		f.mustAPI(t, "POST", g+"/branches", `{"name":"late"}`)
@@ -976,6 +1022,48 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		b.accessible(t, "diff")
 		b.screenshot(t, "diff")
+		// A large diff, a page at a time (50 changes a page).
+		all := f.mustAPI(t, "POST", g+"/diff", fmt.Sprintf(`{"from":%q,"to":"main"}`, oldest))["changes"].([]any)
+		if len(all) <= 50 {
+			t.Fatalf("want a diff of more than a page, the API has %d changes", len(all))
+		}
+		b.open(t, "/ui/social/diff?from="+oldest+"&to=main", "#diff-next")
+		entity := func(c any) string {
+			m := c.(map[string]any)
+			return fmt.Sprintf("%v %v %v %v", m["op"], m["entity_kind"], m["type_name"], m["id"])
+		}
+		shownIDs := func() []string {
+			return eval[[]string](t, b, "diff entities", `Array.from(document.querySelectorAll('#diff-changes tr.change td:first-child')).map(td => Array.from(td.childNodes).filter(n => n.nodeName !== 'DIV').map(n => n.textContent).join('').replace(/\s+/g, ' ').trim())`)
+		}
+		var want []string
+		for _, c := range all[:50] {
+			want = append(want, entity(c))
+		}
+		if got := shownIDs(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("diff page 1 shows\n%v\nthe API's first 50\n%v", got, want)
+		}
+		b.run(t, "next diff page", chromedp.Click(chromedp.ID("diff-next")), until(`document.querySelector('#diff-range') && document.querySelector('#diff-range').textContent.startsWith('Changes 51')`))
+		want = nil
+		for _, c := range all[50:min(100, len(all))] {
+			want = append(want, entity(c))
+		}
+		if got := shownIDs(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("diff page 2 shows\n%v\nthe API's changes 51..100\n%v", got, want)
+		}
+		// Filters: by type, then by kind of change.
+		b.run(t, "filter by type", js(`(() => { const s = document.querySelector('#diff-type'); s.value = 'Person'; s.dispatchEvent(new Event('change')) })()`),
+			until(`document.querySelector('#diff-summary') && document.querySelector('#diff-summary').textContent.includes('(Person)')`))
+		b.run(t, "filter by kind", js(`(() => { const s = document.querySelector('#diff-op'); s.value = 'insert'; s.dispatchEvent(new Event('change')) })()`),
+			until(`document.querySelector('#diff-summary') && document.querySelector('#diff-summary').textContent.includes('(Person inserts)')`))
+		filtered := f.mustAPI(t, "POST", g+"/diff", fmt.Sprintf(`{"from":%q,"to":"main","type":"Person","op":"insert"}`, oldest))["changes"].([]any)
+		want = nil
+		for _, c := range filtered[:min(50, len(filtered))] {
+			want = append(want, entity(c))
+		}
+		if got := shownIDs(); len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("the Person inserts shown\n%v\nthe API's\n%v", got, want)
+		}
+		b.screenshot(t, "diff-filtered")
 	})
 
 	t.Run("read-only token", func(t *testing.T) {
