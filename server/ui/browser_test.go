@@ -816,6 +816,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		if res["row_count"].(float64) == 0 || len(rows) != int(res["row_count"].(float64)) || !strings.Contains(src, "bm25($n.text, $q)") {
 			t.Fatalf("search shows %d rows for %q; the API %v", len(rows), src, res["row_count"])
 		}
+		if c := text(t, b, "#search-results tbody tr:first-child td.node-cell"); !strings.HasPrefix(c, "Post ") || strings.Contains(c, "{") {
+			t.Fatalf("a found post reads %q, want its type, caption and properties", c)
+		}
 		b.accessible(t, "search")
 		b.screenshot(t, "search")
 		// nearest, with the text embedded through @embed.
