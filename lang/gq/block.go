@@ -38,12 +38,22 @@ func (c *checker) block(clauses []Clause, sc *scope, bound []int, local bool) ([
 	nerr := len(c.errs)
 	b := &blockPlan{c: c, sc: sc, local: local, declPos: map[int]Pos{}}
 	ok := func() bool { return len(c.errs) == nerr }
+	// After a failed stage the filters are still checked, for their own
+	// errors (salvage keeps consequences of the failure out).
+	salvageFilters := func() {
+		c.salvage(func() {
+			c.namedInMatch(clauses)
+			b.predicates()
+		})
+	}
 	b.declareAll(clauses)
 	if !ok() {
+		salvageFilters()
 		return nil, false
 	}
 	b.inferDirections()
 	if !ok() {
+		salvageFilters()
 		return nil, false
 	}
 	b.predicates()

@@ -130,9 +130,57 @@ type checker struct {
 	params map[string]*Param
 	errs   ErrorList
 	rp     *ReadPlan
+	// named holds every variable the match names (bindings, traversal
+	// endpoints, edge variables, nested not blocks included) while the
+	// checker salvages: see salvage.
+	named map[string]bool
 }
 
 func (c *checker) add(e *Error) { c.errs = append(c.errs, e) }
+
+// salvage runs fn, a check of clauses that follow one that failed, so one
+// check reports every error it can (the editor lists them all) instead of
+// the first stage's. While it runs, a use of a variable the match names
+// but could not bind adds nothing: its own error is already reported, and
+// "not bound" would be a consequence, not a second mistake. The plan fn
+// builds is dropped (the query has errors); a panic on the half-built
+// plan drops fn's errors and keeps the ones found before.
+func (c *checker) salvage(fn func()) {
+	if c.named != nil {
+		fn() // already salvaging
+		return
+	}
+	n := len(c.errs)
+	c.named = map[string]bool{}
+	defer func() {
+		c.named = nil
+		if recover() != nil {
+			c.errs = c.errs[:n]
+		}
+	}()
+	fn()
+}
+
+// namedInMatch records the variables clauses name, for salvage.
+func (c *checker) namedInMatch(clauses []Clause) {
+	for _, cl := range clauses {
+		switch cl := cl.(type) {
+		case *BindingClause:
+			c.named[cl.Var] = true
+		case *TraversalClause:
+			c.named[cl.From], c.named[cl.To] = true, true
+			if cl.EdgeVar != "" {
+				c.named[cl.EdgeVar] = true
+			}
+		case *NotClause:
+			c.namedInMatch(cl.Clauses)
+		}
+	}
+}
+
+// unresolved reports whether a use of $name adds no error of its own: the
+// checker salvages and the match names it (it failed to bind).
+func (c *checker) unresolved(name string) bool { return c.named != nil && c.named[name] }
 
 var scalarKinds = map[string]pg.Kind{
 	"String": pg.KindString, "Bool": pg.KindBool, "I32": pg.KindI32, "I64": pg.KindI64,

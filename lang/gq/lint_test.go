@@ -140,3 +140,54 @@ func TestLintNeverPanicsOnFuzzSeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckReportsEveryError: a failed match does not hide the errors of
+// the filters, return and order after it (one check lists them all, as the
+// console's editor shows them), and a variable whose binding failed adds
+// no "not bound" error of its own where it is used.
+func TestCheckReportsEveryError(t *testing.T) {
+	cat := lintCatalog(t)
+	type at struct{ line, col int }
+	cases := []struct {
+		name string
+		src  string
+		want []at // the errors' positions, in order
+	}{
+		{"filters and return", `query q() { match { $p: Person  $p.age > "x"  $p.nme = "a" } return { $p.zzz } }`,
+			[]at{{1, 42}, {1, 47}, {1, 71}}},
+		{"return after two bad filters in a binding", `query q() { match { $p: Person { nme: "a", handl: "b" } } return { $p.nme, $p.zz } }`,
+			[]at{{1, 34}, {1, 44}, {1, 68}, {1, 76}}},
+		{"unknown type and edge, then return", `query q() { match { $p: Person $c: Compny $p WorksA $c } return { $p.nme, $c.slug } }`,
+			[]at{{1, 36}, {1, 46}, {1, 67}}},
+		{"a filter after an unknown type", `query q() { match { $p: Persn  $q: Person  $q.nme = "x" } return { $q.name } }`,
+			[]at{{1, 25}, {1, 44}}},
+		{"no cascade from an unknown type", `query q() { match { $p: Persn } return { $p.nme, $p } order { $p.name } }`,
+			[]at{{1, 25}}},
+		{"unbound elsewhere is still an error", `query q() { match { $p: Persn } return { $x.name } }`,
+			[]at{{1, 25}, {1, 42}}},
+		{"limit after a failed match", `query q($n: String) { match { $p: Persn } return { $p.name } limit $n }`,
+			[]at{{1, 35}, {1, 68}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := Lint(tc.src, cat)
+			var got []at
+			for _, f := range rep.Findings {
+				if f.Severity == SeverityError {
+					got = append(got, at{f.Line, f.Column})
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("errors at %v, want %v: %+v", got, tc.want, rep.Findings)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("errors at %v, want %v: %+v", got, tc.want, rep.Findings)
+				}
+			}
+			if rep.Errors != len(tc.want) {
+				t.Fatalf("report counts %d errors, want %d", rep.Errors, len(tc.want))
+			}
+		})
+	}
+}

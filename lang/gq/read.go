@@ -52,6 +52,16 @@ func (c *checker) read(rb *ReadBody) *ReadPlan {
 	root := &scope{names: map[string]int{}}
 	steps, ok := c.block(rb.Match, root, nil, false)
 	if !ok {
+		// The match failed: return, order and limit are still checked, for
+		// their own errors.
+		c.salvage(func() {
+			c.namedInMatch(rb.Match)
+			c.returnClause(rb, root)
+			c.orderClause(rb, root)
+			if rb.Limit != nil {
+				c.limitClause(rb.Limit)
+			}
+		})
 		return nil
 	}
 	c.rp.Steps = steps
@@ -219,6 +229,13 @@ func (c *checker) operand(e *Expr, sc *scope, forRead bool) (Operand, bool) {
 	switch e.Kind {
 	case ExprProp:
 		slot, ok := sc.lookup(e.Var)
+		if !ok && c.unresolved(e.Var) {
+			return Operand{}, false
+		}
+		if ok && untyped(c.rp.Vars[slot]) {
+			// Its binding failed and said why (only while salvaging).
+			return Operand{}, false
+		}
 		if !ok {
 			if _, isParam := c.params[e.Var]; isParam {
 				c.add(errorf(CodeUnbound, e.Pos, "$%s is a parameter and has no properties; compare a match variable's property with it", e.Var))
@@ -253,10 +270,16 @@ func (c *checker) operand(e *Expr, sc *scope, forRead bool) (Operand, bool) {
 		return Operand{Kind: OperandProp, Var: slot, Prop: prop, Type: prop.Type, Nullable: prop.Nullable}, true
 	case ExprVar:
 		if slot, ok := sc.lookup(e.Var); ok {
+			if untyped(c.rp.Vars[slot]) {
+				return Operand{}, false
+			}
 			return Operand{Kind: OperandVar, Var: slot, Type: pg.Type{Kind: pg.KindString}}, true
 		}
 		if p, ok := c.params[e.Var]; ok {
 			return Operand{Kind: OperandParam, Param: e.Var, Type: p.Type, Nullable: p.Nullable}, true
+		}
+		if c.unresolved(e.Var) {
+			return Operand{}, false
 		}
 		c.add(errorf(CodeUnbound, e.Pos, "$%s is neither bound in match nor a declared parameter; bind it in match or declare it in the parameter list", e.Var))
 		return Operand{}, false
@@ -273,6 +296,12 @@ func (c *checker) operand(e *Expr, sc *scope, forRead bool) (Operand, bool) {
 		return Operand{}, false
 	}
 	return Operand{}, true // a literal: the caller coerces it
+}
+
+// untyped reports a variable whose type is not known: a binding or
+// traversal that failed (the checker reported it there).
+func untyped(v *Var) bool {
+	return (v.Kind == VarNode && v.Node == nil) || (v.Kind == VarEdge && v.Edge == nil)
 }
 
 func describeOperand(c *checker, o Operand, e *Expr) string {

@@ -473,6 +473,13 @@ func (b *browser) tableRows(t *testing.T, sel string) [][]string {
 	return eval[[][]string](t, b, "read table "+sel, `Array.from(document.querySelectorAll(`+jsString(sel+" tbody tr")+`)).map(tr => Array.from(tr.children).map(td => td.textContent.trim()))`)
 }
 
+// tableValues reads a result table's body as values: a whole-node cell
+// by its full JSON (its title), any other cell by its text.
+func (b *browser) tableValues(t *testing.T, sel string) [][]string {
+	t.Helper()
+	return eval[[][]string](t, b, "read table "+sel, `Array.from(document.querySelectorAll(`+jsString(sel+" tbody tr")+`)).map(tr => Array.from(tr.children).map(td => td.classList.contains('node-cell') ? td.title : td.textContent.trim()))`)
+}
+
 // rows runs a query through the API and renders its rows as the
 // console's table does: strings as they are, numbers and null as JSON,
 // objects and lists as compact JSON in the server's key order.
@@ -606,9 +613,17 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS("#results table.data")))
 		body, _ := json.Marshal(map[string]any{"query": src, "params": map[string]any{"city": "Berlin"}})
 		want := f.rows(t, g+"/query", string(body))
-		got := b.tableRows(t, "#results")
+		got := b.tableValues(t, "#results")
 		if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("the console shows rows\n%v\nthe API answers\n%v", got, want)
+		}
+		// A whole node reads as its type, its caption (the name) and its
+		// properties, not as JSON text.
+		res := f.mustAPI(t, "POST", g+"/query", string(body))
+		p0 := res["rows"].([]any)[0].(map[string]any)["p"].(map[string]any)
+		nodeText := text(t, b, "#results tbody tr:first-child td.node-cell")
+		if strings.Contains(nodeText, "{") || !strings.HasPrefix(nodeText, "Person "+p0["name"].(string)+" "+p0["handle"].(string)) || !strings.Contains(nodeText, "city: Berlin") {
+			t.Fatalf("the first node cell reads %q; the API's node is %v", nodeText, p0)
 		}
 		// Sort by name descending: the rows reverse (names are distinct
 		// per row pair? sort is stable on the rest).
@@ -622,7 +637,31 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.run(t, "graph view", chromedp.Click(chromedp.ID("tab-graph")),
 			until(`(() => { const c = document.querySelector('#panel-graph .graph-canvas'); return c && c.cy && c.cy.nodes().length > 0 })()`))
 		before := eval[int](t, b, "nodes", `document.querySelector('#panel-graph .graph-canvas').cy.nodes().length`)
-		b.run(t, "expand", js(`document.querySelector('#panel-graph .graph-canvas').cy.$id('Person:bob').emit('tap')`),
+		// Click a node: the property panel shows every property the API
+		// has for it; the node's caption is its name.
+		bob := f.mustAPI(t, "POST", g+"/query", `{"query":"query q() { match { $p: Person { handle: \"bob\" } } return { $p } }"}`)["rows"].([]any)[0].(map[string]any)["p"].(map[string]any)
+		b.run(t, "select bob", js(`document.querySelector('#panel-graph .graph-canvas').cy.$id('Person:bob').emit('tap')`),
+			chromedp.WaitVisible(chromedp.ID("node-props")))
+		shown := eval[map[string]string](t, b, "property panel", `Object.fromEntries(Array.from(document.querySelectorAll('#node-props dd')).map(dd => [dd.dataset.prop, dd.title || dd.textContent]))`)
+		for k, v := range bob {
+			if want := cell(v); shown[k] != want && !(k == "id" && shown[k] == fmt.Sprint(v)) {
+				t.Fatalf("the property panel shows %s = %q, the API %q (panel %v)", k, shown[k], want, shown)
+			}
+		}
+		if len(shown) != len(bob) {
+			t.Fatalf("the property panel shows %d properties, the API's node has %d: %v", len(shown), len(bob), shown)
+		}
+		if l := eval[string](t, b, "caption", `document.querySelector('#panel-graph .graph-canvas').cy.$id('Person:bob').data('label')`); l != bob["name"] {
+			t.Fatalf("bob is captioned %q, want his name %q", l, bob["name"])
+		}
+		b.screenshot(t, "query-node-panel", "#results")
+		// A caption per type: Person by handle.
+		b.run(t, "caption by handle", chromedp.SetValue(chromedp.CSS(`#captions select[data-type="Person"]`), "handle"),
+			js(`document.querySelector('#captions select[data-type="Person"]').dispatchEvent(new Event('change'))`))
+		if l := eval[string](t, b, "caption", `document.querySelector('#panel-graph .graph-canvas').cy.$id('Person:bob').data('label')`); l != "bob" {
+			t.Fatalf("captioned by handle, bob shows %q", l)
+		}
+		b.run(t, "expand", chromedp.Click(chromedp.ID("node-expand")),
 			until(`document.querySelector('#panel-graph p.muted').textContent.includes('bob:')`))
 		after := eval[int](t, b, "nodes after", `document.querySelector('#panel-graph .graph-canvas').cy.nodes().length`)
 		nb := f.mustAPI(t, "POST", g+"/query", `{"query":"query q() { match { $a: Person { handle: \"bob\" } $a worksAt $c } return { $c } }"}`)
@@ -703,6 +742,49 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.screenshot(t, "query-error")
 	})
 
+	t.Run("run disabled while errors or required parameters remain", func(t *testing.T) {
+		// Three type errors (a filter, and two return items after the
+		// failed match): all three listed, Run off with the reason.
+		src := "query bad($c: String) {\n  match { $p: Person { city: $c }  $p.age > \"x\" }\n  return { $p.nme, $p.zz }\n}"
+		b.open(t, "/ui/social/query", ".CodeMirror")
+		b.typeQuery(t, src)
+		b.run(t, "errors listed", until(`document.querySelectorAll('#check-errors li.check-error').length >= 3`))
+		body, _ := json.Marshal(map[string]string{"query": src})
+		chk := f.mustAPI(t, "POST", g+"/query/check", string(body))
+		got := eval[[]string](t, b, "errors", `Array.from(document.querySelectorAll('#check-errors li.check-error')).map(li => li.dataset.code + ' ' + li.dataset.line + ':' + li.dataset.column)`)
+		var want []string
+		for _, e := range chk["errors"].([]any) {
+			m := e.(map[string]any)
+			want = append(want, fmt.Sprintf("%v %v:%v", m["code"], m["line"], m["column"]))
+		}
+		if len(want) != 3 || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("the console lists %v; the check route %v (want 3)", got, want)
+		}
+		if marks := eval[int](t, b, "marks", `document.querySelectorAll('.CodeMirror-lint-marker-error').length`); marks < 2 {
+			t.Fatalf("%d gutter markers for 3 errors on 2 lines", marks)
+		}
+		st := eval[[]any](t, b, "run state", `[document.querySelector('#run').disabled, document.querySelector('#run-note').textContent]`)
+		if st[0] != true || !strings.Contains(st[1].(string), "3 type errors") {
+			t.Fatalf("with 3 errors Run is %v (disabled?) with note %q", st[0], st[1])
+		}
+		b.screenshot(t, "query-errors")
+		// Ctrl+Enter sends nothing either.
+		b.run(t, "ctrl+enter with errors", chromedp.Focus(chromedp.ID("gq-input")), chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+			until(`document.querySelector('#results .error')`))
+		// A sound query with a required parameter: Run is off until it has a value.
+		b.typeQuery(t, "query by_city($city: String, $min: I32?) {\n  match { $p: Person { city: $city } }\n  return { $p.name }\n}")
+		b.run(t, "checked", until(`document.querySelector('#check-status').textContent.includes('No type errors') && document.querySelector('#param-city')`))
+		st = eval[[]any](t, b, "run state", `[document.querySelector('#run').disabled, document.querySelector('#run-note').textContent]`)
+		if st[0] != true || !strings.Contains(st[1].(string), "$city") || strings.Contains(st[1].(string), "$min") {
+			t.Fatalf("with $city empty Run is %v (disabled?) with note %q", st[0], st[1])
+		}
+		b.run(t, "fill the parameter", chromedp.SendKeys(chromedp.ID("param-city"), "Berlin"), until(`!document.querySelector('#run').disabled`),
+			chromedp.Click(chromedp.ID("run")), chromedp.WaitVisible(chromedp.CSS("#results table.data")))
+		if n := text(t, b, "#run-note"); n != "" {
+			t.Fatalf("run note %q once the query can run", n)
+		}
+	})
+
 	t.Run("lint warning listed, not an error", func(t *testing.T) {
 		// A mutation without parameters: omnigraph lint's warning L202.
 		src := "mutation wipe() {\n  delete Person where handle = \"nobody\"\n}"
@@ -733,6 +815,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		rows := b.tableRows(t, "#search-results")
 		if res["row_count"].(float64) == 0 || len(rows) != int(res["row_count"].(float64)) || !strings.Contains(src, "bm25($n.text, $q)") {
 			t.Fatalf("search shows %d rows for %q; the API %v", len(rows), src, res["row_count"])
+		}
+		if c := text(t, b, "#search-results tbody tr:first-child td.node-cell"); !strings.HasPrefix(c, "Post ") || strings.Contains(c, "{") {
+			t.Fatalf("a found post reads %q, want its type, caption and properties", c)
 		}
 		b.accessible(t, "search")
 		b.screenshot(t, "search")
@@ -798,6 +883,35 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatalf("zed on main after the console's merge: %v", after)
 		}
 		b.accessible(t, "branches")
+		// A merge into another branch than main: the target picked in the
+		// preview; afterwards the ref picker is on the target and the
+		// preview is against its new head.
+		f.mustAPI(t, "POST", g+"/branches", `{"name":"staging"}`)
+		f.mustAPI(t, "POST", g+"/branches", `{"name":"feat-s","from":"staging"}`)
+		f.mustAPI(t, "POST", g+"/mutate", `{"query":"mutation m() { insert Person { handle: \"sam\", name: \"Sam Staging\" } }","branch":"feat-s"}`)
+		b.open(t, "/ui/social/branches?preview=feat-s", "#merge-target")
+		b.run(t, "pick staging", js(`(() => { const s = document.querySelector('#merge-target'); s.value = 'staging'; s.dispatchEvent(new Event('change')) })()`),
+			until(`document.querySelector('#merge-counts') && document.querySelector('#merge-counts').textContent.includes('on staging')`))
+		if o := text(t, b, "#merge-outcome"); !strings.Contains(o, "Fast-forward: staging") {
+			t.Fatalf("outcome into staging %q", o)
+		}
+		b.screenshot(t, "branches-merge-into", "#merge-preview")
+		b.run(t, "merge into staging", chromedp.Click(chromedp.ID("merge-run")), chromedp.WaitVisible(chromedp.ID("confirm-ok")),
+			chromedp.Click(chromedp.ID("confirm-ok")),
+			until(`location.search.includes('ref=staging') && document.querySelector('#merge-result p.good') && document.querySelector('#merge-outcome[data-outcome="already_up_to_date"]')`))
+		samQ := `{"query":"query q() { match { $p: Person { handle: \"sam\" } } return { $p.name } }","branch":"%s"}`
+		if m := f.mustAPI(t, "POST", g+"/query", fmt.Sprintf(samQ, "staging")); fmt.Sprint(m["rows"]) != "[map[p.name:Sam Staging]]" {
+			t.Fatalf("sam on staging after the console's merge: %v", m["rows"])
+		}
+		if m := f.mustAPI(t, "POST", g+"/query", fmt.Sprintf(samQ, "main")); m["row_count"] != 0.0 {
+			t.Fatalf("a merge into staging wrote main: %v", m["rows"])
+		}
+		if ref := eval[string](t, b, "ref picker", `document.querySelector('#ref-select').value`); ref != "staging" {
+			t.Fatalf("after the merge the ref picker is on %q, want the target staging", ref)
+		}
+		if r := text(t, b, "#merge-result"); !strings.Contains(r, "Merged feat-s into staging (fast forward)") {
+			t.Fatalf("merge result %q", r)
+		}
 		// Delete a branch, confirming (ui-feature stays: the commit graph
 		// draws its merge).
 		f.mustAPI(t, "POST", g+"/branches", `{"name":"scratch"}`)
@@ -829,6 +943,23 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatal("the merge button is enabled on a conflicting preview")
 		}
 		b.screenshot(t, "branches-conflict", "#merge-preview")
+		// The way forward: keep main's alice (written on rival), and the
+		// preview runs again without the conflict.
+		if n := eval[int](t, b, "resolve actions", `document.querySelectorAll('#merge-conflicts button[data-entity="alice"]').length`); n != 2 {
+			t.Fatalf("%d actions offered for alice's conflict, want 2 (keep main's, keep rival's)", n)
+		}
+		b.run(t, "keep main's alice", chromedp.Click(chromedp.CSS(`#merge-conflicts button[data-take="main"][data-entity="alice"]`)),
+			chromedp.WaitVisible(chromedp.ID("confirm-ok")), chromedp.Click(chromedp.ID("confirm-ok")),
+			until(`document.querySelector('#merge-counts') && !document.querySelector('#merge-conflicts') && !document.querySelector('#merge-run').disabled`))
+		aliceQ := `{"query":"query q() { match { $p: Person { handle: \"alice\" } } return { $p } }","branch":"%s"}`
+		onMain := f.mustAPI(t, "POST", g+"/query", fmt.Sprintf(aliceQ, "main"))["rows"]
+		onRival := f.mustAPI(t, "POST", g+"/query", fmt.Sprintf(aliceQ, "rival"))["rows"]
+		if fmt.Sprint(onMain) != fmt.Sprint(onRival) || !strings.Contains(fmt.Sprint(onRival), "Madrid") {
+			t.Fatalf("after keeping main's alice: main %v, rival %v", onMain, onRival)
+		}
+		if pv := f.mustAPI(t, "POST", g+"/branches/merge/preview", `{"source":"rival","target":"main"}`); len(pv["conflicts"].([]any)) != 0 {
+			t.Fatalf("the API still previews conflicts: %v", pv["conflicts"])
+		}
 		// A conflict that appears after the preview: the merge is 409 and
 		// the console lists the conflicts from the answer.
 		f.mustAPI(t, "POST", g+"/branches", `{"name":"late"}`)
@@ -894,6 +1025,48 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		b.accessible(t, "diff")
 		b.screenshot(t, "diff")
+		// A large diff, a page at a time (50 changes a page).
+		all := f.mustAPI(t, "POST", g+"/diff", fmt.Sprintf(`{"from":%q,"to":"main"}`, oldest))["changes"].([]any)
+		if len(all) <= 50 {
+			t.Fatalf("want a diff of more than a page, the API has %d changes", len(all))
+		}
+		b.open(t, "/ui/social/diff?from="+oldest+"&to=main", "#diff-next")
+		entity := func(c any) string {
+			m := c.(map[string]any)
+			return fmt.Sprintf("%v %v %v %v", m["op"], m["entity_kind"], m["type_name"], m["id"])
+		}
+		shownIDs := func() []string {
+			return eval[[]string](t, b, "diff entities", `Array.from(document.querySelectorAll('#diff-changes tr.change td:first-child')).map(td => Array.from(td.childNodes).filter(n => n.nodeName !== 'DIV').map(n => n.textContent).join('').replace(/\s+/g, ' ').trim())`)
+		}
+		var want []string
+		for _, c := range all[:50] {
+			want = append(want, entity(c))
+		}
+		if got := shownIDs(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("diff page 1 shows\n%v\nthe API's first 50\n%v", got, want)
+		}
+		b.run(t, "next diff page", chromedp.Click(chromedp.ID("diff-next")), until(`document.querySelector('#diff-range') && document.querySelector('#diff-range').textContent.startsWith('Changes 51')`))
+		want = nil
+		for _, c := range all[50:min(100, len(all))] {
+			want = append(want, entity(c))
+		}
+		if got := shownIDs(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("diff page 2 shows\n%v\nthe API's changes 51..100\n%v", got, want)
+		}
+		// Filters: by type, then by kind of change.
+		b.run(t, "filter by type", js(`(() => { const s = document.querySelector('#diff-type'); s.value = 'Person'; s.dispatchEvent(new Event('change')) })()`),
+			until(`document.querySelector('#diff-summary') && document.querySelector('#diff-summary').textContent.includes('(Person)')`))
+		b.run(t, "filter by kind", js(`(() => { const s = document.querySelector('#diff-op'); s.value = 'insert'; s.dispatchEvent(new Event('change')) })()`),
+			until(`document.querySelector('#diff-summary') && document.querySelector('#diff-summary').textContent.includes('(Person inserts)')`))
+		filtered := f.mustAPI(t, "POST", g+"/diff", fmt.Sprintf(`{"from":%q,"to":"main","type":"Person","op":"insert"}`, oldest))["changes"].([]any)
+		want = nil
+		for _, c := range filtered[:min(50, len(filtered))] {
+			want = append(want, entity(c))
+		}
+		if got := shownIDs(); len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("the Person inserts shown\n%v\nthe API's\n%v", got, want)
+		}
+		b.screenshot(t, "diff-filtered")
 	})
 
 	t.Run("read-only token", func(t *testing.T) {

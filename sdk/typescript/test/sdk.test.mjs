@@ -4,7 +4,12 @@
 // at least once: the last test fails when a route has no call here.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, mkdtempSync, writeFileSync, readdirSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import * as og from '../dist/index.js';
 
 const baseUrl = process.env.OMNIGRAPH_URL;
@@ -48,6 +53,67 @@ test('a missing token is a typed 401', async () => {
   });
   const gs = await ok('listGraphs', {});
   assert.deepEqual(gs.graphs.map((g) => g.graph_id), ['default']);
+});
+
+test("an error carries the envelope's reason, its code and the status", async () => {
+  const body = { query: 'query q() { match { $p: Person } return { $p.name } }', branch: 'no-such-branch' };
+  // What the server answers, read without the SDK.
+  const raw = await fetch(`${baseUrl}/graphs/default/query`, {
+    method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body),
+  });
+  const envelope = await raw.json();
+  assert.equal(raw.status, 404);
+  assert.ok(envelope.reason && envelope.reason !== envelope.code, JSON.stringify(envelope));
+  await assert.rejects(og.unwrap(call('query', { path, body })), (err) => {
+    assert.ok(err instanceof og.OmnigraphError);
+    assert.equal(err.status, 404);
+    assert.equal(err.code, envelope.code);
+    assert.equal(err.reason, envelope.reason);
+    assert.equal(err.message, envelope.error);
+    return true;
+  });
+});
+
+test('a refused connection is status 0 with its cause, not "HTTP 0"', async () => {
+  // A loopback port just freed: nothing listens there, the connection is refused.
+  const srv = createServer();
+  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const port = srv.address().port;
+  await new Promise((resolve) => srv.close(resolve));
+  const nowhere = og.connect({ baseUrl: `http://127.0.0.1:${port}`, token });
+  await assert.rejects(og.unwrap(og.listGraphs({ client: nowhere })), (err) => {
+    assert.ok(err instanceof og.OmnigraphError);
+    assert.equal(err.status, 0);
+    assert.equal(err.code, 'unreachable');
+    assert.equal(err.reason, 'ECONNREFUSED');
+    assert.ok(err.cause instanceof Error, 'the fetch error is the cause');
+    assert.match(err.message, new RegExp(`cannot reach http://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED`));
+    assert.doesNotMatch(err.message, /HTTP 0/);
+    return true;
+  });
+});
+
+test('npm pack makes a package another project installs and calls', () => {
+  const sdk = fileURLToPath(new URL('..', import.meta.url));
+  const scratch = mkdtempSync(join(tmpdir(), 'omnigraph-sdk-pack-'));
+  try {
+    execFileSync('npm', ['pack', '--silent', '--pack-destination', scratch], { cwd: sdk, stdio: ['ignore', 'pipe', 'inherit'] });
+    const tarballs = readdirSync(scratch).filter((f) => f.endsWith('.tgz'));
+    assert.deepEqual(tarballs, ['omnigraph-client-1.0.0.tgz']);
+    const app = join(scratch, 'app');
+    execFileSync('mkdir', [app]);
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
+    // The package has no runtime dependencies: the install needs no registry.
+    execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--silent', join(scratch, tarballs[0])], { cwd: app, stdio: ['ignore', 'pipe', 'inherit'] });
+    writeFileSync(join(app, 'main.mjs'), `import { connect, listGraphs, unwrap } from '@omnigraph/client';
+const client = connect({ baseUrl: process.env.OMNIGRAPH_URL, token: process.env.OMNIGRAPH_TOKEN });
+const gs = await unwrap(listGraphs({ client }));
+console.log(gs.graphs.map((g) => g.graph_id).join(','));`);
+    const out = execFileSync('node', ['main.mjs'], { cwd: app, env: process.env }).toString().trim();
+    assert.equal(out, 'default');
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
 });
 
 test('query with parameters reads rows', async () => {

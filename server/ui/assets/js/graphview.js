@@ -73,8 +73,9 @@ export async function schemaGraph(container, catalog, onSelect) {
   return cy;
 }
 
-// resultGraph draws result nodes ({key, type, label, typeIndex}) and
-// links ({from, to, label}); onTap(node) runs when a node is tapped.
+// resultGraph draws result nodes ({key, id, type, label, typeIndex,
+// props}) and links ({from, to, label}); onTap(node's data) runs when a
+// node is tapped.
 export async function resultGraph(container, onTap) {
   const cy = await make(container, [], [], { name: 'preset' });
   cy.on('tap', 'node', (ev) => onTap(ev.target.data()));
@@ -85,7 +86,7 @@ export async function resultGraph(container, onTap) {
       const fresh = [];
       for (const n of nodes) {
         if (cy.getElementById(n.key).empty()) {
-          fresh.push({ group: 'nodes', data: { id: n.key, label: n.label, colour: colour(n.typeIndex), type: n.type, nodeId: n.id } });
+          fresh.push({ group: 'nodes', data: { id: n.key, label: n.label, colour: colour(n.typeIndex), type: n.type, nodeId: n.id, props: n.props || { id: n.id } } });
         }
       }
       cy.add(fresh);

@@ -4,6 +4,41 @@
 
 import { h, fill, valueText, cellText, download } from './dom.js';
 
+// CAPTION_NAMES are the property names a node is best known by, in order
+// of preference (Neo4j Browser picks its caption the same way).
+const CAPTION_NAMES = ['name', 'title', 'label', 'caption', 'display_name', 'slug', 'handle'];
+
+// defaultCaption is the property a node type is captioned by: the first
+// of CAPTION_NAMES it has as a String, else its single @key, else its id.
+export function defaultCaption(nt) {
+  if (!nt) return 'id';
+  const strings = new Set(nt.properties.filter((p) => p.type === 'String').map((p) => p.name));
+  const name = CAPTION_NAMES.find((n) => strings.has(n));
+  if (name) return name;
+  return nt.key && nt.key.length === 1 ? nt.key[0] : 'id';
+}
+
+// captionOf is the text a node value (its id and properties) shows as,
+// by the property prop.
+export function captionOf(v, prop) {
+  const c = v && v[prop];
+  return c === null || c === undefined || c === '' ? String(v && v.id) : cellText(c);
+}
+
+// nodeCell renders a whole node: its type, its caption and its other
+// properties as "name: value" (vectors shortened); the full JSON is the
+// cell's title and stays in the downloads.
+export function nodeCell(v, info) {
+  const cap = info.caption || 'id';
+  const props = Object.entries(v).filter(([k, x]) => k !== cap && k !== 'id' && x !== null && x !== undefined);
+  return [
+    h('span', { class: 'lane-key node-type', 'data-lane': String(info.lane % 8) }, info.type), ' ',
+    h('strong', { class: 'node-caption' }, captionOf(v, cap)),
+    cap !== 'id' ? h('span', { class: 'muted small node-id' }, ' ', String(v.id)) : null,
+    props.length ? h('div', { class: 'node-props small' }, props.map(([k, x], i) => [i ? ' · ' : '', h('span', { class: 'muted' }, k + ': '), cellText(x)])) : null,
+  ];
+}
+
 function compare(a, b) {
   if (a === b) return 0;
   if (a === null || a === undefined) return -1;
@@ -24,7 +59,8 @@ export function csv(columns, rows) {
 
 // resultTable shows columns/rows (rows are objects by column name).
 // opts: pageSize, caption, name (download file name), raw (the whole
-// answer, for JSON download).
+// answer, for JSON download), nodes (column name -> {type, caption,
+// lane}: whole-node columns, shown readable by nodeCell).
 export function resultTable(columns, rows, opts = {}) {
   const pageSize = opts.pageSize || 50;
   let sortCol = null;
@@ -61,8 +97,10 @@ export function resultTable(columns, rows, opts = {}) {
     const body = order.slice(page * pageSize, (page + 1) * pageSize).map((i) =>
       h('tr', null, columns.map((c) => {
         const v = rows[i][c];
-        const shown = cellText(v);
         const full = valueText(v);
+        const node = opts.nodes && opts.nodes[c];
+        if (node && v && typeof v === 'object') return h('td', { class: 'node-cell', title: full }, nodeCell(v, node));
+        const shown = cellText(v);
         return h('td', { class: v === null || v === undefined ? 'null' : typeof v === 'number' ? 'num' : null, title: shown !== full ? full : null }, shown);
       })));
     fill(table, opts.caption ? h('caption', null, opts.caption) : null, h('thead', null, head), h('tbody', null, body));

@@ -131,27 +131,55 @@ async function renderCommit(ctx, root, id) {
   }
 }
 
+// DIFF_PAGE is how many changes a page of the diff shows.
+const DIFF_PAGE = 50;
+
+// renderDiff lists the changes from one ref to another, filtered by type
+// and by kind of change (the diff route's own type and op), a page at a
+// time. The route has a limit and no cursor, so page n asks for the
+// first (n+1)·DIFF_PAGE+1 changes and shows its last page: the extra one
+// says whether there is a next page.
 async function renderDiff(ctx, root) {
   const from = ctx.route.params.get('from') || 'main';
   const to = ctx.route.params.get('to') || (ctx.ref.name);
   const type = ctx.route.params.get('type') || '';
   const op = ctx.route.params.get('op') || '';
+  const page = Math.max(0, parseInt(ctx.route.params.get('page') || '0', 10) || 0);
+  const cat = await ctx.catalog();
   const box = h('div', { id: 'diff-changes' }, h('p', { class: 'muted', role: 'status' }, 'Comparing…'));
   const fromIn = h('input', { id: 'diff-from', value: from, list: 'ref-names', spellcheck: 'false', required: true });
   const toIn = h('input', { id: 'diff-to', value: to, list: 'ref-names', spellcheck: 'false', required: true });
-  const opSel = h('select', { id: 'diff-op' }, ['', 'insert', 'update', 'delete'].map((o) => h('option', { value: o, selected: o === op }, o || 'any')));
-  const form = h('form', { id: 'diff-form', class: 'grid-form' }, field('From', fromIn), field('To', toIn), field('Op', opSel),
+  const opSel = h('select', { id: 'diff-op' }, ['', 'insert', 'update', 'delete'].map((o) => h('option', { value: o, selected: o === op }, o || 'any change')));
+  const typeSel = h('select', { id: 'diff-type' }, h('option', { value: '' }, 'any type'),
+    h('optgroup', { label: 'Node types' }, cat.nodes.map((n) => h('option', { value: n.name, selected: n.name === type }, n.name))),
+    h('optgroup', { label: 'Edge types' }, cat.edges.map((e) => h('option', { value: e.name, selected: e.name === type }, e.name))));
+  const go = (p) => ctx.navigate(ctx.href('diff', { from: fromIn.value.trim(), to: toIn.value.trim(), op: opSel.value, type: typeSel.value, page: p ? String(p) : '' }));
+  // A filter applies as soon as it is picked (from page 1).
+  opSel.addEventListener('change', () => go(0));
+  typeSel.addEventListener('change', () => go(0));
+  const form = h('form', { id: 'diff-form', class: 'grid-form' }, field('From', fromIn), field('To', toIn), field('Type', typeSel), field('Change', opSel),
     h('div', { class: 'field' }, h('span', { class: 'label-gap', 'aria-hidden': 'true' }, '\u00a0'), h('button', { type: 'submit', class: 'primary' }, 'Compare')),
     h('datalist', { id: 'ref-names' }, ctx.heads.branches.map((b) => h('option', { value: b.name }))));
   form.addEventListener('submit', (e) => {
     e.preventDefault();
-    ctx.navigate(ctx.href('diff', { from: fromIn.value.trim(), to: toIn.value.trim(), op: opSel.value, type }));
+    go(0);
   });
   fill(root, h('h1', null, 'Diff'), section('Compare two refs', form), section('Changes', box));
   try {
-    const res = await ctx.api.diff(from, to, { type, op, limit: CHANGES_LIMIT });
-    fill(box, h('p', { id: 'diff-summary' }, `From ${from} (${shortID(res.from_commit)}) to ${to} (${shortID(res.to_commit)}): ${res.changes.length}${res.changes.length >= CHANGES_LIMIT ? '+' : ''} changes.`),
-      changeList(res.changes, { empty: 'The two refs hold the same entities.' }));
+    const res = await ctx.api.diff(from, to, { type, op, limit: (page + 1) * DIFF_PAGE + 1 });
+    const shown = res.changes.slice(page * DIFF_PAGE, (page + 1) * DIFF_PAGE);
+    const more = res.changes.length > (page + 1) * DIFF_PAGE;
+    const first = page * DIFF_PAGE + 1;
+    const what = [type || null, op ? op + 's' : null].filter(Boolean).join(' ');
+    const nav = h('div', { class: 'toolbar', id: 'diff-pages' },
+      h('span', { class: 'muted', id: 'diff-range' }, shown.length ? `Changes ${first}–${first + shown.length - 1}${more ? '' : ` of ${page * DIFF_PAGE + shown.length}`} · page ${page + 1}` : ''),
+      h('span', { class: 'spacer' }),
+      h('button', { type: 'button', class: 'small', id: 'diff-prev', disabled: page === 0, onclick: () => go(page - 1) }, '‹ Previous'),
+      h('button', { type: 'button', class: 'small', id: 'diff-next', disabled: !more, onclick: () => go(page + 1) }, 'Next ›'));
+    const total = more ? `more than ${(page + 1) * DIFF_PAGE}` : String(page * DIFF_PAGE + shown.length);
+    fill(box, h('p', { id: 'diff-summary' }, `From ${from} (${shortID(res.from_commit)}) to ${to} (${shortID(res.to_commit)}): ${total} changes${what ? ` (${what})` : ''}.`),
+      page > 0 || more ? nav : null,
+      changeList(shown, { empty: type || op ? 'No change of this type and kind.' : 'The two refs hold the same entities.' }));
   } catch (err) {
     fill(box, errorBox(err));
   }

@@ -3,14 +3,16 @@
 // downloadable) and as a node-link graph whose nodes expand to their
 // neighbours; the plan (explain) and the recent queries.
 
-import { h, fill, section, errorBox, ago, shortID } from '../dom.js';
+import { h, fill, section, errorBox, ago, shortID, cellText, valueText } from '../dom.js';
 import { jsonBody } from '../api.js';
 import { tabs } from '../ui.js';
 import { createEditor } from '../editor.js';
-import { resultTable } from '../table.js';
+import { resultTable, defaultCaption, captionOf } from '../table.js';
 import { resultGraph } from '../graphview.js';
 
 const RECENT_MAX = 12;
+
+const plural = (n, w) => `${n} ${w}${n === 1 ? '' : 's'}`;
 const NUMERIC = /^(I32|I64|U32|U64|F32|F64)$/;
 
 // Recent queries are kept in this browser per graph and actor, so two
@@ -108,21 +110,39 @@ export async function render(ctx, root) {
       const input = paramInput(p, values[p.name]);
       input.id = 'param-' + p.name;
       input.dataset.param = p.name;
-      input.addEventListener('input', () => { values[p.name] = input.value; });
-      input.addEventListener('change', () => { values[p.name] = input.value; });
+      // A required Bool's select shows a value before any choice.
+      if (p.type === 'Bool' && values[p.name] === undefined) values[p.name] = input.value;
+      input.addEventListener('input', () => { values[p.name] = input.value; drawRunControls(); });
+      input.addEventListener('change', () => { values[p.name] = input.value; drawRunControls(); });
       return h('div', { class: 'field' }, h('label', { for: input.id }, h('code', null, '$' + p.name), ': ' + p.type + (p.nullable ? '?' : '')), input);
     })));
+  }
+
+  // blocked is why the selected query cannot run yet (its type errors, or
+  // a required parameter left empty), or '' when it can.
+  function blocked() {
+    const q = current();
+    if (!q) return check && check.errors.length ? plural(check.errors.length, 'type error') + ': fix them to run' : 'No query to run.';
+    const own = check.errors.filter((e) => e.query === q.name || (e.queries && e.queries.includes(q.name)) || (!e.query && !e.queries));
+    if (!q.ok || own.length) return `${q.name} has ${plural(Math.max(own.length, 1), 'type error')}: fix ${own.length === 1 ? 'it' : 'them'} to run (see the list below the editor).`;
+    const missing = q.params.filter((p) => !p.nullable && (values[p.name] || '').trim() === '');
+    if (missing.length) return `Give ${missing.map((p) => '$' + p.name).join(', ')} a value to run (required: ${missing.length === 1 ? 'it is' : 'they are'} not optional).`;
+    return '';
   }
 
   function drawRunControls() {
     const q = current();
     runBtn.hidden = false;
     runNote.textContent = '';
-    if (!q) {
-      runBtn.disabled = true;
-      return;
+    runNote.className = 'muted';
+    const why = check ? blocked() : '';
+    runBtn.disabled = why !== '';
+    runBtn.title = why;
+    if (why) {
+      runNote.textContent = why;
+      runNote.className = 'run-blocked';
     }
-    runBtn.disabled = false;
+    if (!q) return;
     if (q.kind === 'mutation') {
       if (!ctx.ref.isBranch) {
         runBtn.hidden = true;
@@ -156,7 +176,6 @@ export async function render(ctx, root) {
     // The verdict and findings are omnigraph lint's for the same source:
     // errors fail, warnings (L201, L202) do not.
     const warnings = res.warnings || [];
-    const plural = (n, w) => `${n} ${w}${n === 1 ? '' : 's'}`;
     const warned = warnings.length ? h('span', { class: 'warn' }, ' · ' + plural(warnings.length, 'warning')) : null;
     if (res.ok) {
       fill(checkStatus, h('span', { class: 'good' }, '✓ No type errors'), warned);
@@ -192,6 +211,13 @@ export async function render(ctx, root) {
     }
     const q = current();
     if (!q) return;
+    const why = blocked();
+    if (why) {
+      // Ctrl+Enter reaches here with Run disabled: say why, send nothing.
+      drawRunControls();
+      fill(results, errorBox(why));
+      return;
+    }
     let raw = {};
     try {
       for (const p of q.params) {
@@ -259,8 +285,21 @@ export async function render(ctx, root) {
   }
   explainBtn.addEventListener('click', explain);
 
+  // captions is the property each node type is captioned by in this
+  // page's tables and graphs (the graph view's pickers change it).
+  const captions = {};
+  const captionFor = (type) => {
+    if (!captions[type]) captions[type] = defaultCaption(cat.nodes.find((n) => n.name === type));
+    return captions[type];
+  };
+  const typeIndex = (t) => cat.nodes.findIndex((n) => n.name === t);
+
   function showResults(q, out) {
-    const tablePanel = h('div', null, resultTable(out.columns, out.rows, { name: q.name, raw: out, caption: `${out.row_count} rows of ${q.name}, read at commit ${shortID(out.graph_commit_id)}` }));
+    const nodes = {};
+    for (const c of q.columns || []) {
+      if (c.node_type) nodes[c.name] = { type: c.node_type, caption: captionFor(c.node_type), lane: typeIndex(c.node_type) };
+    }
+    const tablePanel = h('div', null, resultTable(out.columns, out.rows, { name: q.name, raw: out, nodes, caption: `${out.row_count} rows of ${q.name}, read at commit ${shortID(out.graph_commit_id)}` }));
     const graphPanel = h('div', { class: 'graph-panel' });
     const planPanel = h('div', null, h('pre', { class: 'plan', id: 'plan' }, q.plan || '(no plan: the query has errors)'));
     const jsonPanel = h('div', null, h('pre', { class: 'json' }, JSON.stringify(out, null, 2)));
@@ -282,11 +321,26 @@ export async function render(ctx, root) {
 
   async function drawGraph(panel, q, out) {
     const nodeCols = (q.columns || []).filter((c) => c.node_type);
-    const typeIndex = (t) => cat.nodes.findIndex((n) => n.name === t);
     const status = h('p', { class: 'muted', 'aria-live': 'polite' });
-    const canvas = h('div', { class: 'graph-canvas', role: 'img', 'aria-label': 'Result nodes and the links between them; click a node to add its neighbours' });
-    const legend = h('div', { class: 'lanes', 'aria-label': 'Node types by colour' }, cat.nodes.map((n, i) => h('span', { class: 'lane-key', 'data-lane': String(i % 8) }, n.name)));
-    fill(panel, status, legend, canvas);
+    const canvas = h('div', { class: 'graph-canvas', role: 'img', 'aria-label': 'Result nodes and the links between them; click a node to see its properties' });
+    const nodePanel = h('aside', { class: 'node-panel', id: 'node-panel', 'aria-label': 'The selected node', 'aria-live': 'polite' },
+      h('p', { class: 'muted' }, 'Click a node to see its properties.'));
+    // One caption picker per node type: the property its nodes show.
+    const captionBox = h('div', { class: 'captions', id: 'captions' });
+    const drawCaptions = () => {
+      const shown = Array.from(new Set(g ? g.cy.nodes().map((n) => n.data('type')) : nodeCols.map((c) => c.node_type)));
+      fill(captionBox, h('span', { class: 'muted' }, 'Caption:'), shown.map((t) => {
+        const nt = cat.nodes.find((n) => n.name === t);
+        const sel = h('select', { 'data-type': t, 'aria-label': `Caption of ${t} nodes` },
+          ['id'].concat(nt ? nt.properties.filter((p) => !p.type.startsWith('Vector') && p.type !== 'Blob').map((p) => p.name) : []).map((p) => h('option', { value: p, selected: p === captionFor(t) }, p)));
+        sel.addEventListener('change', () => {
+          captions[t] = sel.value;
+          g.cy.nodes().filter((n) => n.data('type') === t).forEach((n) => n.data('label', captionOf(n.data('props'), sel.value)));
+        });
+        return h('label', { class: 'inline' }, h('span', { class: 'lane-key', 'data-lane': String(typeIndex(t) % 8) }, t), sel);
+      }));
+    };
+    fill(panel, status, captionBox, h('div', { class: 'graph-with-panel' }, canvas, nodePanel));
     if (nodeCols.length === 0) {
       fill(panel, h('p', { class: 'muted' }, 'This query returns no whole nodes: return a node variable (return { $p }) to see its rows as a graph.'));
       return;
@@ -297,7 +351,7 @@ export async function render(ctx, root) {
     for (const row of out.rows) {
       for (const c of nodeCols) {
         const v = row[c.name];
-        if (v && v.id !== undefined) nodes.push({ key: key(c.node_type, v.id), id: v.id, type: c.node_type, label: String(v.id), typeIndex: typeIndex(c.node_type) });
+        if (v && v.id !== undefined) nodes.push({ key: key(c.node_type, v.id), id: v.id, type: c.node_type, props: v, label: captionOf(v, captionFor(c.node_type)), typeIndex: typeIndex(c.node_type) });
       }
       for (const l of q.links || []) {
         const a = row[l.from];
@@ -331,19 +385,37 @@ export async function render(ctx, root) {
           const bt = j.out ? j.e.to : j.e.from;
           for (const row of a.rows) {
             const b = row.b;
-            more.push({ key: key(bt, b.id), id: b.id, type: bt, label: String(b.id), typeIndex: typeIndex(bt) });
+            more.push({ key: key(bt, b.id), id: b.id, type: bt, props: b, label: captionOf(b, captionFor(bt)), typeIndex: typeIndex(bt) });
             moreLinks.push(j.out ? { from: n.id, to: key(bt, b.id), label: j.e.name } : { from: key(bt, b.id), to: n.id, label: j.e.name });
           }
         });
         const added = g.add(more, moreLinks);
+        drawCaptions();
         status.textContent = `${n.type} ${n.nodeId}: ${added} new neighbour${added === 1 ? '' : 's'} (${g.count()} nodes shown).`;
       } catch (e) {
         status.textContent = 'Expanding failed: ' + e.message;
       }
     };
-    g = await resultGraph(canvas, expand);
+    // show fills the property panel with the tapped node (as Neo4j
+    // Browser's): its type, id and every property, and the way to its
+    // neighbours.
+    const show = (n) => {
+      const props = Object.entries(n.props || {}).filter(([k]) => k !== 'id');
+      const nt = cat.nodes.find((x) => x.name === n.type);
+      const typeOf = (k) => { const p = nt && nt.properties.find((x) => x.name === k); return p ? p.type + (p.nullable ? '?' : '') : ''; };
+      fill(nodePanel,
+        h('h3', null, h('span', { class: 'lane-key', 'data-lane': String(typeIndex(n.type) % 8) }, n.type), ' ', captionOf(n.props, captionFor(n.type))),
+        h('dl', { class: 'kv', id: 'node-props' },
+          h('dt', null, 'id'), h('dd', { class: 'mono', 'data-prop': 'id' }, String(n.nodeId)),
+          props.map(([k, v]) => [h('dt', { title: typeOf(k) }, k), h('dd', { 'data-prop': k, class: v === null ? 'muted' : null, title: valueText(v) }, cellText(v))])),
+        h('div', { class: 'toolbar' },
+          h('button', { type: 'button', class: 'small', id: 'node-expand', onclick: () => expand(n) }, 'Expand neighbours'),
+          h('button', { type: 'button', class: 'small', onclick: () => g.cy.center(g.cy.$id(n.id)) }, 'Center')));
+    };
+    g = await resultGraph(canvas, show);
     g.add(nodes, links);
-    status.textContent = `${g.count()} nodes. Click a node to add its neighbours.`;
+    drawCaptions();
+    status.textContent = `${g.count()} nodes. Click a node to see its properties; expand it from there.`;
   }
 
   function drawRecent() {

@@ -4,7 +4,7 @@
 
 import { h, fill, field, errorBox, shortID } from '../dom.js';
 import { jsonBody } from '../api.js';
-import { resultTable } from '../table.js';
+import { resultTable, defaultCaption } from '../table.js';
 
 const MODES = [
   { id: 'search', label: 'search (holds a term)', text: true },
@@ -57,6 +57,8 @@ export function build(f) {
 
 export async function render(ctx, root) {
   const cat = await ctx.catalog();
+  // The result's n column is a whole node of the searched type.
+  const searchNodes = (type) => ({ n: { type, caption: defaultCaption(cat.nodes.find((x) => x.name === type)), lane: cat.nodes.findIndex((x) => x.name === type) } });
   const types = cat.nodes.filter((n) => n.properties.some((p) => p.type === 'String' || p.type.startsWith('Vector')));
   const modeSel = h('select', { id: 'search-mode' }, MODES.map((m) => h('option', { value: m.id }, m.label)));
   const typeSel = h('select', { id: 'search-type' }, types.map((n) => h('option', { value: n.name }, n.name)));
@@ -126,7 +128,7 @@ export async function render(ctx, root) {
     try {
       const res = await ctx.api.query(jsonBody(Object.assign({ query: src }, ctx.ref.query()), raw));
       fill(out, h('section', { class: 'panel', 'aria-labelledby': 'sr-title' }, h('h2', { id: 'sr-title' }, 'Results'),
-        resultTable(res.columns, res.rows, { name: f.mode, raw: res, caption: `${res.row_count} ${f.type} rows by ${f.mode}, read at commit ${shortID(res.graph_commit_id)}` })));
+        resultTable(res.columns, res.rows, { name: f.mode, raw: res, nodes: searchNodes(f.type), caption: `${res.row_count} ${f.type} rows by ${f.mode}, read at commit ${shortID(res.graph_commit_id)}` })));
     } catch (err) {
       fill(out, errorBox(err));
     }
