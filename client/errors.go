@@ -63,7 +63,27 @@ var (
 	ErrRecoveryRequired = errors.New("recovery required")     // 503 with recovery_required
 	ErrOutcomeUnknown   = errors.New("outcome unknown")       // a write that may have landed: see OutcomeUnknown
 	ErrInternal         = errors.New("internal")              // 500
+	// ErrUnreachable: no answer came from the server (refused connection,
+	// unknown host, reset, timeout) and nothing was done: a read after its
+	// retries, or a write that was never sent. Safe to send again later. A
+	// write that was sent and then lost its answer is ErrOutcomeUnknown
+	// instead, never this.
+	ErrUnreachable = errors.New("server unreachable")
 )
+
+// unreachableError is a request no answer came for, with nothing done. It
+// matches ErrUnreachable and unwraps to the transport failure.
+type unreachableError struct {
+	op  string
+	msg string
+	err error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("omnigraph %s: %s: %v", e.op, e.msg, e.err)
+}
+
+func (e *unreachableError) Unwrap() []error { return []error{ErrUnreachable, e.err} }
 
 // Is matches the kinds above.
 func (e *Error) Is(target error) bool {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	_ "github.com/omnigraph-go/omnigraph/backend/all" // every storage scheme
+	"github.com/omnigraph-go/omnigraph/client"
 )
 
 // Exit codes shared by every command.
@@ -183,6 +184,9 @@ func exitCodeOf(err error) int {
 		return ce.code
 	case errors.As(err, &ue), isCobraUsage(err):
 		return exitUsage
+	case errors.Is(err, client.ErrUnreachable):
+		// Also where a command reached the client without remoteErr.
+		return exitUnreachable
 	}
 	return exitError
 }
