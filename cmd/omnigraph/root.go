@@ -20,7 +20,27 @@ const (
 	exitError    = 1
 	exitUsage    = 2
 	exitConflict = 4 // a compare-and-swap the user asked for (--if-commit) lost
+	// exitConfiguration: the store definitely refused its configuration (a
+	// bad bucket name, a missing bucket or container, refused or missing
+	// credentials). Running the command again will not help; fixing the
+	// URL or the credentials will. For serve it is not exit 2, the code an
+	// orchestrator restarts on, so a typo does not become a crash loop.
+	exitConfiguration = 8
 )
+
+// configurationHint ends the message of an exitConfiguration failure: what
+// to fix, since a retry will not.
+const configurationHint = "the store refused the configuration, which a retry will not change: check the store URL (its bucket or container name and parameters), that the bucket or container exists, and the credentials for its scheme (see docs/storage.md), then run the command again"
+
+// isConfiguration reports whether err is a definite configuration refusal
+// of the store (exitConfiguration).
+func isConfiguration(err error) bool {
+	if backend.KindOf(err) == backend.KindConfiguration {
+		return true
+	}
+	var ce checkError
+	return errors.As(err, &ce) && ce.code == "storage_credentials"
+}
 
 // app carries the streams of one CLI invocation, so tests can run the CLI
 // in-process.
@@ -167,6 +187,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	code := exitCodeOf(err)
+	var said checkError // storage check's and init's own words say what to set
+	if code == exitConfiguration && !errors.As(err, &said) && !strings.Contains(err.Error(), configurationHint) {
+		err = fmt.Errorf("%w; %s", err, configurationHint)
+	}
 	if wantsJSON(cmd, args) {
 		writeJSONError(stderr, err, code)
 	} else {
@@ -187,6 +211,8 @@ func exitCodeOf(err error) int {
 	case errors.Is(err, client.ErrUnreachable):
 		// Also where a command reached the client without remoteErr.
 		return exitUnreachable
+	case isConfiguration(err):
+		return exitConfiguration
 	}
 	return exitError
 }
