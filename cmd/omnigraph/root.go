@@ -104,6 +104,7 @@ func newRootCmd(a *app) *cobra.Command {
 	}
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
+	storePositional(root)
 	usageEverywhere(root)
 	return root
 }
@@ -222,4 +223,60 @@ func exitCodeOf(err error) int {
 func isCobraUsage(err error) bool {
 	m := err.Error()
 	return strings.HasPrefix(m, "unknown command") || strings.Contains(m, "required flag(s)")
+}
+
+// storePositional lets every command that takes --store and a fixed number
+// of arguments take the store as one more, last argument, as init and load
+// do (`omnigraph snapshot ./g`, `omnigraph branch create NAME ./g`). A
+// command whose argument count varies (query and mutate take a stored
+// query's NAME) keeps --store only, or reads the positional itself.
+func storePositional(root *cobra.Command) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if c.Flags().Lookup("store") == nil || c.Args == nil || c.RunE == nil {
+			return
+		}
+		n, fixed := fixedArity(c)
+		if !fixed {
+			return
+		}
+		check, runE := c.Args, c.RunE
+		c.Args = func(c *cobra.Command, args []string) error {
+			if len(args) != n+1 {
+				return check(c, args)
+			}
+			if c.Flags().Changed("store") {
+				return usagef("give the graph location once: either URL or --store URL")
+			}
+			if f := c.Flags().Lookup("server"); f != nil && f.Changed {
+				return usagef("%q would be the store, but --server goes through a server: give one of them", args[n])
+			}
+			return nil
+		}
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) == n+1 {
+				if err := c.Flags().Set("store", args[n]); err != nil {
+					return err
+				}
+				args = args[:n]
+			}
+			return runE(c, args)
+		}
+	}
+	walk(root)
+}
+
+// fixedArity is the one argument count c's validator accepts, if it
+// accepts exactly one of 0..6.
+func fixedArity(c *cobra.Command) (int, bool) {
+	n, count := 0, 0
+	for k := 0; k <= 6; k++ {
+		if c.Args(c, make([]string, k)) == nil {
+			n, count = k, count+1
+		}
+	}
+	return n, count == 1
 }
