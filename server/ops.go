@@ -145,6 +145,7 @@ func (r *request) opLoad(body io.Reader, branch, from, modeS string) (api.LoadOu
 		return api.LoadOutput{}, err
 	}
 	out.Nodes, out.Edges, out.Types, out.TotalEntities = res.Nodes, res.Edges, res.Types, res.Nodes+res.Edges
+	out.Inserted, out.Updated, out.Unchanged = res.Inserted, res.Updated, res.Unchanged
 	out.Commit, out.Warnings = commitOutput(res.Commit), res.Warnings
 	if res.Commit != nil {
 		r.wrote(branch)

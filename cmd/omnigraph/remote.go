@@ -201,7 +201,8 @@ func mutateResult(o *api.ChangeOutput) *mutate.Result {
 }
 
 func loadResult(o *api.LoadOutput) *load.Result {
-	return &load.Result{Nodes: o.Nodes, Edges: o.Edges, Types: o.Types, Commit: commitInfo(o.Commit), Warnings: o.Warnings}
+	return &load.Result{Nodes: o.Nodes, Edges: o.Edges, Types: o.Types, Inserted: o.Inserted, Updated: o.Updated, Unchanged: o.Unchanged,
+		Commit: commitInfo(o.Commit), Warnings: o.Warnings}
 }
 
 func mergeResult(o *api.MergeOutput) *merge.Result {
