@@ -305,7 +305,7 @@ func readError(op string, resp *http.Response) *Error {
 		}
 		e.Details = api.ErrorOutput{Error: msg}
 	}
-	e.Code, e.Message = e.Details.Code, e.Details.Error
+	e.Code, e.Message, e.Reason = e.Details.Code, e.Details.Error, e.Details.Reason
 	return e
 }
 

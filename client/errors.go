@@ -19,7 +19,12 @@ type Error struct {
 	// Status is the HTTP status; 0 when no answer arrived.
 	Status int
 	// Code is the envelope's code (empty for 412, 503 and a lost answer).
-	Code    api.ErrorCode
+	Code api.ErrorCode
+	// Reason is the engine's name for the refusal (the envelope's reason:
+	// branch_not_found, blob_range, invalid_commit_id...), finer than Code
+	// (bad_request, not_found); empty when the server gave none. It is
+	// what the CLI prints as its JSON error code.
+	Reason  string
 	Message string
 	Details api.ErrorOutput
 	// RetryAfter is the wait the server asked for (429, 503), if any.
