@@ -86,7 +86,7 @@ func init() {
 						return err
 					}
 					defer done(&err)
-					opts := load.Options{Branch: branch, Mode: m, Replace: replace}
+					opts := load.Options{Branch: branch, Mode: m, Replace: replace, CountEffects: true}
 					bar = newProgress(a.stderr, cr, quiet)
 					opts.Progress = bar.update
 					res, err = load.Run(ctx, g, cr, opts)
