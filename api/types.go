@@ -122,9 +122,15 @@ type (
 		Edges         int            `json:"edges"`
 		Types         map[string]int `json:"types"`
 		TotalEntities int            `json:"total_entities"`
-		ActorID       string         `json:"actor_id,omitempty"`
-		Commit        *CommitOutput  `json:"commit"`
-		Warnings      []string       `json:"warnings,omitempty"`
+		// Inserted, Updated and Unchanged split the rows by their effect
+		// (append: all inserted; merge: from the commit's diff; overwrite:
+		// zero).
+		Inserted  int           `json:"inserted"`
+		Updated   int           `json:"updated"`
+		Unchanged int           `json:"unchanged"`
+		ActorID   string        `json:"actor_id,omitempty"`
+		Commit    *CommitOutput `json:"commit"`
+		Warnings  []string      `json:"warnings,omitempty"`
 	}
 	// Record is one line of a graph batch (the input of load, the output
 	// of export): a node {"type":T,"data":{...}} or an edge

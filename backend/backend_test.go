@@ -295,6 +295,8 @@ func TestRedact(t *testing.T) {
 		// ends in "st") is not redacted; the real one beside it is.
 		{name: "harmless parameter ending in a secret name", in: "s3://b/p?key_child_coexist=true&token=s3cr3tvalue", secret: "s3cr3tvalue", keep: "key_child_coexist=true"},
 		{name: "secret at the start", in: "sig=AbCdEf0123 rest", secret: "AbCdEf0123", keep: "rest"},
+		{name: "bare bearer secret", in: "sent Bearer og_3f9a1c2e7b5d4a60 to the server", secret: "og_3f9a1c2e7b5d4a60", keep: "to the server"},
+		{name: "long letters-only bearer secret", in: "Bearer abcdefghijklmnopqrstuvwxyz", secret: "abcdefghijklmnopqrstuvwxyz", keep: "Bearer"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -306,6 +308,13 @@ func TestRedact(t *testing.T) {
 				t.Fatalf("Redact(%q) = %q lost the harmless part %q", c.in, got, c.keep)
 			}
 		})
+	}
+	// Words are not secrets: the server's 401 messages keep their last
+	// word (they were "missing bearer REDACTED").
+	for _, msg := range []string{"missing bearer token", "invalid bearer token", "unauthorized: missing or invalid bearer token.", "the Bearer scheme"} {
+		if got := backend.Redact(msg); got != msg {
+			t.Errorf("Redact(%q) = %q, want it unchanged (no secret in it)", msg, got)
+		}
 	}
 	// Errors pass their cause through Redact.
 	err := backend.NewError("put", "k", backend.KindConfiguration, errors.New("403 for https://x/y?sig=TOPSECRET"))

@@ -240,11 +240,11 @@ func (cl *Client) send(ctx context.Context, c call) (*http.Response, error) {
 			}
 			return nil, fmt.Errorf("omnigraph %s: %w", c.op, ctx.Err())
 		case err != nil && rt.Idempotent:
-			retryErr, wait = fmt.Errorf("omnigraph %s: %w", c.op, err), backoff(attempt)
+			retryErr, wait = &unreachableError{op: c.op, msg: "no answer from the server (nothing was done)", err: err}, backoff(attempt)
 		case err != nil && rt.Writes() && wrote:
 			return nil, cl.unknown(c, err)
 		case err != nil:
-			return nil, fmt.Errorf("omnigraph %s: the request was not sent (nothing was done): %w", c.op, err)
+			return nil, &unreachableError{op: c.op, msg: "the request was not sent (nothing was done)", err: err}
 		case resp.StatusCode >= 200 && resp.StatusCode < 300, slices.Contains(c.answers, resp.StatusCode):
 			return resp, nil
 		default:
@@ -305,7 +305,7 @@ func readError(op string, resp *http.Response) *Error {
 		}
 		e.Details = api.ErrorOutput{Error: msg}
 	}
-	e.Code, e.Message = e.Details.Code, e.Details.Error
+	e.Code, e.Message, e.Reason = e.Details.Code, e.Details.Error, e.Details.Reason
 	return e
 }
 

@@ -19,7 +19,12 @@ type Error struct {
 	// Status is the HTTP status; 0 when no answer arrived.
 	Status int
 	// Code is the envelope's code (empty for 412, 503 and a lost answer).
-	Code    api.ErrorCode
+	Code api.ErrorCode
+	// Reason is the engine's name for the refusal (the envelope's reason:
+	// branch_not_found, blob_range, invalid_commit_id...), finer than Code
+	// (bad_request, not_found); empty when the server gave none. It is
+	// what the CLI prints as its JSON error code.
+	Reason  string
 	Message string
 	Details api.ErrorOutput
 	// RetryAfter is the wait the server asked for (429, 503), if any.
@@ -63,7 +68,27 @@ var (
 	ErrRecoveryRequired = errors.New("recovery required")     // 503 with recovery_required
 	ErrOutcomeUnknown   = errors.New("outcome unknown")       // a write that may have landed: see OutcomeUnknown
 	ErrInternal         = errors.New("internal")              // 500
+	// ErrUnreachable: no answer came from the server (refused connection,
+	// unknown host, reset, timeout) and nothing was done: a read after its
+	// retries, or a write that was never sent. Safe to send again later. A
+	// write that was sent and then lost its answer is ErrOutcomeUnknown
+	// instead, never this.
+	ErrUnreachable = errors.New("server unreachable")
 )
+
+// unreachableError is a request no answer came for, with nothing done. It
+// matches ErrUnreachable and unwraps to the transport failure.
+type unreachableError struct {
+	op  string
+	msg string
+	err error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("omnigraph %s: %s: %v", e.op, e.msg, e.err)
+}
+
+func (e *unreachableError) Unwrap() []error { return []error{ErrUnreachable, e.err} }
 
 // Is matches the kinds above.
 func (e *Error) Is(target error) bool {

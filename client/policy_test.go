@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -173,5 +174,36 @@ func TestExportCut(t *testing.T) {
 		if buf.String() != body || n != int64(len(body)) || errors.Is(err, ErrExportCut) != tc.cut || (!tc.cut && err != nil) {
 			t.Fatalf("WriteTo, trailer %q: %d bytes %q, %v", tc.trailer, n, buf.String(), err)
 		}
+	}
+}
+
+// TestUnreachable: with nothing listening, a read (after its retries) and a
+// write (never sent) both match ErrUnreachable, keep the transport failure
+// for errors.As, and are not outcome unknown: nothing was done.
+func TestUnreachable(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	addr := srv.URL
+	srv.Close() // the port is now closed: every dial is refused
+	c, err := New(addr, WithRetries(3, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waits []time.Duration
+	c.sleep = func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return ctx.Err()
+	}
+	g := c.Graph("g")
+	_, rerr := g.Query(ctx, api.QueryRequest{Query: "query q() { match { $p: P } return { $p } }"})
+	_, werr := g.Mutate(ctx, api.MutateRequest{Query: "mutation m() { insert P { name: \"x\" } }"})
+	for name, err := range map[string]error{"read": rerr, "write": werr} {
+		var op *net.OpError
+		if !errors.Is(err, ErrUnreachable) || errors.Is(err, ErrOutcomeUnknown) || !errors.As(err, &op) {
+			t.Errorf("%s with nothing listening: %v; want ErrUnreachable wrapping the dial error", name, err)
+		}
+	}
+	if len(waits) != 2 {
+		t.Errorf("the read waited %v before giving up, want 2 waits (3 attempts)", waits)
 	}
 }

@@ -148,7 +148,10 @@ func (r *request) opPollChanges(in api.PollRequest) (*api.ChangeFeedOutput, erro
 func apiChanges(cs []diff.Change) []api.Change {
 	out := make([]api.Change, len(cs))
 	for i, ch := range cs {
-		out[i] = api.Change{EntityKind: ch.EntityKind, TypeName: ch.TypeName, ID: ch.ID, Op: string(ch.Op), Before: ch.Before, After: ch.After, From: ch.From, To: ch.To}
+		// Values as a query prints them (a Date "2026-03-01", not its day
+		// number): the one encoding of every output.
+		before, after := ch.Rendered()
+		out[i] = api.Change{EntityKind: ch.EntityKind, TypeName: ch.TypeName, ID: ch.ID, Op: string(ch.Op), Before: before, After: after, From: ch.From, To: ch.To}
 	}
 	return out
 }

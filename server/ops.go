@@ -132,7 +132,7 @@ func (r *request) opLoad(body io.Reader, branch, from, modeS string) (api.LoadOu
 			return api.LoadOutput{}, err
 		}
 	}
-	res, err := load.Run(r.Context(), r.g, body, load.Options{Branch: branch, Mode: mode, Actor: r.actorID()})
+	res, err := load.Run(r.Context(), r.g, body, load.Options{Branch: branch, Mode: mode, Actor: r.actorID(), CountEffects: true})
 	if err != nil {
 		if out.BranchCreated && MapError(err, r.graphID).Status < 500 {
 			// A refused batch (4xx: nothing written) leaves no branch
@@ -145,6 +145,7 @@ func (r *request) opLoad(body io.Reader, branch, from, modeS string) (api.LoadOu
 		return api.LoadOutput{}, err
 	}
 	out.Nodes, out.Edges, out.Types, out.TotalEntities = res.Nodes, res.Edges, res.Types, res.Nodes+res.Edges
+	out.Inserted, out.Updated, out.Unchanged = res.Inserted, res.Updated, res.Unchanged
 	out.Commit, out.Warnings = commitOutput(res.Commit), res.Warnings
 	if res.Commit != nil {
 		r.wrote(branch)

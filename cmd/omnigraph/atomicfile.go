@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // atomicFile is a file the CLI writes beside its target and renames into
@@ -104,14 +107,32 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	return nil
 }
 
-// writeOutput runs write on standard output (out "" or "-") or on a file
-// written beside out and renamed over it once complete, so a failed write
-// leaves an existing file as it was.
+// writeOutput runs write on standard output (out "" or "-") or on the file
+// out names. What "the file" is depends on what out is, as a shell's
+// redirection would treat it:
+//
+//   - a FIFO, a character device, a socket, or a descriptor of this process
+//     (/dev/fd/N, /dev/stdout, /proc/self/fd/N, anything a symlink leads
+//     there from): opened and written directly. Renaming over one would
+//     replace the pipe or the device with a regular file its reader never
+//     sees (and, run as root, replace /dev/stdout itself).
+//   - a symlink to a file (or to a name not yet created): the link is
+//     resolved and its target replaced; the link stays a link.
+//   - a regular file, or nothing yet: written beside it and renamed over it
+//     once complete, so a failed write leaves an existing file as it was.
+//     An existing file keeps its permission bits; a new one is 0600.
 func writeOutput(out string, stdout io.Writer, write func(io.Writer) error) error {
 	if out == "" || out == "-" {
 		return write(stdout)
 	}
-	tmp, err := createAtomic(out, 0o600)
+	dst, err := resolveOutput(out)
+	if err != nil {
+		return fmt.Errorf("the output file %s: %w", out, err)
+	}
+	if dst.direct {
+		return writeDirect(out, dst.regular, write)
+	}
+	tmp, err := createAtomic(dst.path, dst.perm)
 	if err != nil {
 		return fmt.Errorf("create the output file: %w", err)
 	}
@@ -121,6 +142,106 @@ func writeOutput(out string, stdout io.Writer, write func(io.Writer) error) erro
 	}
 	if err := tmp.Commit(); err != nil {
 		return fmt.Errorf("write the output file: %w", err)
+	}
+	return nil
+}
+
+// outputTarget is what writeOutput does with an --out path.
+type outputTarget struct {
+	// direct: open the path given and write to it (no temporary file).
+	direct bool
+	// regular: the direct target is a regular file (a descriptor redirected
+	// to one), so it is opened to append as the shell's descriptor would.
+	regular bool
+	// path is the file renamed into place (symlinks resolved), perm its mode.
+	path string
+	perm os.FileMode
+}
+
+// maxLinkHops bounds symlink resolution, as the kernel's ELOOP does.
+const maxLinkHops = 40
+
+// resolveOutput follows out through its symlinks one hop at a time (so a
+// hop into a process's descriptor table is seen, and a dangling link
+// resolves to the name it would create) and says how to write it.
+func resolveOutput(out string) (outputTarget, error) {
+	path := filepath.Clean(out)
+	for hop := 0; ; hop++ {
+		if isDescriptorPath(path) {
+			fi, err := os.Stat(out)
+			if err != nil {
+				return outputTarget{}, err
+			}
+			return outputTarget{direct: true, regular: fi.Mode().IsRegular()}, nil
+		}
+		fi, err := os.Lstat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return outputTarget{path: path, perm: 0o600}, nil
+		case err != nil:
+			return outputTarget{}, err
+		}
+		mode := fi.Mode()
+		switch {
+		case mode&fs.ModeSymlink != 0:
+			if hop >= maxLinkHops {
+				return outputTarget{}, fmt.Errorf("too many levels of symbolic links")
+			}
+			link, err := os.Readlink(path)
+			if err != nil {
+				return outputTarget{}, err
+			}
+			if !filepath.IsAbs(link) {
+				link = filepath.Join(filepath.Dir(path), link)
+			}
+			path = filepath.Clean(link)
+		case mode.IsDir():
+			return outputTarget{}, fmt.Errorf("is a directory: name a file, or - for standard output")
+		case mode.IsRegular():
+			return outputTarget{path: path, perm: mode.Perm()}, nil
+		default: // FIFO, device, socket
+			return outputTarget{direct: true}, nil
+		}
+	}
+}
+
+// isDescriptorPath reports whether path names an open descriptor of a
+// process (/dev/fd/N, /dev/stdout, /proc/PID/fd/N): what it leads to is
+// whatever the descriptor is, and only opening it reaches that.
+func isDescriptorPath(path string) bool {
+	switch path {
+	case "/dev/stdout", "/dev/stderr", "/dev/stdin":
+		return true
+	}
+	if strings.HasPrefix(path, "/dev/fd/") {
+		return true
+	}
+	// /proc/self/fd/N, /proc/thread-self/fd/N, /proc/1234/fd/N
+	if rest, ok := strings.CutPrefix(path, "/proc/"); ok {
+		if _, fd, ok := strings.Cut(rest, "/"); ok && strings.HasPrefix(fd, "fd/") {
+			return true
+		}
+	}
+	return false
+}
+
+// writeDirect opens out as it is (a pipe, a device, a descriptor) and runs
+// write on it. A failed write cannot be undone there; the error says so.
+func writeDirect(out string, regular bool, write func(io.Writer) error) error {
+	flag := os.O_WRONLY
+	if regular {
+		flag |= os.O_APPEND
+	}
+	f, err := os.OpenFile(out, flag, 0)
+	if err != nil {
+		return fmt.Errorf("open the output %s: %w", out, err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write the output %s: %w", out, err)
 	}
 	return nil
 }

@@ -285,8 +285,8 @@ func changesBaselineCmd(a *app) *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
-			if out == "" {
-				return usagef("--out FILE is required: where the entities go")
+			if out == "" || out == "-" {
+				return usagef("--out FILE is required: where the entities go (standard output carries the cursor)")
 			}
 			if err := t.storeArg(args); err != nil {
 				return err
@@ -400,41 +400,18 @@ func baselineRemote(ctx context.Context, sg *client.Graph, req api.BaselineReque
 	return baselineResult{Baseline: *b.End(), Branch: branch, Out: out, Entities: n}, nil
 }
 
-// writeWhole writes path through fill as one whole file: into a temporary
-// file beside it, synced, renamed over path and the directory synced, so
-// path is the old file or the whole new one, never a part. On a failure
-// the temporary file is removed and path is untouched.
-func writeWhole(path string, fill func(io.Writer) error) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("create the output file: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+// writeWhole writes path through fill with writeOutput (a regular file
+// is the old one or the whole new one, never a part; a FIFO or descriptor
+// is written directly), buffered, since fill writes line by line.
+func writeWhole(path string, fill func(io.Writer) error) error {
+	return writeOutput(path, nil, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if err := fill(bw); err != nil {
+			return err
 		}
-	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := fill(bw); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write the output file: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync the output file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close the output file: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("move the output file into place: %w", err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync() // make the rename durable where the platform can
-		d.Close()
-	}
-	return nil
+		if err := bw.Flush(); err != nil {
+			return fmt.Errorf("write the output file: %w", err)
+		}
+		return nil
+	})
 }

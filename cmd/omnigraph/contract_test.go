@@ -64,8 +64,9 @@ func TestEveryBadInvocationExitsUsage(t *testing.T) {
 		{"commit", "list", "--limit", "x", "--store", "mem://u"},                // bad flag value
 		{"commit", "list", "--limit"},                                           // flag without its value
 		{"commit", "show"},                                                      // missing argument
-		{"branch", "create", "a", "b"},                                          // extra argument
-		{"schema", "show", "extra"},
+		{"branch", "create", "a", "b", "c"},                                     // extra argument (b is the store)
+		{"schema", "show", "extra", "more"},
+		{"schema", "show", "./g", "--store", "./g"}, // the store twice
 		{"storage", "check"},
 		{"query", "-e", "query q() { match { $p: Person } return { $p } }", "--format", "xml", "--store", "mem://u"},
 		{"query", "--store", "mem://u"}, // no query

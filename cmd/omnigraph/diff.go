@@ -153,6 +153,25 @@ func diffCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			sg, err := t.serverGraph(c)
+			if err != nil {
+				return err
+			}
+			if sg != nil {
+				out, err := sg.Diff(c.Context(), api.DiffRequest{From: args[0], To: args[1], Type: f.Type, Op: string(f.Op), Limit: f.Limit})
+				if err != nil {
+					return t.remoteErr(err)
+				}
+				cs := out.Changes
+				if cs == nil {
+					cs = []api.Change{}
+				}
+				if t.json {
+					return writeJSON(a.stdout, map[string]any{"from": args[0], "to": args[1], "changes": cs})
+				}
+				printChanges(a, cs)
+				return nil
+			}
 			g, done, err := t.openGraph(c.Context(), false)
 			if err != nil {
 				return err
@@ -183,6 +202,7 @@ func diffCmd(a *app) *cobra.Command {
 	}
 	cf.add(c)
 	t.addStore(c)
+	t.addServer(c)
 	t.addJSON(c)
 	return c
 }

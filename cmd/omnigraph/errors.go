@@ -77,6 +77,9 @@ func errorCode(err error, exit int) string {
 	if exit == exitUsage {
 		return "usage"
 	}
+	if errors.Is(err, client.ErrUnreachable) {
+		return "server_unreachable"
+	}
 	var se *client.Error
 	if errors.As(err, &se) {
 		return remoteErrorCode(se)

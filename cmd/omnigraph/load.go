@@ -87,7 +87,7 @@ func init() {
 						return err
 					}
 					defer done(&err)
-					opts := load.Options{Branch: branch, Mode: m, Replace: replace}
+					opts := load.Options{Branch: branch, Mode: m, Replace: replace, CountEffects: true}
 					defer loadGC()()
 					bar = newProgress(a.stderr, cr, quiet)
 					opts.Progress = bar.update
@@ -111,7 +111,17 @@ func init() {
 					return nil
 				}
 				if res.Commit == nil {
+					if res.Unchanged > 0 {
+						fmt.Fprintf(a.stdout, "nothing changed: the %d rows are on the branch already; no commit\n", res.Unchanged)
+						return nil
+					}
 					fmt.Fprintln(a.stdout, "nothing to load; no commit")
+					return nil
+				}
+				if mode == string(load.Merge) {
+					// What the merge did, not "loaded" for every row.
+					fmt.Fprintf(a.stdout, "merged %d nodes and %d edges (%s) into branch %s: %d inserted, %d updated, %d unchanged; commit %s\n",
+						res.Nodes, res.Edges, typeCounts(res.Types), res.Commit.Branch, res.Inserted, res.Updated, res.Unchanged, res.Commit.ID)
 					return nil
 				}
 				fmt.Fprintf(a.stdout, "loaded %d nodes and %d edges (%s) into branch %s: commit %s\n",

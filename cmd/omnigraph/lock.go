@@ -70,7 +70,7 @@ func (t *graphTarget) acquireLock(ctx context.Context, store backend.StorageAdap
 	l, err := clusterlock.Acquire(ctx, store, t.lockOptions(ctx, op))
 	if err != nil {
 		if errors.Is(err, clusterlock.ErrLockHeld) {
-			return nil, exitCodeError{code: exitLockHeld, err: err}
+			return nil, exitCodeError{code: exitLockHeld, err: servedAdvice(err)}
 		}
 		return nil, err
 	}
@@ -291,4 +291,19 @@ func lockUnlockCmd(a *app) *cobra.Command {
 	t.addStore(c)
 	t.addJSON(c)
 	return c
+}
+
+// servedAdvice adds to a held lock whose holder is 'omnigraph serve' how
+// to write anyway: through that server. Unlocking (where the held message
+// ends) is for a holder that is gone, not for a live server.
+func servedAdvice(err error) error {
+	var he *clusterlock.HeldError
+	if !errors.As(err, &he) || he.Holder.Operation != "serve" {
+		return err
+	}
+	where := he.Holder.Owner.Host
+	if where == "" {
+		where = "its host"
+	}
+	return fmt.Errorf("%w. This graph is served by 'omnigraph serve' on %s: send the write through it with --server URL (with --token TOKEN or %s)", err, where, envToken)
 }

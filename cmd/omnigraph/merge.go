@@ -65,7 +65,7 @@ func branchMergeCmd(a *app) *cobra.Command {
 				ro, err := sg.Merge(c.Context(), api.MergeRequest{Source: src, Target: into, DeleteBranch: deleteBranch})
 				var ce *client.Error
 				if errors.As(err, &ce) && len(ce.Details.MergeConflicts) > 0 {
-					return conflicts(mergeConflicts(ce.Details.MergeConflicts), serverError{ce})
+					return conflicts(mergeConflicts(ce.Details.MergeConflicts), serverError{e: ce})
 				}
 				if err != nil {
 					return t.remoteErr(err)

@@ -85,9 +85,28 @@ func (t *graphTarget) serverClient() (*client.Client, error) {
 
 // serverError is a refusal or failure the server answered: its message is
 // the server's (what the local mode prints for the same failure).
-type serverError struct{ e *client.Error }
+type serverError struct {
+	e *client.Error
+	// hint is what the CLI adds: how to do what the server asked for in
+	// this CLI's flags (a 401 says how to pass a token).
+	hint string
+}
 
-func (s serverError) Error() string { return s.e.Message }
+func (s serverError) Error() string {
+	if s.hint == "" {
+		return s.e.Message
+	}
+	return s.e.Message + ": " + s.hint
+}
+
+// tokenHint is how a 401 ends: where the CLI takes a token from.
+const tokenHint = "pass the token with --token TOKEN or set " + envToken + " (the server's tokens file lists who may connect; 'omnigraph token add' makes one)"
+
+// exitUnreachable is the exit code of a --server command that got no answer
+// from the server (refused connection, unknown host, reset, timeout):
+// nothing was done and the command may be run again, unlike exit 1.
+const exitUnreachable = 7
+
 func (s serverError) Unwrap() error { return s.e }
 
 // remoteErr gives a server-mode failure the local mode's exit code: 4 for
@@ -98,10 +117,17 @@ func (t *graphTarget) remoteErr(err error) error {
 	}
 	var ce *client.Error
 	if !errors.As(err, &ce) {
-		return fmt.Errorf("the server at %s: %w", backend.Redact(t.server), err)
+		err = fmt.Errorf("the server at %s: %w", backend.Redact(t.server), err)
+		if errors.Is(err, client.ErrUnreachable) {
+			return exitCodeError{code: exitUnreachable, err: fmt.Errorf("%w; is 'omnigraph serve' running there? Nothing was done: run the command again when it answers", err)}
+		}
+		return err
 	}
 	code := exitError
+	hint := ""
 	switch {
+	case ce.Status == 401:
+		hint = tokenHint
 	case ce.Status == 412:
 		code = exitConflict
 	case len(ce.Details.MergeConflicts) > 0:
@@ -109,7 +135,7 @@ func (t *graphTarget) remoteErr(err error) error {
 	case isBudget(ce.Details.ResourceLimit):
 		code = exitBudget
 	}
-	return exitCodeError{code: code, err: serverError{ce}}
+	return exitCodeError{code: code, err: serverError{e: ce, hint: hint}}
 }
 
 // isBudget reports whether a resource_limit is a query budget's (a 413 of
@@ -175,7 +201,8 @@ func mutateResult(o *api.ChangeOutput) *mutate.Result {
 }
 
 func loadResult(o *api.LoadOutput) *load.Result {
-	return &load.Result{Nodes: o.Nodes, Edges: o.Edges, Types: o.Types, Commit: commitInfo(o.Commit), Warnings: o.Warnings}
+	return &load.Result{Nodes: o.Nodes, Edges: o.Edges, Types: o.Types, Inserted: o.Inserted, Updated: o.Updated, Unchanged: o.Unchanged,
+		Commit: commitInfo(o.Commit), Warnings: o.Warnings}
 }
 
 func mergeResult(o *api.MergeOutput) *merge.Result {

@@ -127,7 +127,9 @@ func TestServerModeMatchesLocal(t *testing.T) {
 // TestServerModeRefusals: flags that do not go with --server are usage
 // errors (exit 2) that reach no server; the server's refusals keep the
 // local mode's exit codes (5 for merge conflicts) and JSON error codes;
-// an unreachable server is exit 1 naming it.
+// an unreachable server is exit 7 (server_unreachable) naming it; a 401
+// says how to pass a token; a CLI write refused by a server's lock says to
+// use --server.
 func TestServerModeRefusals(t *testing.T) {
 	dir := t.TempDir()
 	served := filepath.Join(dir, "served")
@@ -152,6 +154,29 @@ func TestServerModeRefusals(t *testing.T) {
 	code, _, errs := cli(t, "branch", "list", "--server", base, "--token", "wrong", "--json")
 	if code != exitError || !strings.Contains(errs, `"code":"unauthorized"`) {
 		t.Fatalf("a wrong token: exit %d %s", code, errs)
+	}
+	// The 401 keeps its words (the redaction ate "token") and says how to
+	// pass one.
+	t.Setenv(envToken, "")
+	for _, tc := range []struct{ name, token, want string }{
+		{"no token", "", "missing bearer token"},
+		{"a wrong token", "og_wrong0123456789abcdef", "invalid bearer token"},
+	} {
+		args := []string{"branch", "list", "--server", base}
+		if tc.token != "" {
+			args = append(args, "--token", tc.token)
+		}
+		code, _, errs := cli(t, args...)
+		if code != exitError || !strings.Contains(errs, tc.want) || !strings.Contains(errs, "--token") || !strings.Contains(errs, envToken) ||
+			strings.Contains(errs, "REDACTED") || (tc.token != "" && strings.Contains(errs, tc.token)) {
+			t.Errorf("%s: exit %d %q; want exit 1 saying %q and how to pass a token (--token, %s)", tc.name, code, errs, tc.want, envToken)
+		}
+	}
+	// A CLI write to the served store is refused by the server's lock, and
+	// the refusal says to go through the server.
+	code, _, errs = cli(t, "mutate", "-e", `insert Person { name: "direct" }`, "--store", served)
+	if code != exitLockHeld || !strings.Contains(errs, "--server URL") || !strings.Contains(errs, "omnigraph serve") {
+		t.Errorf("a CLI write while a server holds the lock: exit %d %q; want exit 3 saying to use --server URL", code, errs)
 	}
 	srv := []string{"--server", base, "--token", token}
 	mustCLI(t, append([]string{"branch", "create", "rival"}, srv...)...)
@@ -190,8 +215,20 @@ func TestServerModeRefusals(t *testing.T) {
 			t.Fatalf("snapshot --json --server: table %+v (the server sends no storage path)", tb)
 		}
 	}
-	code, _, errs = cli(t, "branch", "list", "--server", "http://127.0.0.1:1")
-	if code != exitError || !strings.Contains(errs, "the server at http://127.0.0.1:1") {
-		t.Fatalf("an unreachable server: exit %d %s", code, errs)
+	// An unreachable server has its own exit code and JSON code, for a
+	// read and for a write (nothing was sent, so nothing was done).
+	for _, args := range [][]string{
+		{"branch", "list", "--server", "http://127.0.0.1:1"},
+		{"mutate", "-e", `insert Person { name: "x" }`, "--server", "http://127.0.0.1:1"},
+		{"diff", "main", "main", "--server", "http://127.0.0.1:1"},
+	} {
+		code, _, errs = cli(t, args...)
+		if code != exitUnreachable || !strings.Contains(errs, "the server at http://127.0.0.1:1") || !strings.Contains(errs, "Nothing was done") {
+			t.Errorf("%s against an unreachable server: exit %d %s; want exit %d", args[0], code, errs, exitUnreachable)
+		}
+		code, _, errs = cli(t, append(args, "--json")...)
+		if code != exitUnreachable || !strings.Contains(errs, `"code":"server_unreachable"`) {
+			t.Errorf("%s --json against an unreachable server: exit %d %s; want code server_unreachable", args[0], code, errs)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	_ "github.com/omnigraph-go/omnigraph/backend/all" // every storage scheme
+	"github.com/omnigraph-go/omnigraph/client"
 )
 
 // Exit codes shared by every command.
@@ -19,7 +20,27 @@ const (
 	exitError    = 1
 	exitUsage    = 2
 	exitConflict = 4 // a compare-and-swap the user asked for (--if-commit) lost
+	// exitConfiguration: the store definitely refused its configuration (a
+	// bad bucket name, a missing bucket or container, refused or missing
+	// credentials). Running the command again will not help; fixing the
+	// URL or the credentials will. For serve it is not exit 2, the code an
+	// orchestrator restarts on, so a typo does not become a crash loop.
+	exitConfiguration = 8
 )
+
+// configurationHint ends the message of an exitConfiguration failure: what
+// to fix, since a retry will not.
+const configurationHint = "the store refused the configuration, which a retry will not change: check the store URL (its bucket or container name and parameters), that the bucket or container exists, and the credentials for its scheme (see docs/storage.md), then run the command again"
+
+// isConfiguration reports whether err is a definite configuration refusal
+// of the store (exitConfiguration).
+func isConfiguration(err error) bool {
+	if backend.KindOf(err) == backend.KindConfiguration {
+		return true
+	}
+	var ce checkError
+	return errors.As(err, &ce) && ce.code == "storage_credentials"
+}
 
 // app carries the streams of one CLI invocation, so tests can run the CLI
 // in-process.
@@ -83,6 +104,7 @@ func newRootCmd(a *app) *cobra.Command {
 	}
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
+	storePositional(root)
 	usageEverywhere(root)
 	return root
 }
@@ -166,6 +188,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	code := exitCodeOf(err)
+	var said checkError // storage check's and init's own words say what to set
+	if code == exitConfiguration && !errors.As(err, &said) && !strings.Contains(err.Error(), configurationHint) {
+		err = fmt.Errorf("%w; %s", err, configurationHint)
+	}
 	if wantsJSON(cmd, args) {
 		writeJSONError(stderr, err, code)
 	} else {
@@ -183,6 +209,11 @@ func exitCodeOf(err error) int {
 		return ce.code
 	case errors.As(err, &ue), isCobraUsage(err):
 		return exitUsage
+	case errors.Is(err, client.ErrUnreachable):
+		// Also where a command reached the client without remoteErr.
+		return exitUnreachable
+	case isConfiguration(err):
+		return exitConfiguration
 	}
 	return exitError
 }
@@ -192,4 +223,60 @@ func exitCodeOf(err error) int {
 func isCobraUsage(err error) bool {
 	m := err.Error()
 	return strings.HasPrefix(m, "unknown command") || strings.Contains(m, "required flag(s)")
+}
+
+// storePositional lets every command that takes --store and a fixed number
+// of arguments take the store as one more, last argument, as init and load
+// do (`omnigraph snapshot ./g`, `omnigraph branch create NAME ./g`). A
+// command whose argument count varies (query and mutate take a stored
+// query's NAME) keeps --store only, or reads the positional itself.
+func storePositional(root *cobra.Command) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if c.Flags().Lookup("store") == nil || c.Args == nil || c.RunE == nil {
+			return
+		}
+		n, fixed := fixedArity(c)
+		if !fixed {
+			return
+		}
+		check, runE := c.Args, c.RunE
+		c.Args = func(c *cobra.Command, args []string) error {
+			if len(args) != n+1 {
+				return check(c, args)
+			}
+			if c.Flags().Changed("store") {
+				return usagef("give the graph location once: either URL or --store URL")
+			}
+			if f := c.Flags().Lookup("server"); f != nil && f.Changed {
+				return usagef("%q would be the store, but --server goes through a server: give one of them", args[n])
+			}
+			return nil
+		}
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) == n+1 {
+				if err := c.Flags().Set("store", args[n]); err != nil {
+					return err
+				}
+				args = args[:n]
+			}
+			return runE(c, args)
+		}
+	}
+	walk(root)
+}
+
+// fixedArity is the one argument count c's validator accepts, if it
+// accepts exactly one of 0..6.
+func fixedArity(c *cobra.Command) (int, bool) {
+	n, count := 0, 0
+	for k := 0; k <= 6; k++ {
+		if c.Args(c, make([]string, k)) == nil {
+			n, count = k, count+1
+		}
+	}
+	return n, count == 1
 }

@@ -497,6 +497,12 @@ func startRefusal(log *slog.Logger, id string, err error) error {
 	if k := backend.KindOf(err); k != backend.KindNone {
 		class = "storage_" + k.String()
 	}
+	if isConfiguration(err) {
+		// A definite refusal is not an uncertain start (seed 001): the
+		// store answered, and will answer the same after a restart.
+		log.Error("the store refused the server's configuration; it serves nothing and exits 8: fix the store URL or credentials, a restart will not help", "graph", id, "failure_class", class)
+		return exitCodeError{code: exitConfiguration, err: fmt.Errorf("the server did not start: %w; %s", err, configurationHint)}
+	}
 	log.Error("the server could not start with certainty; it serves nothing and exits 2", "graph", id, "failure_class", class)
 	return exitCodeError{code: exitServerStopped, err: fmt.Errorf("uncertain startup, the server serves nothing (restart it): %w", err)}
 }

@@ -24,6 +24,8 @@ import (
 //   - panic: the first write panics after its table commits.
 //   - startup_unknown: the first storage request of the start has an
 //     unknown outcome.
+//   - startup_configuration: the first storage request of the start is
+//     refused as a configuration error (a bad bucket, missing credentials).
 const serveFaultEnv = "OMNIGRAPH_CLI_CHILD_SERVE_FAULT"
 
 func init() {
@@ -64,6 +66,12 @@ func init() {
 		wrapServedStore = func(s backend.StorageAdapter) backend.StorageAdapter {
 			inj := fault.New(s)
 			inj.FailNth(fault.Any, 1, backend.KindUnknown)
+			return inj
+		}
+	case "startup_configuration":
+		wrapServedStore = func(s backend.StorageAdapter) backend.StorageAdapter {
+			inj := fault.New(s)
+			inj.FailNth(fault.Any, 1, backend.KindConfiguration)
 			return inj
 		}
 	}
@@ -157,6 +165,14 @@ func TestServeProcessUncertainStartup(t *testing.T) {
 	}
 	if base, _, _, code, stderr := tryServe(t, nil, "--store", filepath.Join(t.TempDir(), "nothing")); base != "" || code != exitError {
 		t.Fatalf("serve of no graph: served %q, exit %d, want %d:\n%s", base, code, exitError, stderr)
+	}
+	// A definite configuration refusal (InvalidBucketName, NoSuchBucket,
+	// AccessDenied are configuration errors) is not uncertain: its own
+	// exit code, not 2 (which an orchestrator restarts on), and what to fix.
+	base, _, _, code, stderr = tryServe(t, []string{serveFaultEnv + "=startup_configuration"}, "--store", dir)
+	if base != "" || code != exitConfiguration || strings.Contains(stderr, "uncertain startup") || !strings.Contains(stderr, "failure_class=storage_configuration") ||
+		!strings.Contains(stderr, "bucket or container name") || !strings.Contains(stderr, "credentials") || strings.Contains(stderr, "__manifest") {
+		t.Fatalf("a start refused as a configuration error: served %q, exit %d, want %d:\n%s", base, code, exitConfiguration, stderr)
 	}
 	base, cmd, wait := startServe(t, "--store", dir)
 	if st, body, _ := raw(t, "GET", base+"/graphs/default/branches", "", "", ""); st != 200 {

@@ -301,8 +301,8 @@ func TestStorageCheckBlamesCredentials(t *testing.T) {
 		return noAuth{mem.New()}, nil
 	})
 	code, out := storageCheckRun(t, "test-noauth://x")
-	if code != exitError {
-		t.Fatalf("exit %d, want %d", code, exitError)
+	if code != exitConfiguration {
+		t.Fatalf("exit %d, want %d (a definite configuration refusal)", code, exitConfiguration)
 	}
 	if !strings.Contains(out, "credentials were refused or missing") || !strings.Contains(out, "InvalidAccessKeyId") {
 		t.Fatalf("the check does not say the credentials were refused:\n%s", out)
@@ -402,5 +402,62 @@ func TestStorageCheckJSON(t *testing.T) {
 				t.Fatalf("the JSON names the probe prefix:\n%s", out.String())
 			}
 		})
+	}
+}
+
+// refuseAll refuses every request the way a store with a bad bucket name
+// (400 InvalidBucketName), a missing bucket or refused credentials does.
+type refuseAll struct{ *mem.Store }
+
+func (refuseAll) refused(op, key string) error {
+	return backend.NewError(op, key, backend.KindConfiguration, errors.New("s3 HTTP 400 InvalidBucketName: The specified bucket is not valid"))
+}
+
+func (r refuseAll) Get(ctx context.Context, key string) ([]byte, backend.Attrs, error) {
+	return nil, backend.Attrs{}, r.refused("get", key)
+}
+
+func (r refuseAll) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	return nil, r.refused("get", key)
+}
+
+func (r refuseAll) Stat(ctx context.Context, key string) (backend.Attrs, error) {
+	return backend.Attrs{}, r.refused("stat", key)
+}
+
+func (r refuseAll) List(ctx context.Context, prefix string, opts backend.ListOptions) (backend.ListPage, error) {
+	return backend.ListPage{}, r.refused("list", prefix)
+}
+
+func (r refuseAll) Put(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	return backend.Attrs{}, r.refused("put", key)
+}
+
+func (r refuseAll) PutIfAbsent(ctx context.Context, key string, data []byte) (backend.Attrs, error) {
+	return backend.Attrs{}, r.refused("put-if-absent", key)
+}
+
+// TestConfigurationRefusalExitCode: a store that definitely refuses its
+// configuration makes init, a reader and a CLI writer exit 8 (not 1, and
+// never serve's 2) with code storage_configuration and what to fix.
+func TestConfigurationRefusalExitCode(t *testing.T) {
+	backend.Register("test-refuse-config", func(ctx context.Context, u *url.URL) (backend.StorageAdapter, error) {
+		return refuseAll{mem.New()}, nil
+	})
+	const url = "test-refuse-config://tp/g"
+	for _, args := range [][]string{
+		{"init", "--schema", writeSchema(t), url},
+		{"snapshot", "--store", url},
+		{"mutate", "-e", `insert Person { name: "x" }`, "--store", url},
+		{"load", "--data", "-", "--mode", "merge", url},
+	} {
+		code, _, errs := cli(t, args...)
+		if code != exitConfiguration || !strings.Contains(errs, "InvalidBucketName") || !strings.Contains(errs, "bucket or container name") || !strings.Contains(errs, "credentials") {
+			t.Errorf("%s on a store refusing its configuration: exit %d %q; want exit %d saying what to fix", args[0], code, errs, exitConfiguration)
+		}
+		code, _, errs = cli(t, append(args, "--json")...)
+		if args[0] == "snapshot" && (code != exitConfiguration || !strings.Contains(errs, `"code":"storage_configuration"`)) {
+			t.Errorf("%s --json: exit %d %s; want code storage_configuration", args[0], code, errs)
+		}
 	}
 }

@@ -207,8 +207,7 @@ func CursorAt(ctx context.Context, g *graph.Graph, snap *graph.Snapshot, f Filte
 // should be opened with graph.OpenOptions.AlwaysProbe, or its first poll
 // walks to the head Open read, and says caught_up of it.
 func Poll(ctx context.Context, g *graph.Graph, req Request) (*Page, error) {
-	maxChanges, maxBytes, maxCommits, err := req.limits()
-	if err != nil {
+	if _, _, _, err := req.limits(); err != nil {
 		return nil, err
 	}
 	given := 0
@@ -221,12 +220,31 @@ func Poll(ctx context.Context, g *graph.Graph, req Request) (*Page, error) {
 		return nil, invalid("give one of a start, a cursor or a page token")
 	}
 	var tok *token
+	var err error
 	switch {
 	case req.Cursor != "":
 		tok, err = decodeToken(req.Cursor, false)
 	case req.PageToken != "":
 		tok, err = decodeToken(req.PageToken, true)
 	}
+	if err != nil {
+		return nil, err
+	}
+	// A page token carries the page limits of the poll it continues, so
+	// passing it alone keeps the page size; a limit given with it wins.
+	// Tokens issued before they carried limits have none (the defaults).
+	if tok != nil && req.PageToken != "" && tok.Limits != nil {
+		if req.MaxChanges == 0 {
+			req.MaxChanges = tok.Limits.Changes
+		}
+		if req.MaxBytes == 0 {
+			req.MaxBytes = tok.Limits.Bytes
+		}
+		if req.MaxCommits == 0 {
+			req.MaxCommits = tok.Limits.Commits
+		}
+	}
+	maxChanges, maxBytes, maxCommits, err := req.limits()
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +286,8 @@ func Poll(ctx context.Context, g *graph.Graph, req Request) (*Page, error) {
 		}
 	}
 	p := &poller{g: g, m: g.Manifest(), head: head, filter: filter, cursor: req.Cursor,
-		budget: budget{changes: maxChanges, bytes: maxBytes, limit: maxBytes}, maxCommits: maxCommits}
+		budget: budget{changes: maxChanges, bytes: maxBytes, limit: maxBytes}, maxCommits: maxCommits,
+		limits: pageLimits{Changes: req.MaxChanges, Bytes: req.MaxBytes, Commits: req.MaxCommits}}
 	p.chain = newChain(p.m, head)
 	at, cut, resume, err := p.resolve(ctx, req, tok)
 	if err != nil {
@@ -350,6 +369,9 @@ type poller struct {
 	cursor     string
 	budget     budget
 	maxCommits int
+	// limits are the page limits as asked (0: the default), for the page
+	// tokens this poll issues.
+	limits pageLimits
 }
 
 func (p *poller) token(at chainPos) *token {
@@ -428,6 +450,10 @@ func (p *poller) walk(ctx context.Context, at chainPos, cut uint64, resume *resu
 		if next != nil {
 			t := p.token(at)
 			t.Cut, t.Resume = cut, next
+			if p.limits != (pageLimits{}) {
+				l := p.limits
+				t.Limits = &l
+			}
 			page.NextPageToken = t.encode()
 			return page, nil
 		}

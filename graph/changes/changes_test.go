@@ -2,6 +2,8 @@ package changes_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -252,6 +254,37 @@ func TestPagesSplitBlocks(t *testing.T) {
 	var le *changes.LimitError
 	if _, err := changes.Poll(context.Background(), r.g, changes.Request{Start: start("beginning"), MaxBytes: 10}); !errors.As(err, &le) || le.Resource != "change_page_bytes" {
 		t.Errorf("one change above the byte limit: %v", err)
+	}
+	// A page token carries the limits of the poll it continues: passed
+	// alone it keeps a 300-change page (not the default 1000); a limit
+	// given with it wins.
+	lp := r.poll(t, changes.Request{Start: start("beginning"), MaxChanges: 300})
+	var limited []int
+	for pages := 0; lp.NextPageToken != "" && pages < 3; pages++ {
+		lp = r.poll(t, changes.Request{PageToken: lp.NextPageToken})
+		limited = append(limited, len(renderBlocks(lp)))
+	}
+	if !slices.Equal(limited, []int{300, 300, 300}) {
+		t.Errorf("pages after a 300-change first page, passing only the token: %v, want 300 each", limited)
+	}
+	if wp := r.poll(t, changes.Request{PageToken: lp.NextPageToken, MaxChanges: 50}); len(renderBlocks(wp)) != 50 {
+		t.Errorf("a limit given with the page token: %d changes, want 50", len(renderBlocks(wp)))
+	}
+	// A token issued before tokens carried limits (no "l") still reads,
+	// with the defaults.
+	lp = r.poll(t, changes.Request{Start: start("beginning"), MaxChanges: 300})
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(lp.NextPageToken, "ogp1."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields["l"] == nil {
+		t.Fatalf("the page token %s carries no limits (%v)", raw, err)
+	}
+	delete(fields, "l")
+	raw, _ = json.Marshal(fields)
+	if op := r.poll(t, changes.Request{PageToken: "ogp1." + base64.RawURLEncoding.EncodeToString(raw)}); len(renderBlocks(op)) != 1000 {
+		t.Errorf("an old page token (no limits): %d changes, want the default 1000", len(renderBlocks(op)))
 	}
 	for _, req := range []changes.Request{{MaxChanges: 8193}, {MaxBytes: 33 << 20}, {MaxCommits: 513}} {
 		if _, err := changes.Poll(context.Background(), r.g, req); !errors.As(err, &le) {

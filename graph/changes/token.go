@@ -143,6 +143,16 @@ type token struct {
 	// Page tokens only.
 	Cut    uint64     `json:"cut,omitempty"`
 	Resume *resumeKey `json:"r,omitempty"`
+	// Limits are the page limits of the poll the token continues (absent
+	// when all were the defaults, and in tokens issued before this field).
+	Limits *pageLimits `json:"l,omitempty"`
+}
+
+// pageLimits are a poll's page limits as asked (0: the default).
+type pageLimits struct {
+	Changes int   `json:"n,omitempty"`
+	Bytes   int64 `json:"b,omitempty"`
+	Commits int   `json:"c,omitempty"`
 }
 
 const (

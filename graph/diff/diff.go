@@ -14,6 +14,7 @@ package diff
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -59,6 +60,51 @@ type Change struct {
 	After      change.Row `json:"after,omitempty"`
 	From       string     `json:"from,omitempty"`
 	To         string     `json:"to,omitempty"`
+
+	// props are the type's properties, to render Before and After the
+	// way every other output does (Rendered, MarshalJSON).
+	props []*pg.Property
+}
+
+// Rendered returns Before and After with each value as JSON output prints
+// it everywhere else (pg.Property.JSONValue: a Date as "YYYY-MM-DD", a
+// DateTime as RFC 3339, a Blob as "base64:..." or its URI), not the stored
+// form (a Date's day number). Every output of a change (the CLI, the HTTP
+// routes, the feed, MCP) renders through it, so none can print 20513 where
+// a query prints "2026-03-01".
+func (c Change) Rendered() (before, after map[string]any) {
+	return c.render(c.Before), c.render(c.After)
+}
+
+func (c Change) render(row change.Row) map[string]any {
+	if row == nil {
+		return nil
+	}
+	out := make(map[string]any, len(row))
+	for k, v := range row {
+		if p := propNamed(c.props, k); p != nil && v != nil {
+			v = p.JSONValue(v)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func propNamed(props []*pg.Property, name string) *pg.Property {
+	for _, p := range props {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes the change with its values Rendered.
+func (c Change) MarshalJSON() ([]byte, error) {
+	type plain Change // no MarshalJSON: the fields as tagged
+	p := plain(c)
+	p.Before, p.After = c.Rendered()
+	return json.Marshal(p)
 }
 
 // Filter selects changes; a zero field selects everything.
@@ -210,6 +256,12 @@ func TableChanges(ctx context.Context, a, b *graph.Snapshot, t Table) (map[strin
 
 func newChange(t Table, id string, op Op, before, after change.Row) *Change {
 	c := &Change{EntityKind: t.Kind, TypeName: t.Name, ID: id, Op: op, Before: before, After: after}
+	switch {
+	case t.Node != nil:
+		c.props = t.Node.Properties
+	case t.Edge != nil:
+		c.props = t.Edge.Properties
+	}
 	if t.Edge != nil {
 		r := after
 		if r == nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/change"
+	"github.com/omnigraph-go/omnigraph/graph/diff"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
 	"github.com/omnigraph-go/omnigraph/table"
 )
@@ -70,6 +71,11 @@ type Options struct {
 	Retries int
 	// Actor overrides the handle's actor for this commit.
 	Actor string
+	// CountEffects fills Result's Inserted, Updated and Unchanged; for a
+	// merge that reads the commit's diff against its parent (through the
+	// handle, so its tables are then in the handle's caches). Off, the
+	// three stay zero and nothing more is read.
+	CountEffects bool
 }
 
 // Result is what a load did.
@@ -78,6 +84,16 @@ type Result struct {
 	Edges int `json:"edges"`
 	// Types counts loaded rows per node or edge type.
 	Types map[string]int `json:"types"`
+	// Inserted, Updated and Unchanged split the loaded rows by what they did
+	// to the branch (append: all inserted). For a merge they come from the
+	// diff of the commit against its parent (only the tables it wrote are
+	// read, and of those only the fragments the commit changed), so a
+	// merge of a file that is mostly the branch's rows says so instead of
+	// "loaded" for all. Overwrite leaves them zero, and so does a load
+	// without Options.CountEffects.
+	Inserted  int `json:"inserted"`
+	Updated   int `json:"updated"`
+	Unchanged int `json:"unchanged"`
 	// Commit is the published commit; nil when the file changed nothing.
 	Commit   *graph.CommitInfo `json:"commit"`
 	Warnings []string          `json:"warnings,omitempty"`
@@ -107,7 +123,62 @@ func Run(ctx context.Context, g *graph.Graph, r io.Reader, opts Options) (*Resul
 	if err != nil {
 		return res, g.IfBranchDeleted(ctx, "load target", opts.Branch, err)
 	}
+	if !opts.CountEffects {
+		return res, nil
+	}
+	if err := countEffects(ctx, g, res, opts.Mode); err != nil {
+		// The load landed; only its report is short of the split.
+		res.Warnings = append(res.Warnings, "the load committed, but its inserted/updated/unchanged counts could not be read: "+err.Error())
+	}
 	return res, nil
+}
+
+// countEffects fills res's Inserted, Updated and Unchanged.
+func countEffects(ctx context.Context, g *graph.Graph, res *Result, mode Mode) error {
+	total := res.Nodes + res.Edges
+	switch {
+	case mode == Append:
+		res.Inserted = total
+		return nil
+	case mode != Merge:
+		return nil
+	case res.Commit == nil: // nothing changed: no commit
+		res.Unchanged = total
+		return nil
+	case len(res.Commit.Parents) == 0:
+		return nil
+	}
+	after, err := g.SnapshotAt(ctx, res.Commit.ID)
+	if err != nil {
+		return err
+	}
+	before, err := g.SnapshotAt(ctx, res.Commit.Parents[0])
+	if err != nil {
+		return err
+	}
+	cat, err := after.Catalog(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range diff.Tables(cat) {
+		if res.Types[t.Name] == 0 {
+			continue
+		}
+		cs, err := diff.TableChanges(ctx, before, after, t)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			switch c.Op {
+			case diff.OpInsert:
+				res.Inserted++
+			case diff.OpUpdate:
+				res.Updated++
+			}
+		}
+	}
+	res.Unchanged = max(total-res.Inserted-res.Updated, 0)
+	return nil
 }
 
 func run(ctx context.Context, g *graph.Graph, r io.Reader, opts Options) (*Result, error) {

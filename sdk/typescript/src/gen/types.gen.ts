@@ -398,12 +398,15 @@ export type LoadOutput = {
     branch_created: boolean;
     commit: CommitOutput | null;
     edges: number;
+    inserted: number;
     mode: string;
     nodes: number;
     total_entities: number;
     types: {
         [key: string]: number;
     };
+    unchanged: number;
+    updated: number;
     warnings?: Array<string>;
 };
 
