@@ -34,10 +34,12 @@ func NewProcess() *Process {
 var defaultProcess = NewProcess()
 
 // root is the state one process shares between the handles of one graph
-// root: the gates and the intent registry, and nothing else.
+// root: the write queues, the gates and the intent registry, and nothing
+// else.
 type root struct {
 	gates   *gates
 	intents *intentRegistry
+	queues  *writeQueues
 }
 
 // rootOf returns the root object of graphID in this process scope.
@@ -49,7 +51,7 @@ func (p *Process) rootOf(graphID string) *root {
 	defer p.mu.Unlock()
 	r := p.roots[graphID]
 	if r == nil {
-		r = &root{gates: newGates(), intents: newIntentRegistry()}
+		r = &root{gates: newGates(), intents: newIntentRegistry(), queues: newWriteQueues()}
 		p.roots[graphID] = r
 	}
 	return r
@@ -75,7 +77,7 @@ func ForgetProcessState(graphID string) { defaultProcess.Forget(graphID) }
 // attachRoot binds the handle to its process's root object.
 func (g *Graph) attachRoot() {
 	r := g.proc.rootOf(g.graphID)
-	g.gates, g.intents = r.gates, r.intents
+	g.gates, g.intents, g.queues = r.gates, r.intents, r.queues
 }
 
 // gates are the process-local queues a writer holds while it makes durable
