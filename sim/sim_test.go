@@ -656,8 +656,11 @@ func (s *sim) advance(ws []*world, o *op, outcome string, res written, err error
 				next = append(next, w)
 				continue
 			}
-			if conc && lostToConcurrent(err) {
-				next = append(next, w) // a concurrent writer won; nothing changed
+			if conc && lostToConcurrent(err) && !(o.blind && headConflict(err)) {
+				// a concurrent writer won; nothing changed (never a blind
+				// insert's head: it queues behind the others and
+				// re-prepares)
+				next = append(next, w)
 				continue
 			}
 			if p.refuse == "" && !fired && !(o.cleanup && errClass(err) == "cleanup-refused") {
