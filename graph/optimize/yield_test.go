@@ -208,7 +208,7 @@ func TestStrictWritesStillRefuseARealChange(t *testing.T) {
 				t.Fatalf("the refused %s landed: %v", tc.name, r.Rows)
 			}
 			commits, err := g.Commits(ctx, "main", 1)
-			if err != nil || commits[0].Actor != "tester" {
+			if err != nil || commits[0].Actor != "other" {
 				t.Fatalf("head after the refusal: %+v, %v", commits, err)
 			}
 			if r, _ := query.Head(ctx, g, "main", `query q() { match { $t: Topic } return { $t.slug } }`, "", nil); fmt.Sprint(r.Rows) != "[[other]]" {
