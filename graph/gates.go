@@ -23,6 +23,33 @@ type Process struct {
 	roots map[string]*root
 
 	failpoints *FailpointSet
+	// queueHook, when set, runs before a write waits for its branch's turn
+	// (SetQueueHook).
+	queueHook func(ctx context.Context, branch string)
+}
+
+// SetQueueHook makes fn run each time a write of this process is about to
+// wait for its branch's turn in the write queue (queue.go), with the
+// write's context. A test scheduler uses it to decide which of two writes
+// that reach the queue without a storage request between them goes first
+// (the simulation's seeded scheduler). Set it before the scope opens
+// handles.
+func (p *Process) SetQueueHook(fn func(ctx context.Context, branch string)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.queueHook = fn
+}
+
+func (p *Process) hookQueue(ctx context.Context, branch string) {
+	if p == nil {
+		p = defaultProcess
+	}
+	p.mu.Lock()
+	fn := p.queueHook
+	p.mu.Unlock()
+	if fn != nil {
+		fn(ctx, branch)
+	}
 }
 
 // NewProcess returns an empty process scope.

@@ -169,6 +169,7 @@ func (g *Graph) EnterWriteQueue(ctx context.Context, branch string) (context.Con
 			return ctx, func() {}, nil
 		}
 	}
+	g.proc.hookQueue(ctx, branch)
 	wait, _ := ctx.Value(queueWaitKey{}).(context.Context)
 	if err := g.queues.enter(ctx, wait, branch); err != nil {
 		return nil, nil, fmt.Errorf("%w: the write waited for its turn on branch %q and was withdrawn (nothing was written): %w", ErrWithdrawn, branch, err)

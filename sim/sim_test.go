@@ -802,6 +802,9 @@ func (s *sim) restart(crash bool) error {
 	}
 	for attempt := 0; ; attempt++ {
 		s.proc = graph.NewProcess()
+		// Two clients that reach a branch's write queue with no storage
+		// request between them take their turns in the seed's order.
+		s.proc.SetQueueHook(s.sch.queued)
 		s.inj.Reset()
 		if err := s.startLease(ctx); err != nil {
 			return err
