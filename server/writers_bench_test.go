@@ -113,13 +113,16 @@ func printWriters(b *testing.B, title string, runs []writerRun) {
 			r.p50.Round(100*time.Microsecond), r.p99.Round(100*time.Microsecond))
 	}
 	for _, r := range runs {
+		if o, ok := one[r.work]; ok && r.clients == 16 {
+			b.ReportMetric(r.perSecond()/o.perSecond(), r.work+"-16/1")
+		}
 		if o, ok := one[r.work]; ok && r.clients > 1 {
 			bound := time.Duration(1.5 * float64(r.clients) * float64(o.p50))
 			fmt.Fprintf(&t, "%s, %d clients: %.2fx one client's commits/s (target >= 0.9); p99 %s, bound 1.5 x clients x one-client p50 = %s\n",
 				r.work, r.clients, r.perSecond()/o.perSecond(), r.p99.Round(time.Millisecond), bound.Round(time.Millisecond))
 		}
 	}
-	b.Log(t.String())
+	fmt.Print(t.String()) // stdout: the table is longer than a benchmark's log keeps
 }
 
 // BenchmarkConcurrentWriters prints issue 42's table on a local graph: 1,
@@ -127,21 +130,45 @@ func printWriters(b *testing.B, title string, runs []writerRun) {
 // answers come (240 writes a run, a fresh graph each run), inserting new
 // people or updating each its own; commits/s, errors, p50/p99, and the
 // ratio to one client measured in the same run.
+//
+// A local commit's cost is mostly its fsyncs, whose latency on a shared
+// disk swings from run to run, so each configuration runs three times,
+// interleaved with the others, and the median run (by commits/s) is shown.
 func BenchmarkConcurrentWriters(b *testing.B) {
-	const total = 240
+	const total, rounds = 240, 3
 	for i := 0; i < b.N; i++ {
-		var runs []writerRun
+		type cfg struct {
+			work    string
+			clients int
+		}
+		var cfgs []cfg
 		for _, work := range []string{"insert", "update"} {
 			for _, clients := range []int{1, 4, 16} {
+				cfgs = append(cfgs, cfg{work, clients})
+			}
+		}
+		all := map[cfg][]writerRun{}
+		for round := 0; round < rounds; round++ {
+			for _, c := range cfgs {
 				store, err := local.New(b.TempDir() + "/g")
 				if err != nil {
 					b.Fatal(err)
 				}
 				_, base := servedOn(b, store, 16)
-				runs = append(runs, runWriters(b, base, clients, total, work))
+				all[c] = append(all[c], runWriters(b, base, c.clients, total, c.work))
 			}
 		}
-		printWriters(b, "local graph, one served graph, one-row mutations to main", runs)
+		var runs []writerRun
+		for _, c := range cfgs {
+			rs := all[c]
+			sort.Slice(rs, func(i, j int) bool { return rs[i].perSecond() < rs[j].perSecond() })
+			m := rs[len(rs)/2]
+			for _, r := range rs {
+				m.errors = max(m.errors, r.errors) // the worst run's errors
+			}
+			runs = append(runs, m)
+		}
+		printWriters(b, fmt.Sprintf("local graph, one served graph, one-row mutations to main (median of %d runs each; errors: the worst run)", rounds), runs)
 	}
 }
 
@@ -184,6 +211,6 @@ func BenchmarkConcurrentWritersS3(b *testing.B) {
 				clients, perManifestRT, float64(len(reqs))/float64(max(r.commits, 1)), float64(testenv.RoundTrips(reqs))/float64(max(r.commits, 1))))
 		}
 		printWriters(b, fmt.Sprintf("S3 emulator behind the wire proxy (+%s per answer), inserts to main", latency), runs)
-		b.Log("\n" + strings.Join(notes, "\n"))
+		fmt.Println(strings.Join(notes, "\n"))
 	}
 }
