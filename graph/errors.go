@@ -138,6 +138,33 @@ var ErrRecoveryRequired = errors.New("recovery required")
 // Is makes errors.Is(err, ErrRecoveryRequired) hold.
 func (e *RecoveryRequired) Is(target error) bool { return target == ErrRecoveryRequired }
 
+// Contended is returned when a write that re-prepares (an insert-only
+// mutation, an append or merge load, a merge) spent its bounded retry: each
+// attempt was prepared against a head another writer had already moved
+// (a writer the process's write queue does not order: another process,
+// schema apply). Nothing was written, so sending it again is safe; Err is
+// the last attempt's *ReadSetChanged. It is not a conflict of the write's
+// own (that is a strict write's ReadSetChanged): the server answers 503
+// with Retry-After.
+type Contended struct {
+	Branch   string
+	Attempts int
+	Err      error
+}
+
+func (e *Contended) Error() string {
+	return fmt.Sprintf("branch %q moved under this write on each of its %d attempts (another process is writing it); nothing was written: send it again", e.Branch, e.Attempts)
+}
+
+// Unwrap returns the last attempt's refusal.
+func (e *Contended) Unwrap() error { return e.Err }
+
+// ErrContended matches every *Contended.
+var ErrContended = errors.New("write contended")
+
+// Is makes errors.Is(err, ErrContended) hold.
+func (e *Contended) Is(target error) bool { return target == ErrContended }
+
 // ErrReadSetChanged matches every *ReadSetChanged.
 var ErrReadSetChanged = errors.New("read set changed")
 

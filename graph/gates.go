@@ -23,6 +23,33 @@ type Process struct {
 	roots map[string]*root
 
 	failpoints *FailpointSet
+	// queueHook, when set, runs before a write waits for its branch's turn
+	// (SetQueueHook).
+	queueHook func(ctx context.Context, branch string)
+}
+
+// SetQueueHook makes fn run each time a write of this process is about to
+// wait for its branch's turn in the write queue (queue.go), with the
+// write's context. A test scheduler uses it to decide which of two writes
+// that reach the queue without a storage request between them goes first
+// (the simulation's seeded scheduler). Set it before the scope opens
+// handles.
+func (p *Process) SetQueueHook(fn func(ctx context.Context, branch string)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.queueHook = fn
+}
+
+func (p *Process) hookQueue(ctx context.Context, branch string) {
+	if p == nil {
+		p = defaultProcess
+	}
+	p.mu.Lock()
+	fn := p.queueHook
+	p.mu.Unlock()
+	if fn != nil {
+		fn(ctx, branch)
+	}
 }
 
 // NewProcess returns an empty process scope.
@@ -34,10 +61,12 @@ func NewProcess() *Process {
 var defaultProcess = NewProcess()
 
 // root is the state one process shares between the handles of one graph
-// root: the gates and the intent registry, and nothing else.
+// root: the write queues, the gates and the intent registry, and nothing
+// else.
 type root struct {
 	gates   *gates
 	intents *intentRegistry
+	queues  *writeQueues
 }
 
 // rootOf returns the root object of graphID in this process scope.
@@ -49,7 +78,7 @@ func (p *Process) rootOf(graphID string) *root {
 	defer p.mu.Unlock()
 	r := p.roots[graphID]
 	if r == nil {
-		r = &root{gates: newGates(), intents: newIntentRegistry()}
+		r = &root{gates: newGates(), intents: newIntentRegistry(), queues: newWriteQueues()}
 		p.roots[graphID] = r
 	}
 	return r
@@ -75,7 +104,7 @@ func ForgetProcessState(graphID string) { defaultProcess.Forget(graphID) }
 // attachRoot binds the handle to its process's root object.
 func (g *Graph) attachRoot() {
 	r := g.proc.rootOf(g.graphID)
-	g.gates, g.intents = r.gates, r.intents
+	g.gates, g.intents, g.queues = r.gates, r.intents, r.queues
 }
 
 // gates are the process-local queues a writer holds while it makes durable

@@ -62,6 +62,7 @@ type Graph struct {
 	proc       *Process        // the process scope (nil: the default one)
 	gates      *gates          // the root object's, shared by the process's handles
 	intents    *intentRegistry // the root object's
+	queues     *writeQueues    // the root object's: the branch write queues (queue.go)
 
 	mu     sync.Mutex
 	heads  map[string]*cachedHead

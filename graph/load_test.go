@@ -13,6 +13,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend/mem"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/load"
+	"github.com/omnigraph-go/omnigraph/graph/mutate"
 	"github.com/omnigraph-go/omnigraph/lang/pg"
 	"github.com/omnigraph-go/omnigraph/table"
 )
@@ -323,8 +324,8 @@ func TestParseStrictJSON(t *testing.T) {
 	}
 }
 
-// TestLoadLosesRace: a commit lands on the branch after the load prepared
-// and before it commits. append and merge prepare again and land; an
+// TestLoadLosesRace: a commit of another process lands on the branch after
+// the load prepared and before it commits. append and merge prepare again and land; an
 // overwrite (strict) returns a non-retryable ReadSetChanged and writes
 // nothing.
 func TestLoadLosesRace(t *testing.T) {
@@ -336,13 +337,21 @@ func TestLoadLosesRace(t *testing.T) {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			r := newWRig(t)
 			r.load(t, load.Merge, baseData)
+			// The racer is another process: a write of this one queues
+			// behind the load (graph/queue.go) instead of racing it.
+			other, err := graph.Open(ctx, r.count, graph.OpenOptions{Process: graph.NewProcess(), Actor: "racer"})
+			if err != nil {
+				t.Fatal(err)
+			}
 			raced := 0
 			opts := load.Options{Mode: tc.mode, Progress: func(phase string, _ int64) {
 				if phase != "write" || raced > 0 {
 					return
 				}
 				raced++
-				r.mutate(t, fmt.Sprintf(`mutation m() { insert Company { slug: "race%d" } }`, raced), nil)
+				if _, err := mutate.Query(ctx, other, fmt.Sprintf(`mutation m() { insert Company { slug: "race%d" } }`, raced), "", mutate.Options{}); err != nil {
+					t.Error(err)
+				}
 			}}
 			c0 := r.commits(t, "main")
 			res, err := load.Run(ctx, r.g, strings.NewReader(`{"type":"Note","data":{"text":"n"}}`), opts)

@@ -803,7 +803,8 @@ func (g *Graph) commitExact(ctx context.Context, st *table.Staged) (ds *table.Da
 
 // Retry runs attempt up to n times while it fails with a retryable
 // ReadSetChanged (an insert, append or merge whose branch moved before any
-// effect). Each attempt must begin its own Write.
+// effect). Each attempt must begin its own Write. When the budget is spent
+// the answer is *Contended (nothing was written).
 func Retry(ctx context.Context, n int, attempt func(ctx context.Context) (*Result, error)) (*Result, error) {
 	var err error
 	for i := 0; i < max(n, 1); i++ {
@@ -816,7 +817,9 @@ func Retry(ctx context.Context, n int, attempt func(ctx context.Context) (*Resul
 			return nil, ctx.Err()
 		}
 	}
-	return nil, fmt.Errorf("gave up after %d attempts: %w", max(n, 1), err)
+	var rs *ReadSetChanged
+	errors.As(err, &rs)
+	return nil, &Contended{Branch: rs.Branch, Attempts: max(n, 1), Err: err}
 }
 
 // RetryOp is Retry for an operation whose attempts return their own

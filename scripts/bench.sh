@@ -15,6 +15,11 @@ fi
 # (OMNIGRAPH_BENCH_DEPTH) on the in-memory store, its S3 variant 1,000
 # (OMNIGRAPH_BENCH_S3_DEPTH), and prints insert and cold-read ratios at
 # 20 ms per request.
+# BenchmarkConcurrentWriters (server) prints issue 42's table: 1, 4 and 16 HTTP
+# clients inserting or updating one row each on a local graph (commits/s,
+# errors, p50/p99, the ratio to one client); BenchmarkConcurrentWritersS3 the
+# same inserts on versitygw behind the wire proxy (+20 ms), with commits per
+# manifest round trip.
 # BenchmarkPointReadsUnderHostileQueries (server) prints point reads' p50 and
 # p99 with and without 8 clients of over-budget queries, and their ratio
 # (issue 27; target p99 <= 3x).

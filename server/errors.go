@@ -133,6 +133,13 @@ func mapError(err error, graphID string) *Failure {
 			Error:               fmt.Sprintf("the head of branch %q is %s, not %s; nothing was written: read the branch again and retry with the new commit id", pf.Branch, pf.Actual, pf.Expected),
 			PreconditionFailure: &api.PreconditionFailure{Expected: pf.Expected, Actual: pf.Actual},
 		}}
+	case errors.Is(err, graph.ErrContended):
+		// Refused before any effect, so the client may send it again (the
+		// Go client does, after Retry-After).
+		return &Failure{Status: http.StatusServiceUnavailable, RetryAfter: 1, Body: api.ErrorOutput{
+			Error: "another process kept moving the branch while this write was prepared, on every attempt; nothing was written: send it again after the Retry-After seconds",
+			Class: "write_contended",
+		}}
 	case errors.As(err, &rs):
 		return &Failure{Status: http.StatusConflict, Body: api.ErrorOutput{
 			Error:           fmt.Sprintf("branch %q changed while the write was prepared (%s); nothing was written: run it again", rs.Branch, rs.Member),
@@ -186,6 +193,11 @@ func mapError(err error, graphID string) *Failure {
 		errors.Is(err, graph.ErrNotARead), errors.Is(err, graph.ErrInvalidBranch), errors.Is(err, manifest.ErrInvalidCommitID),
 		errors.Is(err, manifest.ErrInvalidBranchName):
 		return badRequest("%s", userText(err))
+	case errors.Is(err, graph.ErrWithdrawn):
+		return &Failure{Status: http.StatusServiceUnavailable, Body: api.ErrorOutput{
+			Error: "the write was withdrawn while it waited for its turn on the branch (its client went away or the server is stopping); nothing was written: send it again",
+			Class: "cancelled",
+		}}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return &Failure{Status: http.StatusServiceUnavailable, Body: api.ErrorOutput{
 			Error: "the request was cancelled or timed out; if it was a write, check " + commits + " before sending it again",

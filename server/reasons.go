@@ -33,6 +33,8 @@ var reasons = []struct {
 	{"schema_locked", graph.ErrSchemaLocked},
 	{"recovery_required", graph.ErrRecoveryRequired},
 	{"recovery_pending", recovery.ErrPending},
+	{"write_contended", graph.ErrContended},
+	{"write_withdrawn", graph.ErrWithdrawn},
 	{"read_set_changed", graph.ErrReadSetChanged},
 	{"key_conflict", graph.ErrKeyConflict},
 	{"invalid_input", graph.ErrInvalidInput},

@@ -496,7 +496,10 @@ func (r *request) admitWrite() (func(), error) {
 	// commits and its publish (that would need recovery, and stop the
 	// server). Only the server's own Close cancels it. Its body, if still
 	// being read, fails on its own when the client goes.
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	// Until its turn in the branch's write queue comes it has prepared
+	// nothing, so there the client's disconnect withdraws it
+	// (graph.WithQueueWait).
+	ctx, cancel := context.WithCancel(graph.WithQueueWait(context.WithoutCancel(r.Context()), r.Context()))
 	unhook := context.AfterFunc(r.s.writesCtx, cancel)
 	r.Request = r.Request.WithContext(ctx)
 	return func() {

@@ -92,6 +92,11 @@ type op struct {
 	// merges the user branch of a merge.
 	schema, create  bool
 	deletes, merges string
+	// blind marks a write that reads nothing it could lose (an insert-only
+	// mutation, an append or merge load): it re-prepares when its branch
+	// moves, and the process's write queue orders it behind the batch's
+	// other writers, so it never conflicts on the branch head.
+	blind bool
 }
 
 // line is one generated load line.
@@ -192,6 +197,9 @@ func errClass(err error) string {
 		return "cleanup-refused"
 	case errors.Is(err, graph.ErrRecoveryRequired):
 		return "recovery"
+	case errors.Is(err, graph.ErrContended):
+		// one process's writers never spend a retry budget on each other
+		return "contended"
 	case errors.Is(err, graph.ErrReadSetChanged):
 		return "read-set-changed"
 	case errors.Is(err, graph.ErrTableDrift):
@@ -242,6 +250,7 @@ func loadOp(r *rand.Rand, br string) *op {
 		desc:   fmt.Sprintf("load %s %s [%s]", mode, br, strings.Join(shown, " ")),
 		write:  true,
 		target: br,
+		blind:  mode != load.Overwrite,
 		exec: func(ctx context.Context, g *graph.Graph) (written, error) {
 			res, err := load.Run(ctx, g, strings.NewReader(src), load.Options{Branch: br, Mode: mode})
 			if err != nil {
@@ -295,8 +304,10 @@ func mutateOp(r *rand.Rand, br string) *op {
 	var src, desc string
 	var change func(d data) bool // changes d; reports whether anything matched
 	h := person(r)
+	blind := false
 	switch x := r.IntN(10); {
 	case x < 3:
+		blind = true
 		age := int32(r.IntN(60))
 		if r.IntN(4) == 0 {
 			src = fmt.Sprintf(`mutation m() { insert Person { handle: %q } }`, h)
@@ -360,6 +371,7 @@ func mutateOp(r *rand.Rand, br string) *op {
 		desc:   fmt.Sprintf("mutate %s: %s", br, desc),
 		write:  true,
 		target: br,
+		blind:  blind,
 		exec: func(ctx context.Context, g *graph.Graph) (written, error) {
 			res, err := mutate.Query(ctx, g, src, "", mutate.Options{Branch: br})
 			if err != nil {
@@ -848,6 +860,13 @@ func exportOp(br string) *op {
 // lostToConcurrent says whether a refusal is the engine's answer to a
 // concurrent writer that got there first (the write changed nothing and
 // may be retried).
+// headConflict reports whether err refuses a write because its branch's
+// head moved (not its schema, not the branch deleted or recreated).
+func headConflict(err error) bool {
+	var rs *graph.ReadSetChanged
+	return errors.As(err, &rs) && rs.Member == "graph_head" || errors.Is(err, manifest.ErrHeadMoved)
+}
+
 func lostToConcurrent(err error) bool {
 	switch errClass(err) {
 	case "read-set-changed", "schema-locked":

@@ -133,6 +133,17 @@ func (s *sched) gate(ctx context.Context, method, key string) error {
 	}
 }
 
+// queued is the process's write-queue hook (graph.Process.SetQueueHook):
+// a write about to wait for its branch's turn stops at the gate like a
+// storage request, so which of a batch's writes queues first is the
+// seed's pick, not the goroutines' race.
+func (s *sched) queued(ctx context.Context, branch string) {
+	if err := s.gate(ctx, "Queue", branch); err != nil {
+		return // the write's own wait sees its context end
+	}
+	s.done(ctx)
+}
+
 func (s *sched) Get(ctx context.Context, key string) ([]byte, backend.Attrs, error) {
 	if err := s.gate(ctx, "Get", key); err != nil {
 		return nil, backend.Attrs{}, err

@@ -656,8 +656,11 @@ func (s *sim) advance(ws []*world, o *op, outcome string, res written, err error
 				next = append(next, w)
 				continue
 			}
-			if conc && lostToConcurrent(err) {
-				next = append(next, w) // a concurrent writer won; nothing changed
+			if conc && lostToConcurrent(err) && !(o.blind && headConflict(err)) {
+				// a concurrent writer won; nothing changed (never a blind
+				// insert's head: it queues behind the others and
+				// re-prepares)
+				next = append(next, w)
 				continue
 			}
 			if p.refuse == "" && !fired && !(o.cleanup && errClass(err) == "cleanup-refused") {
@@ -799,6 +802,9 @@ func (s *sim) restart(crash bool) error {
 	}
 	for attempt := 0; ; attempt++ {
 		s.proc = graph.NewProcess()
+		// Two clients that reach a branch's write queue with no storage
+		// request between them take their turns in the seed's order.
+		s.proc.SetQueueHook(s.sch.queued)
 		s.inj.Reset()
 		if err := s.startLease(ctx); err != nil {
 			return err

@@ -1013,8 +1013,15 @@ func runColumnar(ctx context.Context, g *graph.Graph, snap *graph.Snapshot, in *
 	if n <= 0 {
 		n = graph.DefaultWriteRetries
 	}
+	// Parsed and encoded before its turn in the branch's write queue
+	// (that overlaps the write ahead); prepared and committed inside it.
+	ctx, leave, err := g.EnterWriteQueue(ctx, opts.Branch)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	var out *Result
-	_, err := graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {
+	_, err = graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {
 		res, err := bl.attempt(ctx, g, opts)
 		out = res
 		return nil, err

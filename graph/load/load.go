@@ -238,6 +238,13 @@ func runRows(ctx context.Context, g *graph.Graph, in *intake, r io.Reader, opts 
 	if n <= 0 {
 		n = graph.DefaultWriteRetries
 	}
+	// Parsed and checked before its turn in the branch's write queue (that
+	// overlaps the write ahead); prepared and committed inside it.
+	ctx, leave, err := g.EnterWriteQueue(ctx, opts.Branch)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	var out *Result
 	_, err = graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {
 		res, err := attempt(ctx, g, cat, lines, opts)

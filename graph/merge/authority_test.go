@@ -13,6 +13,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/fault"
 	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/load"
 	"github.com/omnigraph-go/omnigraph/graph/merge"
 	"github.com/omnigraph-go/omnigraph/manifest"
 )
@@ -75,10 +76,18 @@ func TestMergeTargetMovedMidMergeIsReadSetChanged(t *testing.T) {
 			}
 			fHead := headOf(t, r.g, "f")
 			fRows := strings.Join(rows(t, r.g, "f", "node:Person"), " ")
+			// The racer is another process: a write of this one to the
+			// target queues behind the merge (graph/queue.go).
+			other, err := graph.Open(ctx, r.count, graph.OpenOptions{Process: graph.NewProcess(), Actor: "racer"})
+			if err != nil {
+				t.Fatal(err)
+			}
 			raced := false
 			opts := merge.WithAfterCapture(merge.Options{}, func() {
 				raced = true
-				r.load(t, "main", `{"type":"Person","data":{"handle":"gus","name":"Gus"}}`)
+				if _, err := load.Run(ctx, other, strings.NewReader(`{"type":"Person","data":{"handle":"gus","name":"Gus"}}`), load.Options{Branch: "main", Mode: load.Merge}); err != nil {
+					t.Error(err)
+				}
 			})
 			res, err := merge.Run(ctx, r.g, "f", "main", opts)
 			if !raced {

@@ -82,8 +82,19 @@ type Result struct {
 // unless only maintenance commits moved it: then the merge is prepared
 // again (bounded), as what it read is unchanged.
 func Run(ctx context.Context, g *graph.Graph, source, target string, opts Options) (*Result, error) {
+	qb := target
+	if qb == "" {
+		qb = manifest.MainBranch
+	}
+	// The target's turn in the process's write queue: a write of this
+	// process to it lands before the merge captures it.
+	ctx, leave, err := g.EnterWriteQueue(ctx, qb)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	var res *Result
-	_, err := graph.Retry(ctx, graph.DefaultWriteRetries, func(ctx context.Context) (*graph.Result, error) {
+	_, err = graph.Retry(ctx, graph.DefaultWriteRetries, func(ctx context.Context) (*graph.Result, error) {
 		r, err := run(ctx, g, source, target, opts, nil)
 		res = r
 		return nil, err

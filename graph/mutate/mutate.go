@@ -176,8 +176,15 @@ func runOnce(ctx context.Context, g *graph.Graph, strict bool, planFor func(*pg.
 	if n <= 0 {
 		n = graph.DefaultWriteRetries
 	}
+	// The branch's turn in the process's write queue: a write of this
+	// process published before it prepares, so it never invalidates ours.
+	ctx, leave, err := g.EnterWriteQueue(ctx, opts.Branch)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	var out *Result
-	_, err := graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {
+	_, err = graph.Retry(ctx, n, func(ctx context.Context) (*graph.Result, error) {
 		pm, err := prepare(ctx, g, strict, planFor, opts)
 		if err != nil {
 			return nil, err
