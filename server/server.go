@@ -209,11 +209,97 @@ func New(cfg Config) (*Server, error) {
 // answer's deadline is set when it starts (Limits.WriteTimeout) or, for a
 // stream, by its progress (Limits.StreamIdle), and net/http does not reset
 // it between the requests of one connection.
+//
+// A request's body is read within Limits.BodyTimeout from the start of the
+// request, whatever route it reaches and before any token is checked: an
+// answer written without reading the body (401, 404, the Iceberg catalog,
+// the console's files) leaves net/http draining it, and a body trickled a
+// byte at a time would hold the connection for ever. A route that reads a
+// streamed body moves the deadline on with its progress (prepare); such an
+// answer also closes the connection (Connection: close), so the client
+// learns the rest of its body is not wanted.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-		s.handler.ServeHTTP(w, r)
+		rc := http.NewResponseController(w)
+		_ = rc.SetWriteDeadline(time.Time{})
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			// Lifted: net/http watches an idle connection for a disconnect
+			// with a read this deadline would end (prepare says why).
+			_ = rc.SetReadDeadline(time.Time{})
+			s.handler.ServeHTTP(w, r)
+			return
+		}
+		_ = rc.SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyTimeout))
+		body := &eofBody{ReadCloser: r.Body}
+		r.Body = body
+		s.handler.ServeHTTP(&earlyRefusal{ResponseWriter: w, body: body}, r)
 	})
+}
+
+// eofBody records whether a request body was read to its end.
+type eofBody struct {
+	io.ReadCloser
+	eof bool
+}
+
+func (b *eofBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+// earlyRefusal closes the connection after an error answer written
+// before the request's body was read to its end.
+type earlyRefusal struct {
+	http.ResponseWriter
+	body    *eofBody
+	started bool
+}
+
+func (w *earlyRefusal) WriteHeader(code int) {
+	if !w.started {
+		w.started = true
+		if code >= 400 && !w.body.eof {
+			w.Header().Set("Connection", "close")
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *earlyRefusal) Write(b []byte) (int, error) {
+	w.started = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *earlyRefusal) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Backstop timeouts of HTTPServer: the handler sets each request's own
+// deadlines (Handler, prepare, answering); these bound what happens
+// before it runs and between requests.
+const (
+	// ReadHeaderTimeout bounds reading a request's headers.
+	ReadHeaderTimeout = 10 * time.Second
+	// IdleTimeout closes a keep-alive connection without a request.
+	IdleTimeout = 2 * time.Minute
+	// MaxHeaderBytes bounds a request's headers (431 beyond).
+	MaxHeaderBytes = 64 << 10
+)
+
+// HTTPServer is the http.Server that serves s (what omnigraph serve
+// runs): the header, idle and whole-request timeouts and the header size
+// bound are a backstop to the deadlines Handler sets per request.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		// From the request's first byte until Handler sets its own.
+		ReadTimeout:    ReadHeaderTimeout + s.cfg.Limits.BodyTimeout,
+		IdleTimeout:    IdleTimeout,
+		MaxHeaderBytes: MaxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
 }
 
 // answering bounds the time the answer about to be written may take.
