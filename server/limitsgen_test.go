@@ -10,10 +10,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/omnigraph-go/omnigraph/api"
 )
 
 // The tests in this file are generated from the route table (Routes) and
@@ -247,5 +250,228 @@ func TestLimitListener(t *testing.T) {
 	}
 	if n := len(ln.(*limitListener).slots); n != 0 {
 		t.Errorf("%d slots held after every connection closed, want 0", n)
+	}
+}
+
+// readTools are the MCP tools that take a read slot (their class), and
+// the stored read query.
+func readTools(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, mt := range mcpTools() {
+		switch mt.class.admission {
+		case api.AdmitRead:
+			out = append(out, mt.tool.Name)
+		case api.AdmitWrite, api.AdmitPerCall:
+		default:
+			t.Fatalf("tool %s declares no admission class", mt.tool.Name)
+		}
+	}
+	return append(out, "people")
+}
+
+// TestEveryReadRouteAndToolAnswers429WhileSlotsAreHeld: with its actor's
+// read slots held, every route declared AdmitRead and every reading MCP
+// tool is refused with 429 and Retry-After before any storage request;
+// once the slots are free, the same request answers as it should.
+func TestEveryReadRouteAndToolAnswers429WhileSlotsAreHeld(t *testing.T) {
+	fx := newFixture(t)
+	tokens, secrets := tokensFor(t, "alice")
+	s, base := fx.serve(t, Config{Tokens: tokens, Limits: Limits{ReadsPerActor: 2}})
+	token := secrets["alice"]
+	hold := func() func() {
+		var rel []func()
+		for range 2 {
+			r, f := s.adm.admitRead("alice")
+			if f != nil {
+				t.Fatalf("hold a slot: %v", f.Body.Error)
+			}
+			rel = append(rel, r)
+		}
+		return func() {
+			for _, r := range rel {
+				r()
+			}
+		}
+	}
+	n := 0
+	for _, rt := range Routes() {
+		if rt.Admission != api.AdmitRead {
+			continue
+		}
+		n++
+		ex, ok := routeExample(t, fx, rt)
+		if !ok {
+			t.Fatalf("route %s %s has no example in routeExample: add one", rt.Method, rt.Path)
+		}
+		release := hold()
+		fx.store.Reset()
+		a := send(t, base, token, rt.Method, ex, nil)
+		reqs := fx.store.Snapshot().Total
+		release()
+		if a.status != 429 || a.header.Get("Retry-After") == "" {
+			t.Errorf("%s with the actor's read slots held: status %d %s, want 429 with Retry-After", rt.OperationID, a.status, a.raw)
+		}
+		if reqs != 0 {
+			t.Errorf("%s: %d storage requests before the 429, want 0", rt.OperationID, reqs)
+		}
+		if a := send(t, base, token, rt.Method, ex, nil); a.status != ex.want {
+			t.Errorf("%s once the slots are free: status %d %s, want %d", rt.OperationID, a.status, a.raw, ex.want)
+		}
+	}
+	if n < 15 {
+		t.Fatalf("only %d routes declare AdmitRead", n)
+	}
+	for _, name := range readTools(t) {
+		args, ok := toolExample(fx, name)
+		if !ok {
+			t.Fatalf("tool %s has no example in toolExample: add one", name)
+		}
+		release := hold()
+		res, isErr, rpcErr, a := mcpCall(t, base, token, name, args, nil)
+		release()
+		if rpcErr != nil || !isErr || res["status"] != 429.0 || res["retry_after_seconds"] == nil {
+			t.Errorf("tool %s with the actor's read slots held: %s, want an error result with status 429", name, a.raw)
+		}
+		if _, isErr, rpcErr, a := mcpCall(t, base, token, name, args, nil); rpcErr != nil || (isErr && name != "blob_read" && name != "blob_stat") {
+			t.Errorf("tool %s once the slots are free: %s", name, a.raw)
+		}
+	}
+	if got := s.adm.inFlightReads(); got != 0 {
+		t.Errorf("%d read slots held after every answer, want 0", got)
+	}
+}
+
+// TestEveryAnswerOverItsCapIs413: with a small answer cap, every read
+// route declared AnswerJSON whose answer is larger is refused with 413
+// resource_limit answer_bytes, and so is every reading tool's result.
+// A write's answer is never refused (the write has landed).
+func TestEveryAnswerOverItsCapIs413(t *testing.T) {
+	fx := newFixture(t)
+	const limit = 20
+	_, base := fx.serve(t, Config{Limits: Limits{AnswerBytes: limit}})
+	for _, rt := range Routes() {
+		if rt.Answer != api.AnswerJSON || rt.Writes() {
+			continue
+		}
+		ex, ok := routeExample(t, fx, rt)
+		if !ok {
+			t.Fatalf("route %s %s has no example in routeExample: add one", rt.Method, rt.Path)
+		}
+		if ex.want != 200 || rt.Method == "HEAD" {
+			continue // an error envelope is no answer to cap
+		}
+		a := send(t, base, "", rt.Method, ex, nil)
+		rl, _ := a.body["resource_limit"].(map[string]any)
+		if a.status != 413 || rl["resource"] != "answer_bytes" || rl["limit"] != float64(limit) {
+			t.Errorf("%s under a %d-byte answer cap: status %d %.300s, want 413 answer_bytes", rt.OperationID, limit, a.status, a.raw)
+		}
+	}
+	for _, name := range readTools(t) {
+		if name == "blob_read" || name == "blob_stat" {
+			continue // the example is refused (not a Blob)
+		}
+		args, _ := toolExample(fx, name)
+		res, isErr, rpcErr, a := mcpCall(t, base, "", name, args, nil)
+		rl, _ := res["resource_limit"].(map[string]any)
+		if rpcErr != nil || !isErr || res["status"] != 413.0 || rl["resource"] != "answer_bytes" {
+			t.Errorf("tool %s under a %d-byte answer cap: %.300s, want an error result with status 413 answer_bytes", name, limit, a.raw)
+		}
+	}
+	// A write is answered whatever its size.
+	a := send(t, base, "", "POST", sample{path: "/graphs/default/mutate", ctype: "application/json", body: jsonBody(map[string]any{"query": exMutate})}, nil)
+	if a.status != 200 {
+		t.Errorf("mutate under the answer cap: status %d %s, want 200", a.status, a.raw)
+	}
+}
+
+// stalledWriter is a client that stops reading: a write blocks until the
+// write deadline the server set passes (none set: until heldBound, and
+// the write reports held).
+type stalledWriter struct {
+	header   http.Header
+	mu       sync.Mutex
+	deadline time.Time
+	held     bool
+}
+
+func (w *stalledWriter) Header() http.Header { return w.header }
+func (w *stalledWriter) WriteHeader(int)     {}
+func (w *stalledWriter) Flush()              {}
+func (w *stalledWriter) SetReadDeadline(time.Time) error {
+	return nil
+}
+
+func (w *stalledWriter) SetWriteDeadline(t time.Time) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.deadline = t
+	return nil
+}
+
+func (w *stalledWriter) Write(p []byte) (int, error) {
+	end := time.Now().Add(heldBound)
+	for time.Now().Before(end) {
+		w.mu.Lock()
+		d := w.deadline
+		w.mu.Unlock()
+		if !d.IsZero() && time.Now().After(d) {
+			return 0, os.ErrDeadlineExceeded
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	w.mu.Lock()
+	w.held = true
+	w.mu.Unlock()
+	return 0, os.ErrDeadlineExceeded
+}
+
+// TestStalledReaderIsCutOnEveryStreamingRoute: on every route declared
+// AnswerStream, a reader that stops reading is cut within the progress
+// deadline (StreamIdle) and its read slot is free.
+func TestStalledReaderIsCutOnEveryStreamingRoute(t *testing.T) {
+	g, _, _, _ := blobGraph(t)
+	s, _ := newTestServer(t, g, Config{Limits: Limits{StreamIdle: testStreamIdle}})
+	examples := map[string]func() *http.Request{
+		"export": func() *http.Request { return httptest.NewRequest("GET", "/graphs/default/export?branch=main", nil) },
+		"getBlob": func() *http.Request {
+			return httptest.NewRequest("GET", "/graphs/default/blob?entity=node&type=Doc&property=body&id=big", nil)
+		},
+		"captureChangeBaseline": func() *http.Request {
+			r := httptest.NewRequest("POST", "/graphs/default/changes/baseline", strings.NewReader(`{"branch":"main"}`))
+			r.Header.Set("Content-Type", "application/json")
+			return r
+		},
+	}
+	n := 0
+	for _, rt := range Routes() {
+		if rt.Answer != api.AnswerStream {
+			continue
+		}
+		n++
+		mk, ok := examples[rt.OperationID]
+		if !ok {
+			t.Fatalf("streaming route %s has no example here: add one", rt.OperationID)
+		}
+		w := &stalledWriter{header: http.Header{}}
+		req := mk()
+		req.Host = "127.0.0.1" // open mode serves loopback names only
+		func() {
+			defer func() {
+				if p := recover(); p != nil && p != http.ErrAbortHandler {
+					panic(p)
+				}
+			}()
+			s.Handler().ServeHTTP(w, req)
+		}()
+		if w.held {
+			t.Errorf("%s: a stalled reader was held %s; the progress deadline is %s", rt.OperationID, heldBound, testStreamIdle)
+		}
+		if got := s.adm.inFlightReads(); got != 0 {
+			t.Errorf("%s: %d read slots held once the stalled reader was cut, want 0", rt.OperationID, got)
+		}
+	}
+	if n != len(examples) {
+		t.Errorf("%d streaming routes, %d examples", n, len(examples))
 	}
 }

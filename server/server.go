@@ -7,6 +7,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -346,6 +347,8 @@ type request struct {
 	// admitted: the request took a write slot (it is a write that reached
 	// the engine), so a failure of it may stop the server (stopOn).
 	admitted bool
+	// readAdmitted: the request (or tool call) holds its read slot.
+	readAdmitted bool
 	// done runs once the answer is written (a read's slot is held until
 	// then); shared by the copies an MCP tool call makes.
 	done *[]func()
@@ -361,17 +364,28 @@ func (r *request) onDone(f func()) {
 	*r.done = append(*r.done, f)
 }
 
-// statusWriter records the status for the request log.
+// statusWriter records the status for the request log; for a streamed
+// answer (idle > 0) it bounds each write by the progress deadline, so a
+// reader that stops reading is cut and its read slot freed.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
 	class  string
+	rc     *http.ResponseController
+	idle   time.Duration
+}
+
+func (w *statusWriter) progress() {
+	if w.idle > 0 {
+		_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
 	}
+	w.progress()
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -379,6 +393,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	w.progress()
 	return w.ResponseWriter.Write(b)
 }
 
@@ -435,11 +450,33 @@ func (s *Server) wrap(rt Route) http.Handler {
 			writeFailure(w, f)
 			return
 		}
+		// What the route's table entry declares (api.Route), applied here
+		// for every handler.
+		if rt.Answer == api.AnswerStream {
+			w.rc, w.idle = http.NewResponseController(rw), s.cfg.Limits.StreamIdle
+		}
+		if rt.Admission == api.AdmitRead {
+			if err := req.admitRead(); err != nil {
+				f := MapError(err, req.graphID)
+				w.class = f.Body.Class
+				s.answering(w)
+				writeFailure(w, f)
+				return
+			}
+		}
+		var budget *routeBudget
+		if rt.Budget {
+			budget = s.routeBudget(req)
+			defer budget.cancel()
+		}
 		status, body, err := rt.handle(req)
 		if lb, ok := req.Body.(*limitedBody); ok && lb.hit && err != nil {
 			// The body was cut at the limit: whatever the engine made of
 			// the truncated input (a parse error), the answer is 413.
 			err = tooLarge(lb.resource, lb.limit, 0)
+		}
+		if err != nil && budget != nil {
+			err = budget.exceeded(err)
 		}
 		if err != nil {
 			f := s.stopOn(req, err, MapError(err, req.graphID))
@@ -454,9 +491,77 @@ func (s *Server) wrap(rt Route) http.Handler {
 		if body == nil {
 			return
 		}
+		b, f := s.encodeAnswer(body, req.admitted)
+		if f != nil {
+			w.class = f.Body.Class
+			s.answering(w)
+			writeFailure(w, f)
+			return
+		}
 		s.answering(w)
-		writeJSON(w, status, body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(b)
 	})
+}
+
+// encodeAnswer encodes a JSON answer within the answer cap
+// (Limits.AnswerBytes): past it the answer is 413 resource_limit
+// answer_bytes, and nothing of it is sent.
+// The answer of a write that took its slot is sent whatever its size:
+// the write has landed, and a refusal would hide it.
+func (s *Server) encodeAnswer(v any, wrote bool) ([]byte, *Failure) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, MapError(fmt.Errorf("encode the answer: %w", err), "")
+	}
+	if limit := s.cfg.Limits.AnswerBytes; !wrote && int64(buf.Len()) > limit {
+		return nil, answerTooLarge(limit, int64(buf.Len()))
+	}
+	return buf.Bytes(), nil
+}
+
+// answerTooLarge is the refusal of an answer over the answer cap.
+func answerTooLarge(limit, actual int64) *Failure {
+	return &Failure{Status: http.StatusRequestEntityTooLarge, Body: api.ErrorOutput{
+		Error: fmt.Sprintf("the answer is %d bytes, more than the %d-byte cap of this server; ask for less (a limit, a type or op filter, a narrower query), or ask the operator to raise it (serve --max-answer-bytes)", actual, limit),
+		Code:  api.CodeBadRequest, ResourceLimit: &api.ResourceLimit{Resource: "answer_bytes", Limit: limit, Actual: actual},
+	}}
+}
+
+// errRouteBudget is the cause of a budgeted route's context once its time
+// budget has passed.
+var errRouteBudget = errors.New("the route's time budget passed")
+
+// routeBudget bounds a route that declares Budget by the query budget's
+// time (plus a grace, so the engine's own budget check, where it has one,
+// answers first with its own figures).
+type routeBudget struct {
+	limit  time.Duration
+	start  time.Time
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+const routeBudgetGrace = time.Second
+
+func (s *Server) routeBudget(req *request) *routeBudget {
+	b := s.budgetFor(req.graphID, req.actor)
+	rb := &routeBudget{limit: b.Time, start: time.Now()}
+	rb.ctx, rb.cancel = context.WithTimeoutCause(req.Context(), b.Time+routeBudgetGrace, errRouteBudget)
+	req.Request = req.Request.WithContext(rb.ctx)
+	return rb
+}
+
+// exceeded turns the failure of a request its time budget ended into the
+// budget's refusal (413 resource_limit time).
+func (rb *routeBudget) exceeded(err error) error {
+	if _, ok := errBudget(err); ok || !errors.Is(context.Cause(rb.ctx), errRouteBudget) {
+		return err
+	}
+	return &graph.BudgetExceeded{Resource: graph.ResourceTime, Limit: rb.limit.Milliseconds(), Reached: time.Since(rb.start).Milliseconds()}
 }
 
 func (s *Server) prepare(rt Route, req *request) *Failure {

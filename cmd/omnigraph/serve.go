@@ -112,6 +112,7 @@ func init() {
 		c.Flags().IntVar(&o.limits.WritesPerGraph, "max-writes-per-graph", server.DefaultWritesPerGraph, "in-flight writes the graph may have (more get 429)")
 		c.Flags().Int64Var(&o.limits.BodyBytes, "max-body-bytes", server.DefaultBodyBytes, "largest JSON request body (more gets 413)")
 		c.Flags().Int64Var(&o.limits.LoadBytes, "max-load-bytes", server.DefaultLoadBytes, "largest load/ndjson body (more gets 413)")
+		c.Flags().Int64Var(&o.limits.AnswerBytes, "max-answer-bytes", server.DefaultAnswerBytes, "largest JSON answer of a read route or MCP tool (more gets 413 resource_limit answer_bytes; streamed answers are bounded by progress instead)")
 		o.queryMemory, o.queryReadBytes = server.DefaultQueryMemory, server.DefaultQueryReadBytes
 		c.Flags().Int64Var(&o.queryRows, "max-query-rows", server.DefaultQueryRows, "rows one query (or a mutation's read phase) may produce in all (more gets 413)")
 		c.Flags().Var(&o.queryMemory, "max-query-memory", "memory one query may materialise, e.g. 2GiB (more gets 413)")
