@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"slices"
@@ -359,9 +361,24 @@ func (s *Server) listFilter(actions map[string]Action, stored map[string]string)
 	}
 }
 
+// handleMCP checks the message (one JSON-RPC 2.0 request or
+// notification of a method the server answers: mcprpc.go) and hands it
+// to the SDK; every refusal is a JSON-RPC error.
 func handleMCP(r *request) (int, any, error) {
+	body, id, refusal, err := readRPC(r.Body)
+	if err != nil {
+		return 0, nil, err
+	}
+	r.s.answering(r.w)
+	if refusal != nil {
+		writeRPCError(r.w, refusal)
+		return 0, nil, nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	ctx := context.WithValue(r.Context(), requestKey{}, r)
-	r.s.mcp[r.graphID].ServeHTTP(r.w, r.Request.WithContext(ctx))
+	w := &rpcErrorWriter{ResponseWriter: r.w, id: id}
+	r.s.mcp[r.graphID].ServeHTTP(w, r.Request.WithContext(ctx))
+	w.finish()
 	return 0, nil, nil
 }
 
