@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -115,7 +117,14 @@ func (r *request) decodeInvoke() (api.InvokeRequest, error) {
 	if r.ContentLength == 0 {
 		return in, nil
 	}
-	err := r.decode(&in)
+	// An empty body is allowed however it is sent (chunked, without a
+	// Content-Length, too).
+	b, err := readBody(r.Body)
+	if err != nil || len(b) == 0 {
+		return in, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	err = r.decode(&in)
 	return in, err
 }
 
