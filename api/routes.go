@@ -153,7 +153,8 @@ const (
 )
 
 var (
-	readErrs  = []int{400, 401, 403, 404, 500, 503}
+	// Every graph read takes a read slot (429) and has an answer cap (413).
+	readErrs  = []int{400, 401, 403, 404, 413, 429, 500, 503}
 	writeErrs = []int{400, 401, 403, 404, 409, 413, 415, 429, 500, 503}
 )
 

@@ -761,6 +761,10 @@ export type GetBlobErrors = {
      */
     412: ErrorOutput;
     /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
      * blob_range: the byte range lies outside the value (Content-Range: bytes *N)
      */
     416: ErrorOutput;
@@ -852,6 +856,10 @@ export type HeadBlobErrors = {
      */
     412: ErrorOutput;
     /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
      * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
      */
     429: ErrorOutput;
@@ -905,6 +913,14 @@ export type ListBranchesErrors = {
      * not_found: no such graph, branch or commit
      */
     404: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
     /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
@@ -1030,6 +1046,14 @@ export type ListBranchHeadsErrors = {
      * not_found: no such graph, branch or commit
      */
     404: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
     /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
@@ -1159,6 +1183,10 @@ export type PreviewMergeErrors = {
      */
     415: ErrorOutput;
     /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -1287,6 +1315,14 @@ export type GetCatalogErrors = {
      * not_found: no such graph, branch or commit
      */
     404: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
     /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
@@ -1520,6 +1556,14 @@ export type ListCommitsErrors = {
      */
     404: ErrorOutput;
     /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -1573,6 +1617,14 @@ export type GetCommitErrors = {
      * not_found: no such graph, branch or commit
      */
     404: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
     /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
@@ -1715,6 +1767,10 @@ export type DiffRefsErrors = {
      */
     415: ErrorOutput;
     /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -1777,6 +1833,10 @@ export type ExportErrors = {
      * not_found: no such graph, branch or commit
      */
     404: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
     /**
      * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
      */
@@ -2172,6 +2232,14 @@ export type ListQueriesErrors = {
      */
     404: ErrorOutput;
     /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -2442,6 +2510,10 @@ export type CheckQueryErrors = {
      */
     415: ErrorOutput;
     /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -2501,6 +2573,14 @@ export type GetSchemaErrors = {
      */
     404: ErrorOutput;
     /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -2556,6 +2636,14 @@ export type GetSnapshotErrors = {
      */
     404: ErrorOutput;
     /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -2605,6 +2693,14 @@ export type GetStatusErrors = {
      * not_found: no such graph, branch or commit
      */
     404: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
     /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
