@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,12 +12,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/omnigraph-go/omnigraph/api"
+	"github.com/omnigraph-go/omnigraph/backend"
+	"github.com/omnigraph-go/omnigraph/backend/counter"
+	"github.com/omnigraph-go/omnigraph/backend/local"
+	"github.com/omnigraph-go/omnigraph/graph"
+	"github.com/omnigraph-go/omnigraph/graph/mutate"
 )
 
 // The tests in this file are generated from the route table (Routes) and
@@ -473,5 +481,105 @@ func TestStalledReaderIsCutOnEveryStreamingRoute(t *testing.T) {
 	}
 	if n != len(examples) {
 		t.Errorf("%d streaming routes, %d examples", n, len(examples))
+	}
+}
+
+// stallStore is a store whose reads wait for their context while stall
+// is set: a read that would take for ever.
+type stallStore struct {
+	backend.StorageAdapter
+	stall atomic.Bool
+}
+
+func (s *stallStore) wait(ctx context.Context) error {
+	if !s.stall.Load() {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (s *stallStore) Get(ctx context.Context, key string) ([]byte, backend.Attrs, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, backend.Attrs{}, err
+	}
+	return s.StorageAdapter.Get(ctx, key)
+}
+
+func (s *stallStore) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	return s.StorageAdapter.GetRange(ctx, key, off, n)
+}
+
+// TestEveryBudgetedRouteStopsAtItsTimeBudget: every route declared
+// Budget (and every budgeted tool) whose storage reads never end is
+// answered 413 resource_limit query_time_ms once the query time budget
+// has passed, with its read slot free; one served from the handle's
+// caches answers as usual. Either way none is held.
+func TestEveryBudgetedRouteStopsAtItsTimeBudget(t *testing.T) {
+	st, err := local.New(filepath.Join(t.TempDir(), "g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &stallStore{StorageAdapter: st}
+	fx := &fixture{g: testGraphOn(t, store), store: counter.New(st)}
+	ctx := context.Background()
+	res, err := mutate.Query(ctx, fx.g, `mutation m() { insert Person { name: "ann" } }`, "", mutate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.first = res.Commit.ID
+	if _, err := fx.g.CreateBranch(ctx, "feature", "main"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mutate.Query(ctx, fx.g, `mutation m() { insert Person { name: "bob" } }`, "", mutate.Options{Branch: "feature"}); err != nil {
+		t.Fatal(err)
+	}
+	s, base := fx.serve(t, Config{Limits: Limits{Query: graph.Budget{Time: 200 * time.Millisecond}, RefusalDelay: time.Millisecond}})
+	store.stall.Store(true)
+	defer store.stall.Store(false)
+	// No answer may take longer than heldBound: a held request fails the
+	// test instead of hanging it.
+	saved := http.DefaultClient.Timeout
+	http.DefaultClient.Timeout = heldBound
+	defer func() { http.DefaultClient.Timeout = saved }()
+	stopped := 0
+	for _, rt := range Routes() {
+		if !rt.Budget {
+			continue
+		}
+		ex, _ := routeExample(t, fx, rt)
+		a := send(t, base, "", rt.Method, ex, nil)
+		rl, _ := a.body["resource_limit"].(map[string]any)
+		switch {
+		case a.status == 413 && rl["resource"] == string(graph.ResourceTime):
+			stopped++
+		case a.status != ex.want:
+			t.Errorf("%s with storage reads that never end: status %d %.300s, want 413 %s (or %d from the caches)", rt.OperationID, a.status, a.raw, graph.ResourceTime, ex.want)
+		}
+	}
+	for _, mt := range mcpTools() {
+		if !mt.class.budget {
+			continue
+		}
+		args, _ := toolExample(fx, mt.tool.Name)
+		res, isErr, rpcErr, a := mcpCall(t, base, "", mt.tool.Name, args, nil)
+		rl, _ := res["resource_limit"].(map[string]any)
+		switch {
+		case rpcErr == nil && isErr && res["status"] == 413.0 && rl["resource"] == string(graph.ResourceTime):
+			stopped++
+		case rpcErr != nil || isErr:
+			t.Errorf("tool %s with storage reads that never end: %.300s, want an error result 413 %s (or its result from the caches)", mt.tool.Name, a.raw, graph.ResourceTime)
+		}
+	}
+	// diff, merge preview, a commit's changes (route and tool) and the
+	// query (route and tool) read storage.
+	if stopped < 5 {
+		t.Errorf("%d budgeted routes and tools were stopped by the budget, want at least 5", stopped)
+	}
+	if got := s.adm.inFlightReads(); got != 0 {
+		t.Errorf("%d read slots held after every answer, want 0", got)
 	}
 }

@@ -536,8 +536,8 @@ func answerTooLarge(limit, actual int64) *Failure {
 var errRouteBudget = errors.New("the route's time budget passed")
 
 // routeBudget bounds a route that declares Budget by the query budget's
-// time (plus a grace, so the engine's own budget check, where it has one,
-// answers first with its own figures).
+// time (plus a grace of a tenth of it, at most a second, so the engine's
+// own budget check, where it has one, answers first with its own figures).
 type routeBudget struct {
 	limit  time.Duration
 	start  time.Time
@@ -550,7 +550,7 @@ const routeBudgetGrace = time.Second
 func (s *Server) routeBudget(req *request) *routeBudget {
 	b := s.budgetFor(req.graphID, req.actor)
 	rb := &routeBudget{limit: b.Time, start: time.Now()}
-	rb.ctx, rb.cancel = context.WithTimeoutCause(req.Context(), b.Time+routeBudgetGrace, errRouteBudget)
+	rb.ctx, rb.cancel = context.WithTimeoutCause(req.Context(), b.Time+min(routeBudgetGrace, b.Time/10), errRouteBudget)
 	req.Request = req.Request.WithContext(rb.ctx)
 	return rb
 }
