@@ -92,9 +92,9 @@ var PollParams = []Param{
 
 func feedRoutes(g string) []Route {
 	return []Route{
-		{Method: "GET", Path: g + "/changes", OperationID: "pollChanges", Summary: "Poll the change feed of a branch: the entity changes of each commit after the cursor, in first-parent order", Auth: true, Graph: true, Idempotent: true,
+		{Method: "GET", Path: g + "/changes", OperationID: "pollChanges", Admission: AdmitRead, Answer: AnswerJSON, Summary: "Poll the change feed of a branch: the entity changes of each commit after the cursor, in first-parent order", Auth: true, Graph: true, Idempotent: true,
 			Query: PollParams, Response: "ChangeFeedOutput", Statuses: append([]int{409, 410, 413, 429}, readErrs...)},
-		{Method: "POST", Path: g + "/changes/baseline", OperationID: "captureChangeBaseline", Summary: "Export a branch head as graph-batch NDJSON ending with the baseline record {\"baseline\":{snapshot_commit_id, resume_cursor}}: where a feed restarts after a 410 gap", Auth: true, Graph: true, Idempotent: true,
+		{Method: "POST", Path: g + "/changes/baseline", OperationID: "captureChangeBaseline", Admission: AdmitRead, Answer: AnswerStream, Summary: "Export a branch head as graph-batch NDJSON ending with the baseline record {\"baseline\":{snapshot_commit_id, resume_cursor}}: where a feed restarts after a 410 gap", Auth: true, Graph: true, Idempotent: true,
 			Request: "BaselineRequest", Response: "BaselineNDJSON", Statuses: append([]int{413, 415, 429}, readErrs...)},
 	}
 }

@@ -57,8 +57,8 @@ type (
 
 func storedRoutes(g string) []Route {
 	return []Route{
-		{Method: "GET", Path: g + "/queries", OperationID: "listQueries", Summary: "The graph's stored queries the caller may invoke: name, tool name, description, parameters with their JSON Schema", Auth: true, Graph: true, Idempotent: true, Response: "QueryCatalog", Statuses: readErrs},
-		{Method: "POST", Path: g + "/queries/{name}", OperationID: "invokeQuery", Summary: "Run a stored query by name: a read answers as POST query, a mutation as POST mutate", Auth: true, Graph: true, MayWrite: true, Request: "InvokeRequest", Response: "StoredQueryOutput", Statuses: writeErrs},
-		{Method: "POST", Path: g + "/queries/{name}/if-graph-commit", OperationID: "invokeQueryIfGraphCommit", Summary: "Run a stored mutation only while the branch head is the given commit", Auth: true, Graph: true, Write: true, Header: HeaderIfGraphCommit, Request: "InvokeRequest", Response: "ChangeOutput", Statuses: append([]int{412}, writeErrs...)},
+		{Method: "GET", Path: g + "/queries", OperationID: "listQueries", Admission: AdmitRead, Answer: AnswerJSON, Summary: "The graph's stored queries the caller may invoke: name, tool name, description, parameters with their JSON Schema", Auth: true, Graph: true, Idempotent: true, Response: "QueryCatalog", Statuses: readErrs},
+		{Method: "POST", Path: g + "/queries/{name}", OperationID: "invokeQuery", Admission: AdmitPerCall, Answer: AnswerJSON, Summary: "Run a stored query by name: a read answers as POST query, a mutation as POST mutate", Auth: true, Graph: true, MayWrite: true, Request: "InvokeRequest", Response: "StoredQueryOutput", Statuses: writeErrs},
+		{Method: "POST", Path: g + "/queries/{name}/if-graph-commit", OperationID: "invokeQueryIfGraphCommit", Admission: AdmitWrite, Answer: AnswerJSON, Summary: "Run a stored mutation only while the branch head is the given commit", Auth: true, Graph: true, Write: true, Header: HeaderIfGraphCommit, Request: "InvokeRequest", Response: "ChangeOutput", Statuses: append([]int{412}, writeErrs...)},
 	}
 }

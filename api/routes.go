@@ -43,7 +43,54 @@ type Route struct {
 	Statuses []int
 	// Header names a required request header.
 	Header string
+
+	// What the server applies to every request of the route, from this
+	// table and in one place (server.wrap), so no handler can forget one.
+	// A route that declares none of Admission and Answer is refused when
+	// the server is built.
+
+	// Admission is the slot a request takes (429 past it).
+	Admission Admission
+	// Budget: the route runs under the query budget's time (413
+	// resource_limit past it).
+	Budget bool
+	// Answer says how the answer is bounded.
+	Answer Answer
 }
+
+// Admission is the slot class of a route.
+type Admission string
+
+const (
+	// AdmitNone: no slot (liveness, the document, the graph list).
+	AdmitNone Admission = "none"
+	// AdmitRead: a read slot of the actor and of the server, taken before
+	// the handler runs and held until the answer is sent.
+	AdmitRead Admission = "read"
+	// AdmitWrite: a write slot of the actor and of the graph, taken once
+	// the request is decoded and authorized, before any engine work.
+	AdmitWrite Admission = "write"
+	// AdmitPerCall: each call the request carries takes its own (MCP:
+	// per tool, as the tool's route; a stored query: read or write, as
+	// what it runs).
+	AdmitPerCall Admission = "per_call"
+)
+
+// Answer is how a route's answer is bounded.
+type Answer string
+
+const (
+	// AnswerJSON: one JSON document, at most the server's answer cap (413
+	// resource_limit answer_bytes beyond it), sent within its write
+	// timeout.
+	AnswerJSON Answer = "json"
+	// AnswerStream: streamed; its reader must keep reading (the progress
+	// deadline), and its read slot is freed when it is cut.
+	AnswerStream Answer = "stream"
+	// AnswerPerCall: each call's answer is bounded as its own route's
+	// (MCP tools).
+	AnswerPerCall Answer = "per_call"
+)
 
 // Param is one query parameter.
 type Param struct {
@@ -106,7 +153,8 @@ const (
 )
 
 var (
-	readErrs  = []int{400, 401, 403, 404, 500, 503}
+	// Every graph read takes a read slot (429) and has an answer cap (413).
+	readErrs  = []int{400, 401, 403, 404, 413, 429, 500, 503}
 	writeErrs = []int{400, 401, 403, 404, 409, 413, 415, 429, 500, 503}
 )
 
@@ -129,26 +177,26 @@ var (
 func Routes() []Route {
 	g := "/graphs/{graph_id}"
 	return append([]Route{
-		{Method: "GET", Path: "/healthz", OperationID: "health", Summary: "Liveness", Idempotent: true, Response: "Health", Statuses: []int{503}},
-		{Method: "GET", Path: "/openapi.json", OperationID: "openapi", Summary: "This OpenAPI document", Idempotent: true, Response: "OpenAPI"},
-		{Method: "GET", Path: "/graphs", OperationID: "listGraphs", Summary: "List the served graphs", Auth: true, Idempotent: true, Response: "GraphList", Statuses: []int{401, 503}},
-		{Method: "POST", Path: g + "/query", OperationID: "query", Summary: "Run a read query on one snapshot", Auth: true, Graph: true, Idempotent: true, Request: "QueryRequest", Response: "ReadOutput", Statuses: append([]int{413, 415, 429}, readErrs...)},
-		{Method: "POST", Path: g + "/mutate", OperationID: "mutate", Summary: "Run a mutation as one commit", Auth: true, Graph: true, Write: true, Request: "MutateRequest", Response: "ChangeOutput", Statuses: writeErrs},
-		{Method: "POST", Path: g + "/mutate/if-graph-commit", OperationID: "mutateIfGraphCommit", Summary: "Run a mutation only while the branch head is the given commit", Auth: true, Graph: true, Write: true, Header: HeaderIfGraphCommit, Request: "MutateRequest", Response: "ChangeOutput", Statuses: append([]int{412}, writeErrs...)},
-		{Method: "POST", Path: g + "/load", OperationID: "load", Summary: "Load a graph batch sent inline in JSON (NDJSON text in data, or line objects in records) as one commit", Auth: true, Graph: true, Write: true, Stream: true, Request: "LoadRequest", Response: "LoadOutput", Statuses: writeErrs},
-		{Method: "GET", Path: g + "/export", OperationID: "export", Summary: "Stream a branch head (or a snapshot) as graph-batch NDJSON, the input of load", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam, snapshotParam, {Name: "type", Doc: "only these node or edge types (comma-separated, or repeated)", Repeat: true}}, Response: "NDJSON", Statuses: append([]int{429}, readErrs...)},
-		{Method: "POST", Path: g + "/load/ndjson", OperationID: "loadNdjson", Summary: "Load a graph batch (application/x-ndjson) as one commit", Auth: true, Graph: true, Write: true, Stream: true, Query: []Param{{Name: "branch", Doc: "the branch to load into (default main); it must exist unless from is given"}, {Name: "from", Doc: "create the branch from this one first when it does not exist"}, {Name: "mode", Doc: "merge (upsert, default), append (strict insert) or overwrite (replace each type in the batch)"}}, Request: "NDJSON", Response: "LoadOutput", Statuses: writeErrs},
-		{Method: "POST", Path: g + "/mcp", OperationID: "mcp", Summary: "MCP (Streamable HTTP, stateless, JSON responses): tools mirroring these routes", Auth: true, Graph: true, Stream: true, Request: "JSONRPC", Response: "JSONRPC", Statuses: []int{400, 401, 404, 405, 413, 503}},
-		{Method: "GET", Path: g + "/snapshot", OperationID: "getSnapshot", Summary: "A branch head: manifest version and per-table versions and counts", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam}, Response: "SnapshotOutput", Statuses: readErrs},
-		{Method: "GET", Path: g + "/schema", OperationID: "getSchema", Summary: "The accepted .pg schema of a branch head or of a past commit", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam, snapshotParam}, Response: "SchemaOutput", Statuses: readErrs},
-		{Method: "GET", Path: g + "/branches", OperationID: "listBranches", Summary: "List the live branches", Auth: true, Graph: true, Idempotent: true, Response: "BranchList", Statuses: readErrs},
-		{Method: "POST", Path: g + "/branches", OperationID: "createBranch", Summary: "Create a branch from the head of another", Auth: true, Graph: true, Write: true, Request: "BranchCreateRequest", Response: "BranchCreateOutput", Statuses: writeErrs},
-		{Method: "POST", Path: g + "/branches/merge", OperationID: "mergeBranch", Summary: "Merge a branch into another", Auth: true, Graph: true, Write: true, Request: "MergeRequest", Response: "MergeOutput", Statuses: writeErrs},
-		{Method: "DELETE", Path: g + "/branches/{branch}", OperationID: "deleteBranch", Summary: "Delete a branch", Auth: true, Graph: true, Write: true, Rest: true, Response: "BranchDeleteOutput", Statuses: writeErrs},
-		{Method: "GET", Path: g + "/commits", OperationID: "listCommits", Summary: "The commits reachable from a branch head, newest first, through both parents of merges (as git log)", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam, limitParam, {Name: "first_parent", Doc: "true: follow first parents only (the branch's own line), not the commits merges brought in", Boolean: true}}, Response: "CommitList", Statuses: readErrs},
-		{Method: "GET", Path: g + "/commits/{commit_id}", OperationID: "getCommit", Summary: "One commit", Auth: true, Graph: true, Idempotent: true, Response: "CommitOutput", Statuses: readErrs},
-		{Method: "GET", Path: g + "/blob", OperationID: "getBlob", Summary: "The bytes of one Blob value (one byte range with Range), or a redirect to an external one", Auth: true, Graph: true, Idempotent: true, Query: blobParams, Response: "Blob", Statuses: append([]int{206, 302, 304, 412, 416, 429}, readErrs...)},
-		{Method: "HEAD", Path: g + "/blob", OperationID: "headBlob", Summary: "The headers of one Blob value (size, ETag, snapshot), without its bytes", Auth: true, Graph: true, Idempotent: true, Query: blobParams, Response: "Blob", Statuses: append([]int{302, 304, 412, 429}, readErrs...)},
-		{Method: "GET", Path: g + "/commits/{commit_id}/changes", OperationID: "getCommitChanges", Summary: "The entity changes of a commit against its first parent", Auth: true, Graph: true, Idempotent: true, Query: []Param{typeParam, {Name: "op", Doc: "only insert, update or delete"}, limitParam}, Response: "ChangesOutput", Statuses: append([]int{409, 413, 429}, readErrs...)},
+		{Method: "GET", Path: "/healthz", OperationID: "health", Admission: AdmitNone, Answer: AnswerJSON, Summary: "Liveness", Idempotent: true, Response: "Health", Statuses: []int{503}},
+		{Method: "GET", Path: "/openapi.json", OperationID: "openapi", Admission: AdmitNone, Answer: AnswerJSON, Summary: "This OpenAPI document", Idempotent: true, Response: "OpenAPI"},
+		{Method: "GET", Path: "/graphs", OperationID: "listGraphs", Admission: AdmitNone, Answer: AnswerJSON, Summary: "List the served graphs", Auth: true, Idempotent: true, Response: "GraphList", Statuses: []int{401, 503}},
+		{Method: "POST", Path: g + "/query", OperationID: "query", Admission: AdmitRead, Budget: true, Answer: AnswerJSON, Summary: "Run a read query on one snapshot", Auth: true, Graph: true, Idempotent: true, Request: "QueryRequest", Response: "ReadOutput", Statuses: append([]int{413, 415, 429}, readErrs...)},
+		{Method: "POST", Path: g + "/mutate", OperationID: "mutate", Admission: AdmitWrite, Answer: AnswerJSON, Summary: "Run a mutation as one commit", Auth: true, Graph: true, Write: true, Request: "MutateRequest", Response: "ChangeOutput", Statuses: writeErrs},
+		{Method: "POST", Path: g + "/mutate/if-graph-commit", OperationID: "mutateIfGraphCommit", Admission: AdmitWrite, Answer: AnswerJSON, Summary: "Run a mutation only while the branch head is the given commit", Auth: true, Graph: true, Write: true, Header: HeaderIfGraphCommit, Request: "MutateRequest", Response: "ChangeOutput", Statuses: append([]int{412}, writeErrs...)},
+		{Method: "POST", Path: g + "/load", OperationID: "load", Admission: AdmitWrite, Answer: AnswerJSON, Summary: "Load a graph batch sent inline in JSON (NDJSON text in data, or line objects in records) as one commit", Auth: true, Graph: true, Write: true, Stream: true, Request: "LoadRequest", Response: "LoadOutput", Statuses: writeErrs},
+		{Method: "GET", Path: g + "/export", OperationID: "export", Admission: AdmitRead, Answer: AnswerStream, Summary: "Stream a branch head (or a snapshot) as graph-batch NDJSON, the input of load", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam, snapshotParam, {Name: "type", Doc: "only these node or edge types (comma-separated, or repeated)", Repeat: true}}, Response: "NDJSON", Statuses: append([]int{429}, readErrs...)},
+		{Method: "POST", Path: g + "/load/ndjson", OperationID: "loadNdjson", Admission: AdmitWrite, Answer: AnswerJSON, Summary: "Load a graph batch (application/x-ndjson) as one commit", Auth: true, Graph: true, Write: true, Stream: true, Query: []Param{{Name: "branch", Doc: "the branch to load into (default main); it must exist unless from is given"}, {Name: "from", Doc: "create the branch from this one first when it does not exist"}, {Name: "mode", Doc: "merge (upsert, default), append (strict insert) or overwrite (replace each type in the batch)"}}, Request: "NDJSON", Response: "LoadOutput", Statuses: writeErrs},
+		{Method: "POST", Path: g + "/mcp", OperationID: "mcp", Admission: AdmitPerCall, Answer: AnswerPerCall, Summary: "MCP (Streamable HTTP, stateless, JSON responses): tools mirroring these routes", Auth: true, Graph: true, Stream: true, Request: "JSONRPC", Response: "JSONRPC", Statuses: []int{400, 401, 404, 405, 413, 503}},
+		{Method: "GET", Path: g + "/snapshot", OperationID: "getSnapshot", Admission: AdmitRead, Answer: AnswerJSON, Summary: "A branch head: manifest version and per-table versions and counts", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam}, Response: "SnapshotOutput", Statuses: readErrs},
+		{Method: "GET", Path: g + "/schema", OperationID: "getSchema", Admission: AdmitRead, Answer: AnswerJSON, Summary: "The accepted .pg schema of a branch head or of a past commit", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam, snapshotParam}, Response: "SchemaOutput", Statuses: readErrs},
+		{Method: "GET", Path: g + "/branches", OperationID: "listBranches", Admission: AdmitRead, Answer: AnswerJSON, Summary: "List the live branches", Auth: true, Graph: true, Idempotent: true, Response: "BranchList", Statuses: readErrs},
+		{Method: "POST", Path: g + "/branches", OperationID: "createBranch", Admission: AdmitWrite, Answer: AnswerJSON, Summary: "Create a branch from the head of another", Auth: true, Graph: true, Write: true, Request: "BranchCreateRequest", Response: "BranchCreateOutput", Statuses: writeErrs},
+		{Method: "POST", Path: g + "/branches/merge", OperationID: "mergeBranch", Admission: AdmitWrite, Answer: AnswerJSON, Summary: "Merge a branch into another", Auth: true, Graph: true, Write: true, Request: "MergeRequest", Response: "MergeOutput", Statuses: writeErrs},
+		{Method: "DELETE", Path: g + "/branches/{branch}", OperationID: "deleteBranch", Admission: AdmitWrite, Answer: AnswerJSON, Summary: "Delete a branch", Auth: true, Graph: true, Write: true, Rest: true, Response: "BranchDeleteOutput", Statuses: writeErrs},
+		{Method: "GET", Path: g + "/commits", OperationID: "listCommits", Admission: AdmitRead, Answer: AnswerJSON, Summary: "The commits reachable from a branch head, newest first, through both parents of merges (as git log)", Auth: true, Graph: true, Idempotent: true, Query: []Param{branchParam, limitParam, {Name: "first_parent", Doc: "true: follow first parents only (the branch's own line), not the commits merges brought in", Boolean: true}}, Response: "CommitList", Statuses: readErrs},
+		{Method: "GET", Path: g + "/commits/{commit_id}", OperationID: "getCommit", Admission: AdmitRead, Answer: AnswerJSON, Summary: "One commit", Auth: true, Graph: true, Idempotent: true, Response: "CommitOutput", Statuses: readErrs},
+		{Method: "GET", Path: g + "/blob", OperationID: "getBlob", Admission: AdmitRead, Answer: AnswerStream, Summary: "The bytes of one Blob value (one byte range with Range), or a redirect to an external one", Auth: true, Graph: true, Idempotent: true, Query: blobParams, Response: "Blob", Statuses: append([]int{206, 302, 304, 412, 416, 429}, readErrs...)},
+		{Method: "HEAD", Path: g + "/blob", OperationID: "headBlob", Admission: AdmitRead, Answer: AnswerJSON, Summary: "The headers of one Blob value (size, ETag, snapshot), without its bytes", Auth: true, Graph: true, Idempotent: true, Query: blobParams, Response: "Blob", Statuses: append([]int{302, 304, 412, 429}, readErrs...)},
+		{Method: "GET", Path: g + "/commits/{commit_id}/changes", OperationID: "getCommitChanges", Admission: AdmitRead, Budget: true, Answer: AnswerJSON, Summary: "The entity changes of a commit against its first parent", Auth: true, Graph: true, Idempotent: true, Query: []Param{typeParam, {Name: "op", Doc: "only insert, update or delete"}, limitParam}, Response: "ChangesOutput", Statuses: append([]int{409, 413, 429}, readErrs...)},
 	}, append(append(feedRoutes(g), storedRoutes(g)...), ConsoleRoutes(g)...)...)
 }

@@ -32,6 +32,11 @@ type Limits struct {
 	// WriteTimeout bounds sending a non-streaming answer, from its first
 	// byte (default DefaultWriteTimeout).
 	WriteTimeout time.Duration
+	// AnswerBytes caps a JSON answer (a route's or an MCP tool's; default
+	// DefaultAnswerBytes): a larger one is refused with 413
+	// resource_limit answer_bytes. Streamed answers are bounded by their
+	// reader's progress instead.
+	AnswerBytes int64
 
 	// ReadsPerActor bounds one actor's in-flight reads (query, export,
 	// commit changes; default DefaultReadsPerActor); Reads the server's
@@ -60,6 +65,7 @@ const (
 	DefaultRetryAfter     = 1
 	DefaultBodyBytes      = 1 << 20
 	DefaultLoadBytes      = 32 << 20
+	DefaultAnswerBytes    = 64 << 20
 )
 
 func (l Limits) withDefaults() Limits {
@@ -86,6 +92,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.WriteTimeout <= 0 {
 		l.WriteTimeout = DefaultWriteTimeout
+	}
+	if l.AnswerBytes <= 0 {
+		l.AnswerBytes = DefaultAnswerBytes
 	}
 	if l.ReadsPerActor <= 0 {
 		l.ReadsPerActor = DefaultReadsPerActor

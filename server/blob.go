@@ -2,7 +2,9 @@ package server
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -258,11 +260,17 @@ func parseRange(h string, size int64) (start, end int64, ok bool) {
 	if !found {
 		return 0, 0, false
 	}
+	// A position past 64 bits saturates (RFC 9110 14.1.1: a recipient
+	// must handle a position larger than it can represent): as the
+	// largest one, which is past the end of any value.
 	num := func(s string) (int64, bool) {
 		if s == "" || strings.TrimLeft(s, "0123456789") != "" {
 			return 0, false
 		}
 		v, err := strconv.ParseInt(s, 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return math.MaxInt64, true
+		}
 		return v, err == nil
 	}
 	switch {
@@ -289,6 +297,11 @@ func parseRange(h string, size int64) (start, end int64, ok bool) {
 			last = min(l, size-1)
 		}
 		if first >= size {
+			// Unsatisfiable: start encoded as -first-1 (first < MaxInt64
+			// keeps it negative), end saturated.
+			if first == math.MaxInt64 {
+				first--
+			}
 			return -first - 1, first + 1, true
 		}
 		return first, last + 1, true

@@ -75,7 +75,10 @@ func decodeStrict(b []byte, v any, what string) error {
 // the offending character as a character (not a byte) with its line and
 // column.
 func syntaxCheck(b []byte, what string) error {
-	var x any
+	// Into a RawMessage: the syntax is checked whole and no number is
+	// converted, so a valid number out of float64's range (1e400) is left
+	// for checkValue to call out of range, not called invalid JSON.
+	var x json.RawMessage
 	err := json.Unmarshal(b, &x)
 	if err == nil {
 		return nil

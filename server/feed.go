@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -69,6 +70,11 @@ func intParam(q url.Values, k string) (int64, error) {
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
+	if errors.Is(err, strconv.ErrRange) && strings.TrimLeft(s, "0123456789") == "" {
+		// Past 64 bits: as large as it gets, so it meets the same
+		// bound (413) as any other value over it.
+		return math.MaxInt64, nil
+	}
 	if err != nil || n < 0 {
 		return 0, badRequest("%s must be a positive whole number (0: the default)", k)
 	}

@@ -2,6 +2,8 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -293,6 +295,11 @@ func (r *request) limitParam() (int, error) {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(s)
+	if errors.Is(err, strconv.ErrRange) && strings.TrimLeft(s, "0123456789") == "" {
+		// A whole number past the machine's: as large as it gets (at
+		// most the answer cap then bounds the answer).
+		return math.MaxInt, nil
+	}
 	if err != nil || n < 0 {
 		return 0, badRequest("limit must be 0 (all) or a positive whole number")
 	}

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"slices"
@@ -88,6 +90,9 @@ func MCPTools() []string {
 
 type mcpTool struct {
 	tool *mcp.Tool
+	// class is what the dispatcher applies to every call of the tool, as
+	// wrap applies a route's table entry: the same as the tool's route.
+	class toolClass
 	// action is the policy action of the tool's operation: tools/list
 	// shows the tool to an actor only when the policy permits it on the
 	// graph (see listFilter).
@@ -97,6 +102,21 @@ type mcpTool struct {
 	add func(*Server, *mcp.Server, *mcp.Tool)
 }
 
+// toolClass is the admission and budget of a tool (its answer is capped
+// by Limits.AnswerBytes, as a JSON route's).
+type toolClass struct {
+	admission api.Admission
+	budget    bool
+}
+
+var (
+	readSlot     = toolClass{admission: api.AdmitRead}
+	budgetedRead = toolClass{admission: api.AdmitRead, budget: true}
+	writeSlot    = toolClass{admission: api.AdmitWrite}
+	// perCall: the operation takes what it runs needs (a stored query).
+	perCall = toolClass{admission: api.AdmitPerCall}
+)
+
 func readOnly() *mcp.ToolAnnotations { return &mcp.ToolAnnotations{ReadOnlyHint: true} }
 
 func destructive(d bool) *mcp.ToolAnnotations {
@@ -105,46 +125,46 @@ func destructive(d bool) *mcp.ToolAnnotations {
 
 func mcpTools() []mcpTool {
 	return []mcpTool{
-		tool("graph_query", ActionRead, "Run a read query (.gq source) on one snapshot of a branch or on a commit (snapshot); rows come back as JSON objects, with graph_commit_id (the head read)", readOnly(),
+		tool("graph_query", ActionRead, budgetedRead, "Run a read query (.gq source) on one snapshot of a branch or on a commit (snapshot); rows come back as JSON objects, with graph_commit_id (the head read)", readOnly(),
 			func(r *request, in api.QueryRequest) (any, error) { return r.opQuery(in) }),
-		tool("graph_mutate", ActionChange, "Run a mutation (.gq source) as one commit on a branch; with if_graph_commit it writes only while the branch head is that commit", destructive(true),
+		tool("graph_mutate", ActionChange, writeSlot, "Run a mutation (.gq source) as one commit on a branch; with if_graph_commit it writes only while the branch head is that commit", destructive(true),
 			func(r *request, in MutateInput) (any, error) {
 				return r.opMutate(in.MutateRequest, strings.TrimSpace(in.IfGraphCommit))
 			}),
-		tool("graph_load", ActionLoad, "Load a graph batch as one commit: NDJSON text in data (lines {\"type\":T,\"data\":{...}} or {\"edge\":E,\"from\":src,\"to\":dst,\"data\":{...}}) or the same objects in records; mode merge (upsert, default), append (strict insert) or overwrite", destructive(true),
+		tool("graph_load", ActionLoad, writeSlot, "Load a graph batch as one commit: NDJSON text in data (lines {\"type\":T,\"data\":{...}} or {\"edge\":E,\"from\":src,\"to\":dst,\"data\":{...}}) or the same objects in records; mode merge (upsert, default), append (strict insert) or overwrite", destructive(true),
 			func(r *request, in api.LoadRequest) (any, error) { return r.opLoadJSON(in) }),
-		tool("graph_snapshot", ActionRead, "A branch head: manifest version, commit and per-type table versions and row counts", readOnly(),
+		tool("graph_snapshot", ActionRead, readSlot, "A branch head: manifest version, commit and per-type table versions and row counts", readOnly(),
 			func(r *request, in BranchInput) (any, error) { return r.opSnapshot(in.Branch) }),
-		tool("schema_get", ActionRead, "The accepted .pg schema source of a branch", readOnly(),
+		tool("schema_get", ActionRead, readSlot, "The accepted .pg schema source of a branch", readOnly(),
 			func(r *request, in BranchInput) (any, error) { return r.opSchema(in.Branch, "") }),
-		tool("branch_list", ActionRead, "List the live branches", readOnly(),
+		tool("branch_list", ActionRead, readSlot, "List the live branches", readOnly(),
 			func(r *request, _ NoInput) (any, error) { return r.opBranches() }),
-		tool("branch_create", ActionBranchCreate, "Create a branch from the head of another (default main)", destructive(false),
+		tool("branch_create", ActionBranchCreate, writeSlot, "Create a branch from the head of another (default main)", destructive(false),
 			func(r *request, in api.BranchCreateRequest) (any, error) { return r.opBranchCreate(in) }),
-		tool("branch_delete", ActionBranchDelete, "Delete a branch", destructive(true),
+		tool("branch_delete", ActionBranchDelete, writeSlot, "Delete a branch", destructive(true),
 			func(r *request, in BranchNameInput) (any, error) { return r.opBranchDelete(in.Name) }),
-		tool("branch_merge", ActionBranchMerge, "Merge a branch into another (default main); conflicts fail with status 409 and merge_conflicts", destructive(true),
+		tool("branch_merge", ActionBranchMerge, writeSlot, "Merge a branch into another (default main); conflicts fail with status 409 and merge_conflicts", destructive(true),
 			func(r *request, in api.MergeRequest) (any, error) { return r.opMerge(in) }),
-		tool("commit_list", ActionRead, "The commits reachable from a branch head, newest first", readOnly(),
+		tool("commit_list", ActionRead, readSlot, "The commits reachable from a branch head, newest first", readOnly(),
 			func(r *request, in CommitsInput) (any, error) {
 				return r.opCommits(in.Branch, in.Limit, in.FirstParent)
 			}),
-		tool("commit_get", ActionRead, "One commit", readOnly(),
+		tool("commit_get", ActionRead, readSlot, "One commit", readOnly(),
 			func(r *request, in CommitInput) (any, error) { return r.opCommit(in.CommitID) }),
-		tool("blob_stat", ActionRead, "Describe one Blob value (entity node or edge, type, id, property) at a branch head or a commit: managed (size, sha256, etag) or external (uri)", readOnly(),
+		tool("blob_stat", ActionRead, readSlot, "Describe one Blob value (entity node or edge, type, id, property) at a branch head or a commit: managed (size, sha256, etag) or external (uri)", readOnly(),
 			func(r *request, in BlobStatInput) (any, error) { return r.opBlobStat(in) }),
-		tool("blob_read", ActionRead, "Read a byte range (at most 1 MiB per call, default from 0) of one Blob value, base64-encoded in data_base64; an external value returns its uri and no data", readOnly(),
+		tool("blob_read", ActionRead, readSlot, "Read a byte range (at most 1 MiB per call, default from 0) of one Blob value, base64-encoded in data_base64; an external value returns its uri and no data", readOnly(),
 			func(r *request, in BlobReadInput) (any, error) { return r.opBlobRead(in) }),
-		tool("commit_changes", ActionRead, "The entity changes of a commit against its first parent (inserted, updated, deleted rows with before and after)", readOnly(),
+		tool("commit_changes", ActionRead, budgetedRead, "The entity changes of a commit against its first parent (inserted, updated, deleted rows with before and after)", readOnly(),
 			func(r *request, in ChangesInput) (any, error) {
 				if in.Limit < 0 {
 					return nil, badRequest("limit must be 0 (all) or a positive whole number")
 				}
 				return r.opChanges(in.CommitID, merge.Filter{Type: in.Type, Op: merge.Op(in.Op), Limit: in.Limit})
 			}),
-		tool("changes_poll", ActionRead, "Poll the change feed of a branch: the entity changes of each commit after the cursor, in first-parent order. Start without a cursor (start now, beginning or after:COMMIT_ID), store the cursor of each terminal page and pass it next time; a page with next_page_token continues with page_token. Status 410 (change_feed_gap): history was cleaned up, take a baseline", readOnly(),
+		tool("changes_poll", ActionRead, readSlot, "Poll the change feed of a branch: the entity changes of each commit after the cursor, in first-parent order. Start without a cursor (start now, beginning or after:COMMIT_ID), store the cursor of each terminal page and pass it next time; a page with next_page_token continues with page_token. Status 410 (change_feed_gap): history was cleaned up, take a baseline", readOnly(),
 			func(r *request, in api.PollRequest) (any, error) { return r.opPollChanges(in) }),
-		tool("query_lint", ActionRead, "Lint .gq source against the schema of a branch (or a commit) without running it: ok is false only on errors; errors and warnings carry the lint code (Q000, T2, L201, ...) `omnigraph lint` prints, line and column, and each declared query its parameters and plan", readOnly(),
+		tool("query_lint", ActionRead, budgetedRead, "Lint .gq source against the schema of a branch (or a commit) without running it: ok is false only on errors; errors and warnings carry the lint code (Q000, T2, L201, ...) `omnigraph lint` prints, line and column, and each declared query its parameters and plan", readOnly(),
 			func(r *request, in api.CheckRequest) (any, error) { return r.opCheck(in) }),
 	}
 }
@@ -155,9 +175,9 @@ func mcpTools() []mcpTool {
 // integer parameters keep their precision): an unknown member or a value
 // of the wrong JSON type is an error result with status 400 and the
 // envelope, as on the tool's route, never the SDK's own validation text.
-func tool[In any](name string, act Action, desc string, ann *mcp.ToolAnnotations, op func(*request, In) (any, error)) mcpTool {
+func tool[In any](name string, act Action, class toolClass, desc string, ann *mcp.ToolAnnotations, op func(*request, In) (any, error)) mcpTool {
 	t := &mcp.Tool{Name: name, Description: desc, Annotations: ann, InputSchema: inputSchema[In]()}
-	return mcpTool{tool: t, action: act, in: reflect.TypeFor[In](), add: func(s *Server, ms *mcp.Server, t *mcp.Tool) {
+	return mcpTool{tool: t, action: act, class: class, in: reflect.TypeFor[In](), add: func(s *Server, ms *mcp.Server, t *mcp.Tool) {
 		ms.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			hr, _ := ctx.Value(requestKey{}).(*request)
 			if hr == nil {
@@ -166,7 +186,7 @@ func tool[In any](name string, act Action, desc string, ann *mcp.ToolAnnotations
 			r := *hr
 			r.Request = hr.Request.WithContext(ctx)
 			start := time.Now()
-			out, f := s.runTool(&r, name, func() (any, error) {
+			out, f := s.runTool(&r, name, class, func() (any, error) {
 				var in In
 				args := req.Params.Arguments
 				if len(args) == 0 || string(args) == "null" {
@@ -190,16 +210,7 @@ func tool[In any](name string, act Action, desc string, ann *mcp.ToolAnnotations
 			// The SDK writes the answer once this returns: bound it as any
 			// non-streaming answer.
 			s.answering(hr.w)
-			if f != nil {
-				return toolErrorResult(f), nil
-			}
-			b, err := json.Marshal(out)
-			if err != nil {
-				return nil, fmt.Errorf("encode the result of %s: %w", name, err)
-			}
-			// Structured content, and the same JSON as text for clients
-			// that read only content (as the SDK's typed tools do).
-			return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+			return s.toolResult(&r, name, out, f)
 		})
 	}}
 }
@@ -238,17 +249,51 @@ func inputSchema[In any]() *jsonschema.Schema {
 // runTool runs one tool's operation with the same panic containment as
 // an HTTP route: a panic closes admission, stops the server and answers
 // outcome unknown.
-func (s *Server) runTool(r *request, name string, run func() (any, error)) (out any, f *Failure) {
+//
+// It applies the tool's class first, as wrap applies a route's table
+// entry: the read slot (held until the answer is sent) and the time
+// budget.
+func (s *Server) runTool(r *request, name string, class toolClass, run func() (any, error)) (out any, f *Failure) {
 	defer func() {
 		if p := recover(); p != nil {
 			f = s.panicked(name, r.graphID)
 		}
 	}()
+	if class.admission == api.AdmitRead {
+		if err := r.admitRead(); err != nil {
+			return nil, MapError(err, r.graphID)
+		}
+	}
+	var budget *routeBudget
+	if class.budget {
+		budget = s.routeBudget(r)
+		defer budget.cancel()
+	}
 	out, err := run()
+	if err != nil && budget != nil {
+		err = budget.exceeded(err)
+	}
 	if err != nil {
 		return nil, s.stopOn(r, err, MapError(err, r.graphID))
 	}
 	return out, nil
+}
+
+// toolResult is a tool call's answer: the error result of f, or out as
+// structured content and the same JSON as text (for clients that read
+// only content, as the SDK's typed tools do), within the answer cap.
+func (s *Server) toolResult(r *request, name string, out any, f *Failure) (*mcp.CallToolResult, error) {
+	if f != nil {
+		return toolErrorResult(f), nil
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode the result of %s: %w", name, err)
+	}
+	if limit := s.cfg.Limits.AnswerBytes; !r.admitted && int64(len(b)) > limit {
+		return toolErrorResult(answerTooLarge(limit, int64(len(b)))), nil
+	}
+	return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
 }
 
 func toolErrorResult(f *Failure) *mcp.CallToolResult {
@@ -316,9 +361,24 @@ func (s *Server) listFilter(actions map[string]Action, stored map[string]string)
 	}
 }
 
+// handleMCP checks the message (one JSON-RPC 2.0 request or
+// notification of a method the server answers: mcprpc.go) and hands it
+// to the SDK; every refusal is a JSON-RPC error.
 func handleMCP(r *request) (int, any, error) {
+	body, id, refusal, err := readRPC(r.Body)
+	if err != nil {
+		return 0, nil, err
+	}
+	r.s.answering(r.w)
+	if refusal != nil {
+		writeRPCError(r.w, refusal)
+		return 0, nil, nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	ctx := context.WithValue(r.Context(), requestKey{}, r)
-	r.s.mcp[r.graphID].ServeHTTP(r.w, r.Request.WithContext(ctx))
+	w := &rpcErrorWriter{ResponseWriter: r.w, id: id}
+	r.s.mcp[r.graphID].ServeHTTP(w, r.Request.WithContext(ctx))
+	w.finish()
 	return 0, nil, nil
 }
 

@@ -298,7 +298,7 @@ func TestMCPToolPanic(t *testing.T) {
 	g := testGraph(t)
 	var reasons []string
 	s, base := newTestServer(t, g, Config{OnFatal: func(r string) { reasons = append(reasons, r) }})
-	out, f := s.runTool(&request{s: s, graphID: "default"}, "graph_mutate", func() (any, error) { panic("boom") })
+	out, f := s.runTool(&request{s: s, graphID: "default"}, "graph_mutate", writeSlot, func() (any, error) { panic("boom") })
 	if out != nil || f == nil || f.Status != 500 || f.Body.Class != "panic" || f.Body.OutcomeUnknown == nil {
 		t.Fatalf("panicking tool: %v %+v", out, f)
 	}

@@ -51,10 +51,15 @@ func (r *request) opQuery(q api.QueryRequest) (api.ReadOutput, error) {
 // it until the answer is sent (a slow reader holds its slot, within
 // Limits.WriteTimeout or StreamIdle).
 func (r *request) admitRead() error {
+	if r.readAdmitted {
+		// Taken once per request (or tool call), by its table entry.
+		return nil
+	}
 	release, f := r.s.adm.admitRead(actorOrAnon(r.actor))
 	if f != nil {
 		return f
 	}
+	r.readAdmitted = true
 	r.onDone(release)
 	return nil
 }

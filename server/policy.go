@@ -196,11 +196,11 @@ func (r *request) authorize(act Action, branch, target string) error {
 		return nil
 	}
 	r.s.log.Info("policy denied", "actor", q.Actor, "action", string(act), "graph", q.Graph, "branch", branch, "target_branch", target, "policies", d.Policies)
-	what := "the graph"
+	what := fmt.Sprintf("graph %q", q.Graph)
 	if b := q.resourceBranch(); b != "" {
-		what = fmt.Sprintf("branch %q", b)
+		what = fmt.Sprintf("branch %q of graph %q", b, q.Graph)
 	}
-	return fail(http.StatusForbidden, api.CodeForbidden, "the policy does not allow actor %q to %s on %s of graph %q", q.Actor, act, what, q.Graph)
+	return fail(http.StatusForbidden, api.CodeForbidden, "the policy does not allow actor %q to %s on %s", q.Actor, act, what)
 }
 
 // authorizeSource asks for read on a branch an operation copies from (the

@@ -913,7 +913,7 @@ func TestMalformedInputSpeaksJSON(t *testing.T) {
 		}
 	}
 	for what, q := range map[string]url.Values{
-		"limit word": {"limit": {"abc"}}, "limit negative": {"limit": {"-1"}}, "limit exponent": {"limit": {"1e3"}}, "limit huge": {"limit": {"99999999999999999999"}},
+		"limit word": {"limit": {"abc"}}, "limit negative": {"limit": {"-1"}}, "limit exponent": {"limit": {"1e3"}},
 		"branch multibyte": {"branch": {"fé"}},
 	} {
 		refused("commits "+what, send(t, base, "", "GET", sample{path: "/graphs/default/commits", query: q}, nil), says[what])

@@ -69,10 +69,32 @@ func Routes() []Route {
 		if !ok {
 			panic(fmt.Sprintf("server: route %s %s (%s) has no handler", rt.Method, rt.Path, rt.OperationID))
 		}
+		if err := checkDeclared(rt); err != nil {
+			panic("server: " + err.Error())
+		}
 		out = append(out, Route{Route: rt, handle: h})
 	}
 	if len(out) != len(handlers) {
 		panic(fmt.Sprintf("server: %d handlers for %d routes", len(handlers), len(out)))
 	}
 	return out
+}
+
+// checkDeclared refuses a route that does not say what the server must
+// apply to it (wrap applies what it declares).
+func checkDeclared(rt api.Route) error {
+	switch rt.Admission {
+	case api.AdmitNone, api.AdmitRead, api.AdmitWrite, api.AdmitPerCall:
+	default:
+		return fmt.Errorf("route %s %s (%s) declares no admission class (api.Admit*)", rt.Method, rt.Path, rt.OperationID)
+	}
+	switch rt.Answer {
+	case api.AnswerJSON, api.AnswerStream, api.AnswerPerCall:
+	default:
+		return fmt.Errorf("route %s %s (%s) declares no answer bound (api.Answer*)", rt.Method, rt.Path, rt.OperationID)
+	}
+	if rt.Writes() != (rt.Admission == api.AdmitWrite || rt.Admission == api.AdmitPerCall) && rt.OperationID != "mcp" {
+		return fmt.Errorf("route %s %s (%s): a write takes a write slot, a read a read slot", rt.Method, rt.Path, rt.OperationID)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -212,11 +213,97 @@ func New(cfg Config) (*Server, error) {
 // answer's deadline is set when it starts (Limits.WriteTimeout) or, for a
 // stream, by its progress (Limits.StreamIdle), and net/http does not reset
 // it between the requests of one connection.
+//
+// A request's body is read within Limits.BodyTimeout from the start of the
+// request, whatever route it reaches and before any token is checked: an
+// answer written without reading the body (401, 404, the Iceberg catalog,
+// the console's files) leaves net/http draining it, and a body trickled a
+// byte at a time would hold the connection for ever. A route that reads a
+// streamed body moves the deadline on with its progress (prepare); such an
+// answer also closes the connection (Connection: close), so the client
+// learns the rest of its body is not wanted.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-		s.handler.ServeHTTP(w, r)
+		rc := http.NewResponseController(w)
+		_ = rc.SetWriteDeadline(time.Time{})
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			// Lifted: net/http watches an idle connection for a disconnect
+			// with a read this deadline would end (prepare says why).
+			_ = rc.SetReadDeadline(time.Time{})
+			s.handler.ServeHTTP(w, r)
+			return
+		}
+		_ = rc.SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyTimeout))
+		body := &eofBody{ReadCloser: r.Body}
+		r.Body = body
+		s.handler.ServeHTTP(&earlyRefusal{ResponseWriter: w, body: body}, r)
 	})
+}
+
+// eofBody records whether a request body was read to its end.
+type eofBody struct {
+	io.ReadCloser
+	eof bool
+}
+
+func (b *eofBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+// earlyRefusal closes the connection after an error answer written
+// before the request's body was read to its end.
+type earlyRefusal struct {
+	http.ResponseWriter
+	body    *eofBody
+	started bool
+}
+
+func (w *earlyRefusal) WriteHeader(code int) {
+	if !w.started {
+		w.started = true
+		if code >= 400 && !w.body.eof {
+			w.Header().Set("Connection", "close")
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *earlyRefusal) Write(b []byte) (int, error) {
+	w.started = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *earlyRefusal) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Backstop timeouts of HTTPServer: the handler sets each request's own
+// deadlines (Handler, prepare, answering); these bound what happens
+// before it runs and between requests.
+const (
+	// ReadHeaderTimeout bounds reading a request's headers.
+	ReadHeaderTimeout = 10 * time.Second
+	// IdleTimeout closes a keep-alive connection without a request.
+	IdleTimeout = 2 * time.Minute
+	// MaxHeaderBytes bounds a request's headers (431 beyond).
+	MaxHeaderBytes = 64 << 10
+)
+
+// HTTPServer is the http.Server that serves s (what omnigraph serve
+// runs): the header, idle and whole-request timeouts and the header size
+// bound are a backstop to the deadlines Handler sets per request.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		// From the request's first byte until Handler sets its own.
+		ReadTimeout:    ReadHeaderTimeout + s.cfg.Limits.BodyTimeout,
+		IdleTimeout:    IdleTimeout,
+		MaxHeaderBytes: MaxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
 }
 
 // answering bounds the time the answer about to be written may take.
@@ -263,6 +350,8 @@ type request struct {
 	// admitted: the request took a write slot (it is a write that reached
 	// the engine), so a failure of it may stop the server (stopOn).
 	admitted bool
+	// readAdmitted: the request (or tool call) holds its read slot.
+	readAdmitted bool
 	// done runs once the answer is written (a read's slot is held until
 	// then); shared by the copies an MCP tool call makes.
 	done *[]func()
@@ -278,17 +367,28 @@ func (r *request) onDone(f func()) {
 	*r.done = append(*r.done, f)
 }
 
-// statusWriter records the status for the request log.
+// statusWriter records the status for the request log; for a streamed
+// answer (idle > 0) it bounds each write by the progress deadline, so a
+// reader that stops reading is cut and its read slot freed.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
 	class  string
+	rc     *http.ResponseController
+	idle   time.Duration
+}
+
+func (w *statusWriter) progress() {
+	if w.idle > 0 {
+		_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
 	}
+	w.progress()
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -296,6 +396,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	w.progress()
 	return w.ResponseWriter.Write(b)
 }
 
@@ -352,11 +453,33 @@ func (s *Server) wrap(rt Route) http.Handler {
 			writeFailure(w, f)
 			return
 		}
+		// What the route's table entry declares (api.Route), applied here
+		// for every handler.
+		if rt.Answer == api.AnswerStream {
+			w.rc, w.idle = http.NewResponseController(rw), s.cfg.Limits.StreamIdle
+		}
+		if rt.Admission == api.AdmitRead {
+			if err := req.admitRead(); err != nil {
+				f := MapError(err, req.graphID)
+				w.class = f.Body.Class
+				s.answering(w)
+				writeFailure(w, f)
+				return
+			}
+		}
+		var budget *routeBudget
+		if rt.Budget {
+			budget = s.routeBudget(req)
+			defer budget.cancel()
+		}
 		status, body, err := rt.handle(req)
 		if lb, ok := req.Body.(*limitedBody); ok && lb.hit && err != nil {
 			// The body was cut at the limit: whatever the engine made of
 			// the truncated input (a parse error), the answer is 413.
 			err = tooLarge(lb.resource, lb.limit, 0)
+		}
+		if err != nil && budget != nil {
+			err = budget.exceeded(err)
 		}
 		if err != nil {
 			f := s.stopOn(req, err, MapError(err, req.graphID))
@@ -371,9 +494,77 @@ func (s *Server) wrap(rt Route) http.Handler {
 		if body == nil {
 			return
 		}
+		b, f := s.encodeAnswer(body, req.admitted)
+		if f != nil {
+			w.class = f.Body.Class
+			s.answering(w)
+			writeFailure(w, f)
+			return
+		}
 		s.answering(w)
-		writeJSON(w, status, body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(b)
 	})
+}
+
+// encodeAnswer encodes a JSON answer within the answer cap
+// (Limits.AnswerBytes): past it the answer is 413 resource_limit
+// answer_bytes, and nothing of it is sent.
+// The answer of a write that took its slot is sent whatever its size:
+// the write has landed, and a refusal would hide it.
+func (s *Server) encodeAnswer(v any, wrote bool) ([]byte, *Failure) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, MapError(fmt.Errorf("encode the answer: %w", err), "")
+	}
+	if limit := s.cfg.Limits.AnswerBytes; !wrote && int64(buf.Len()) > limit {
+		return nil, answerTooLarge(limit, int64(buf.Len()))
+	}
+	return buf.Bytes(), nil
+}
+
+// answerTooLarge is the refusal of an answer over the answer cap.
+func answerTooLarge(limit, actual int64) *Failure {
+	return &Failure{Status: http.StatusRequestEntityTooLarge, Body: api.ErrorOutput{
+		Error: fmt.Sprintf("the answer is %d bytes, more than the %d-byte cap of this server; ask for less (a limit, a type or op filter, a narrower query), or ask the operator to raise it (serve --max-answer-bytes)", actual, limit),
+		Code:  api.CodeBadRequest, ResourceLimit: &api.ResourceLimit{Resource: "answer_bytes", Limit: limit, Actual: actual},
+	}}
+}
+
+// errRouteBudget is the cause of a budgeted route's context once its time
+// budget has passed.
+var errRouteBudget = errors.New("the route's time budget passed")
+
+// routeBudget bounds a route that declares Budget by the query budget's
+// time (plus a grace of a tenth of it, at most a second, so the engine's
+// own budget check, where it has one, answers first with its own figures).
+type routeBudget struct {
+	limit  time.Duration
+	start  time.Time
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+const routeBudgetGrace = time.Second
+
+func (s *Server) routeBudget(req *request) *routeBudget {
+	b := s.budgetFor(req.graphID, req.actor)
+	rb := &routeBudget{limit: b.Time, start: time.Now()}
+	rb.ctx, rb.cancel = context.WithTimeoutCause(req.Context(), b.Time+min(routeBudgetGrace, b.Time/10), errRouteBudget)
+	req.Request = req.Request.WithContext(rb.ctx)
+	return rb
+}
+
+// exceeded turns the failure of a request its time budget ended into the
+// budget's refusal (413 resource_limit time).
+func (rb *routeBudget) exceeded(err error) error {
+	if _, ok := errBudget(err); ok || !errors.Is(context.Cause(rb.ctx), errRouteBudget) {
+		return err
+	}
+	return &graph.BudgetExceeded{Resource: graph.ResourceTime, Limit: rb.limit.Milliseconds(), Reached: time.Since(rb.start).Milliseconds()}
 }
 
 func (s *Server) prepare(rt Route, req *request) *Failure {

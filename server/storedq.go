@@ -1,10 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -117,7 +117,14 @@ func (r *request) decodeInvoke() (api.InvokeRequest, error) {
 	if r.ContentLength == 0 {
 		return in, nil
 	}
-	err := r.decode(&in)
+	// An empty body is allowed however it is sent (chunked, without a
+	// Content-Length, too).
+	b, err := readBody(r.Body)
+	if err != nil || len(b) == 0 {
+		return in, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	err = r.decode(&in)
 	return in, err
 }
 
@@ -157,10 +164,10 @@ func (s *Server) storedTools(ms *mcp.Server, graphID string) map[string]string {
 		return tools
 	}
 	if qs.Len() >= perQueryTools {
-		list := tool(storedListTool, ActionRead, "List the stored queries of this graph you may run: name, description, parameters (with their JSON Schema)", readOnly(),
+		list := tool(storedListTool, ActionRead, readSlot, "List the stored queries of this graph you may run: name, description, parameters (with their JSON Schema)", readOnly(),
 			func(r *request, _ NoInput) (any, error) { return r.opListQueries() })
 		list.add(s, ms, list.tool)
-		run := tool(storedRunTool, ActionRead, "Run a stored query by name (see stored_query_list) with its params; reads answer rows, mutations a commit", destructive(true),
+		run := tool(storedRunTool, ActionRead, perCall, "Run a stored query by name (see stored_query_list) with its params; reads answer rows, mutations a commit", destructive(true),
 			func(r *request, in api.StoredRunInput) (any, error) {
 				return r.opInvoke(in.Name, api.InvokeRequest{Params: in.Params, Branch: in.Branch, Snapshot: in.Snapshot}, in.IfGraphCommit != "", strings.TrimSpace(in.IfGraphCommit))
 			})
@@ -223,7 +230,7 @@ func (s *Server) addStoredTool(ms *mcp.Server, q *StoredQuery) {
 		}
 		r := *hr
 		r.Request = hr.Request.WithContext(ctx)
-		out, f := s.runTool(&r, name, func() (any, error) {
+		out, f := s.runTool(&r, name, perCall, func() (any, error) {
 			var in storedArgs
 			if len(req.Params.Arguments) > 0 {
 				// The routes' strict decoding: unknown, repeated or
@@ -242,14 +249,7 @@ func (s *Server) addStoredTool(ms *mcp.Server, q *StoredQuery) {
 			status = f.Status
 		}
 		s.log.Info("mcp tool call", "tool", q.ToolName, "graph", r.graphID, "status", status, "actor", actorOrAnon(r.actor))
-		if f != nil {
-			return toolErrorResult(f), nil
-		}
-		b, err := json.Marshal(out)
-		if err != nil {
-			return nil, fmt.Errorf("encode the result of %s: %w", name, err)
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}, nil
+		return s.toolResult(&r, name, out, f)
 	})
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -58,6 +57,9 @@ type serveOptions struct {
 	icebergSync, noIcebergSync bool
 	// queries are the stored queries of the --store graph.
 	queries string
+	// maxConnections bounds the connections served at once (0: sized for
+	// the machine, defaultMaxConnections).
+	maxConnections int
 }
 
 func init() {
@@ -110,6 +112,7 @@ func init() {
 		c.Flags().IntVar(&o.limits.WritesPerGraph, "max-writes-per-graph", server.DefaultWritesPerGraph, "in-flight writes the graph may have (more get 429)")
 		c.Flags().Int64Var(&o.limits.BodyBytes, "max-body-bytes", server.DefaultBodyBytes, "largest JSON request body (more gets 413)")
 		c.Flags().Int64Var(&o.limits.LoadBytes, "max-load-bytes", server.DefaultLoadBytes, "largest load/ndjson body (more gets 413)")
+		c.Flags().Int64Var(&o.limits.AnswerBytes, "max-answer-bytes", server.DefaultAnswerBytes, "largest JSON answer of a read route or MCP tool (more gets 413 resource_limit answer_bytes; streamed answers are bounded by progress instead)")
 		o.queryMemory, o.queryReadBytes = server.DefaultQueryMemory, server.DefaultQueryReadBytes
 		c.Flags().Int64Var(&o.queryRows, "max-query-rows", server.DefaultQueryRows, "rows one query (or a mutation's read phase) may produce in all (more gets 413)")
 		c.Flags().Var(&o.queryMemory, "max-query-memory", "memory one query may materialise, e.g. 2GiB (more gets 413)")
@@ -118,6 +121,7 @@ func init() {
 		c.Flags().IntVar(&o.limits.ReadsPerActor, "max-reads-per-actor", server.DefaultReadsPerActor, "in-flight reads (query, export, commit changes) one actor may have (more get 429)")
 		c.Flags().IntVar(&o.limits.Reads, "max-reads", server.DefaultReads, "in-flight reads the server may have (more get 429)")
 		c.Flags().IntVar(&o.limits.HeavyReads, "max-heavy-reads", 0, "heavy queries that run at once; the others wait (0: half the cores)")
+		c.Flags().IntVar(&o.maxConnections, "max-connections", 0, "connections served at once; more wait to be accepted, with a warning in the log (0: half the open-file limit)")
 		o.autoOptimize.add(c)
 		return c
 	})
@@ -167,6 +171,12 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	}
 	if o.queryRows <= 0 || o.queryMemory <= 0 || o.queryTimeout <= 0 || o.queryReadBytes <= 0 {
 		return usagef("--max-query-rows, --max-query-memory, --query-timeout and --max-query-read-bytes are positive: a server budget can be raised, not switched off")
+	}
+	if o.maxConnections < 0 {
+		return usagef("--max-connections is 0 (half the open-file limit) or more")
+	}
+	if o.maxConnections == 0 {
+		o.maxConnections = defaultMaxConnections()
 	}
 	if o.limits.ReadsPerActor <= 0 || o.limits.Reads <= 0 || o.limits.HeavyReads < 0 {
 		return usagef("--max-reads-per-actor and --max-reads are positive, --max-heavy-reads is 0 (half the cores) or more")
@@ -294,19 +304,15 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.listen, err)
 	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	ln = server.LimitListener(ln, o.maxConnections, log)
+	hs := srv.HTTPServer()
 	served2 := make(chan error, 1)
 	go func() { served2 <- hs.Serve(ln) }()
 	ids := make([]string, len(graphs))
 	for i, sg := range graphs {
 		ids[i] = sg.id
 	}
-	log.Info("serving", "listen", ln.Addr().String(), "graphs", strings.Join(ids, ","), "mode", mode, "auth", tokens != nil, "ui", !o.noUI)
+	log.Info("serving", "listen", ln.Addr().String(), "graphs", strings.Join(ids, ","), "mode", mode, "auth", tokens != nil, "ui", !o.noUI, "max_connections", o.maxConnections)
 	fmt.Fprintf(a.stdout, "OMNIGRAPH_LISTEN_ADDR=%s\n", ln.Addr())
 
 	select {

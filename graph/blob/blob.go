@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -228,7 +229,12 @@ func (c *Cell) Range(offset, length int64) (int64, int64, error) {
 	}
 	size := c.Value.Size
 	if offset < 0 || offset > size || offset == size && size > 0 && length != 0 {
-		return 0, 0, &RangeError{Start: offset, End: offset + max(length, 1), Length: size}
+		// The end saturates: offset+length may be past 64 bits.
+		end := offset + max(length, 1)
+		if end < offset {
+			end = math.MaxInt64
+		}
+		return 0, 0, &RangeError{Start: offset, End: end, Length: size}
 	}
 	if length < 0 || length > size-offset {
 		length = size - offset

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/change"
@@ -137,6 +138,17 @@ func Diff(ctx context.Context, a, b *graph.Snapshot, f Filter) ([]Change, error)
 	cat, err := b.Catalog(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if f.Type != "" {
+		_, isNode := cat.Node(f.Type)
+		_, isEdge := cat.Edge(f.Type)
+		if !isNode && !isEdge {
+			var names []string
+			for _, t := range Tables(cat) {
+				names = append(names, t.Name)
+			}
+			return nil, fmt.Errorf("%w: unknown type %q: the schema's node and edge types are %s", graph.ErrInvalidInput, f.Type, strings.Join(names, ", "))
+		}
 	}
 	var out []Change
 	for _, t := range Tables(cat) {

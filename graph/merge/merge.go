@@ -125,7 +125,7 @@ func run(ctx context.Context, g *graph.Graph, source, target string, opts Option
 		}
 	}
 	if source == target {
-		return nil, fmt.Errorf("%w: cannot merge %q into itself; name another target with --into", graph.ErrInvalidBranch, source)
+		return nil, fmt.Errorf("%w: cannot merge %q into itself; name another target branch", graph.ErrInvalidBranch, source)
 	}
 	if opts.MaxChanges <= 0 {
 		opts.MaxChanges = DefaultMaxChanges

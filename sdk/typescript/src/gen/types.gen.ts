@@ -764,6 +764,10 @@ export type GetBlobErrors = {
      */
     412: ErrorOutput;
     /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
      * blob_range: the byte range lies outside the value (Content-Range: bytes *N)
      */
     416: ErrorOutput;
@@ -855,6 +859,10 @@ export type HeadBlobErrors = {
      */
     412: ErrorOutput;
     /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
      * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
      */
     429: ErrorOutput;
@@ -908,6 +916,14 @@ export type ListBranchesErrors = {
      * not_found: no such graph, branch or commit
      */
     404: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
     /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
@@ -1033,6 +1049,14 @@ export type ListBranchHeadsErrors = {
      * not_found: no such graph, branch or commit
      */
     404: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
     /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
@@ -1162,6 +1186,10 @@ export type PreviewMergeErrors = {
      */
     415: ErrorOutput;
     /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -1290,6 +1318,14 @@ export type GetCatalogErrors = {
      * not_found: no such graph, branch or commit
      */
     404: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
     /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
@@ -1523,6 +1559,14 @@ export type ListCommitsErrors = {
      */
     404: ErrorOutput;
     /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -1576,6 +1620,14 @@ export type GetCommitErrors = {
      * not_found: no such graph, branch or commit
      */
     404: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
     /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
@@ -1718,6 +1770,10 @@ export type DiffRefsErrors = {
      */
     415: ErrorOutput;
     /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -1780,6 +1836,10 @@ export type ExportErrors = {
      * not_found: no such graph, branch or commit
      */
     404: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
     /**
      * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
      */
@@ -2175,6 +2235,14 @@ export type ListQueriesErrors = {
      */
     404: ErrorOutput;
     /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -2445,6 +2513,10 @@ export type CheckQueryErrors = {
      */
     415: ErrorOutput;
     /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -2504,6 +2576,14 @@ export type GetSchemaErrors = {
      */
     404: ErrorOutput;
     /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -2559,6 +2639,14 @@ export type GetSnapshotErrors = {
      */
     404: ErrorOutput;
     /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
+    /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
     500: ErrorOutput;
@@ -2608,6 +2696,14 @@ export type GetStatusErrors = {
      * not_found: no such graph, branch or commit
      */
     404: ErrorOutput;
+    /**
+     * resource_limit: the body or the answer exceeds a limit of this route
+     */
+    413: ErrorOutput;
+    /**
+     * too_many_requests: the actor or graph has its most writes in flight; nothing was done: retry after Retry-After seconds
+     */
+    429: ErrorOutput;
     /**
      * internal, or outcome_unknown: the write may have landed; check outcome_unknown.check before sending it again
      */
