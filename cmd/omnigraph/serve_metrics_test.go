@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -76,6 +80,8 @@ func TestServeMetricsProcess(t *testing.T) {
 	if strings.Contains(body, dir) {
 		t.Errorf("/metrics names the storage path")
 	}
+	checkMetricsText(t, body)
+	checkDocsNameMetrics(t, body)
 	if st, body := getText(t, "http://"+maddr+"/metrics", ""); st != 200 || !strings.Contains(body, "omnigraph_http_requests_total") {
 		t.Fatalf("--metrics-listen /metrics: %d", st)
 	}
@@ -101,5 +107,56 @@ func TestServeMetricsListenOpenModeLoopback(t *testing.T) {
 	}
 	if st := lockStatus(t, dir); st.Held {
 		t.Fatalf("a refused serve must not take the lock: %+v", st)
+	}
+}
+
+// checkMetricsText runs promtool check metrics on a scrape when promtool
+// is installed (scripts/test.sh installs it in CI).
+func checkMetricsText(t *testing.T, body string) {
+	t.Helper()
+	path, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Log("promtool not installed: the scrape is linted by promlint in server/ only")
+		return
+	}
+	cmd := exec.Command(path, "check", "metrics")
+	cmd.Stdin = strings.NewReader(body)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out.String())
+	}
+}
+
+// leasedOnly are the metrics a leased lock adds (s3://, gs://), which a
+// local graph's scrape lacks.
+var leasedOnly = map[string]bool{
+	"omnigraph_cluster_lock_heartbeat_age_seconds": true,
+	"omnigraph_cluster_lock_lease_seconds":         true,
+}
+
+var metricName = regexp.MustCompile(`\bomnigraph_[a-z_]+`)
+
+// checkDocsNameMetrics: every omnigraph_ metric the operations guide, the
+// Grafana dashboard and the alert rules name is one the server exports.
+func checkDocsNameMetrics(t *testing.T, body string) {
+	t.Helper()
+	have := map[string]bool{}
+	for _, line := range strings.Split(body, "\n") {
+		if name, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			have[strings.Fields(name)[0]] = true
+		}
+	}
+	for _, f := range []string{"../../docs/operations.md", "../../docs/monitoring/grafana-dashboard.json", "../../docs/monitoring/alerts.yml"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range metricName.FindAllString(string(b), -1) {
+			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_sum"), "_count")
+			if !have[n] && !have[base] && !leasedOnly[n] {
+				t.Errorf("%s names %s, which the server does not export", f, n)
+			}
+		}
 	}
 }
