@@ -474,6 +474,7 @@ func openServed(ctx context.Context, log *slog.Logger, o serveOptions, sg served
 	if err != nil {
 		return nil, nil, err
 	}
+	o.metrics.recovered(log, sg.id, g.OpenRecovered())
 	if afterWriteOpen != nil && !o.readOnly {
 		afterWriteOpen(ctx, g)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/metrics"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
+	"github.com/omnigraph-go/omnigraph/recovery"
 	"github.com/omnigraph-go/omnigraph/server"
 )
 
@@ -16,8 +18,9 @@ import (
 // request metrics, the storage wrapper's, the cluster lock's gauges, the
 // Go runtime and process collectors.
 type serveMetrics struct {
-	reg     *prometheus.Registry
-	storage *metrics.Collectors
+	reg        *prometheus.Registry
+	storage    *metrics.Collectors
+	recoveries *prometheus.CounterVec
 }
 
 func newServeMetrics() (*serveMetrics, error) {
@@ -26,7 +29,34 @@ func newServeMetrics() (*serveMetrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &serveMetrics{reg: reg, storage: st}, nil
+	rec := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "omnigraph_recoveries_total",
+		Help: "Interrupted writes the open-time recovery resolved, by what it did (RolledForward, RolledBack, Discarded, OrphanDiscarded).",
+	}, []string{"outcome"})
+	if err := reg.Register(rec); err != nil {
+		return nil, err
+	}
+	for _, k := range []recovery.Kind{recovery.RolledForward, recovery.RolledBack, recovery.Discarded, recovery.OrphanDiscarded} {
+		rec.WithLabelValues(string(k))
+	}
+	return &serveMetrics{reg: reg, storage: st, recoveries: rec}, nil
+}
+
+// recovered logs one line per interrupted write the open of graph id
+// resolved (its writer, what recovery did, the commit kept or made) and
+// counts it; keys and paths are never named.
+func (m *serveMetrics) recovered(log *slog.Logger, id string, recs []recovery.Record) {
+	for _, r := range recs {
+		attrs := []any{"graph", id, "operation_id", r.OperationID, "intent", r.WriterKind,
+			"outcome", string(r.RecoveryKind), "classification", string(r.Classification)}
+		if r.CommitID != "" {
+			attrs = append(attrs, "commit_id", r.CommitID)
+		}
+		log.Info("recovered an interrupted write", attrs...)
+		if m != nil {
+			m.recoveries.WithLabelValues(string(r.RecoveryKind)).Inc()
+		}
+	}
 }
 
 // wrap records every storage request of a served graph.

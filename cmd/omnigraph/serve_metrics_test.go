@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +15,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/omnigraph-go/omnigraph/backend/local"
+	"github.com/omnigraph-go/omnigraph/graph"
 )
 
 // freeAddr is a loopback address with a port free a moment ago.
@@ -158,5 +166,62 @@ func checkDocsNameMetrics(t *testing.T, body string) {
 				t.Errorf("%s names %s, which the server does not export", f, n)
 			}
 		}
+	}
+}
+
+// TestServeLogsAndCountsRecoveries: a write interrupted after its table
+// commit is rolled forward by the next server's open, which counts it in
+// /metrics; the log has one line for it naming the writer, the outcome
+// and the commit kept.
+func TestServeLogsAndCountsRecoveries(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "g")
+	mustCLI(t, "init", "--schema", writeSchema(t), dir)
+	store, err := local.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Open(ctx, store, graph.OpenOptions{Actor: "ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear := graph.Failpoints.Set(g.ID(), graph.FailpointPostPhaseB, func() error { return errors.New("stop") })
+	w, err := g.BeginWrite(ctx, "main", graph.WriteOptions{Kind: graph.KindMutation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Stage(ctx, graph.NodeTableKey("Person"), stagePerson("ada")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(ctx); !errors.Is(err, graph.ErrRecoveryRequired) {
+		t.Fatalf("commit: %v", err)
+	}
+	clear()
+	g.Close()
+
+	// The open a server makes, in process, to read its log.
+	g2, err := graph.Open(ctx, store, graph.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := g2.OpenRecovered()
+	g2.Close()
+	if len(recs) != 1 || recs[0].OperationID != w.OperationID() {
+		t.Fatalf("recovered at open: %+v", recs)
+	}
+	var logb bytes.Buffer
+	m, err := newServeMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.recovered(slog.New(slog.NewTextHandler(&logb, nil)), "default", recs)
+	lines := strings.Split(strings.TrimSpace(logb.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "recovered an interrupted write") ||
+		!strings.Contains(lines[0], "outcome=RolledForward") || !strings.Contains(lines[0], "intent=mutation") ||
+		!strings.Contains(lines[0], "commit_id="+w.CommitID()) || strings.Contains(lines[0], dir) {
+		t.Fatalf("recovery log:\n%s", logb.String())
+	}
+	if got := testutil.ToFloat64(m.recoveries.WithLabelValues("RolledForward")); got != 1 {
+		t.Fatalf("recoveries counted: %v", got)
 	}
 }
