@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -159,6 +160,9 @@ func checkDocsNameMetrics(t *testing.T, body string) {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if strings.HasSuffix(f, ".json") && !json.Valid(b) {
+			t.Errorf("%s is not valid JSON: Grafana would not import it", f)
 		}
 		for _, n := range metricName.FindAllString(string(b), -1) {
 			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_sum"), "_count")
