@@ -49,9 +49,12 @@ const RecoveryActor = "omnigraph:recovery"
 
 // Graph is an open graph. It is safe for concurrent use.
 type Graph struct {
-	store    backend.StorageAdapter
-	man      *manifest.Store
-	readOnly bool
+	// openRecovered is what the open-time recovery sweep resolved (nil: it
+	// found nothing): OpenRecovered.
+	openRecovered []recovery.Record
+	store         backend.StorageAdapter
+	man           *manifest.Store
+	readOnly      bool
 	// exclusive: the caller holds the root's writer lock (OpenOptions).
 	exclusive bool
 	actor     string

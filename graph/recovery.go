@@ -244,6 +244,7 @@ func (g *Graph) openRecovery(ctx context.Context, keys []string, listErr error) 
 	}
 	rep, err := recovery.SweepKeys(ctx, g.store, keys, g.recoveryOptions(recovery.Full))
 	g.forgetResolved(rep)
+	g.noteOpenRecovered(rep)
 	if err != nil {
 		return fmt.Errorf("open graph: recovery: %w", err)
 	}

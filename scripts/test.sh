@@ -44,6 +44,20 @@ if [ "${OMNIGRAPH_NO_BROWSER:-}" = "" ] && ! command -v chromium >/dev/null 2>&1
   fi
 fi
 
+# promtool (Debian's prometheus package) checks the alert rules and a real
+# scrape (TestServeMetricsProcess); installed here when missing.
+if ! command -v promtool >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  echo "== promtool (the metrics and alert rules checks)"
+  sudo=""
+  if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then sudo="sudo -n"; fi
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 ||
+    echo "could not install promtool: the scrape is linted by promlint only"
+fi
+if command -v promtool >/dev/null 2>&1; then
+  echo "== promtool check rules"
+  promtool check rules docs/monitoring/alerts.yml
+fi
+
 mkdir -p test-results
 # The simulation runs fresh seeds besides its fixed ones, drawn from the
 # commit under test (sim/sim_test.go freshSeeds; the log names them, and a

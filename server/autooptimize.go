@@ -36,6 +36,16 @@ type compactor struct {
 	running bool
 	runs    int // finished checks, for tests
 	last    compactionRun
+	// observed gets each finished run's outcome and duration (the
+	// metrics); nil: none.
+	observed func(outcome string, d time.Duration)
+}
+
+// observe makes f get each finished run's outcome and duration.
+func (c *compactor) observe(f func(outcome string, d time.Duration)) {
+	c.mu.Lock()
+	c.observed = f
+	c.mu.Unlock()
 }
 
 // compactionRun is the last finished check, as the status route shows it.
@@ -113,10 +123,15 @@ func (c *compactor) loop() {
 
 func (c *compactor) run(branch string) {
 	outcome := "failed"
+	start := time.Now()
 	defer func() {
 		c.mu.Lock()
 		c.last = compactionRun{branch: branch, at: time.Now(), outcome: outcome}
+		observed := c.observed
 		c.mu.Unlock()
+		if observed != nil {
+			observed(outcome, time.Since(start))
+		}
 	}()
 	defer func() {
 		if p := recover(); p != nil {

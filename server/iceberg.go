@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/graph/iceberg"
 	"github.com/omnigraph-go/omnigraph/manifest"
@@ -134,6 +135,7 @@ func (s *Server) icebergWrap(op string, h func(*icebergRequest) (any, error)) ht
 			}
 			s.log.Info("request", "route", "iceberg."+op, "method", hr.Method, "status", w.status, "actor", actorOrAnon(req.actor),
 				"duration_ms", float64(time.Since(start).Microseconds())/1000)
+			s.metrics.request(api.Route{OperationID: "iceberg." + op}, hr.Method, w, time.Since(start))
 		}()
 		body, err := s.icebergServe(req, h)
 		s.answering(w) // a non-streaming answer, as on the other routes

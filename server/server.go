@@ -21,6 +21,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/internal/buildinfo"
@@ -86,6 +88,9 @@ type Config struct {
 	// UI serves the web console (server/ui) at /ui/: public static
 	// assets that call the authenticated routes with the user's token.
 	UI bool
+	// Registry gets the server's metrics (metrics.go) and is served at
+	// GET /metrics; nil: a registry of the server's own (NewRegistry).
+	Registry *prometheus.Registry
 }
 
 // Server serves the API.
@@ -117,6 +122,8 @@ type Server struct {
 	// write sees (admitWrite).
 	writesCtx    context.Context
 	cancelWrites context.CancelFunc
+	// metrics record every request (metrics.go).
+	metrics *metrics
 }
 
 // graphIDRE is the rule for graph ids (upstream's).
@@ -152,6 +159,14 @@ func New(cfg Config) (*Server, error) {
 		heavy: newLane(cfg.Limits.HeavyReads), graphBudget: map[string]graph.Budget{},
 		mcp: map[string]http.Handler{}, queries: map[string]*StoredQueries{}}
 	s.writesCtx, s.cancelWrites = context.WithCancel(context.Background())
+	if cfg.Registry == nil {
+		cfg.Registry = NewRegistry()
+	}
+	m, err := newMetrics(cfg.Registry, s)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
 	for _, g := range cfg.Graphs {
 		if err := ValidGraphID(g.ID); err != nil {
 			return nil, err
@@ -170,6 +185,7 @@ func New(cfg Config) (*Server, error) {
 		for _, g := range cfg.Graphs {
 			id := g.ID
 			s.compactors[id] = newCompactor(g.G, id, cfg.AutoOptimizeThreshold, cfg.Logger, func(cause string) { s.stop(cause, id) })
+			s.compactors[id].observe(s.metrics.compaction)
 		}
 	}
 	if !cfg.ReadOnly {
@@ -201,7 +217,9 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	s.mountMetrics()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		defer s.metrics.request(api.Route{}, r.Method, &statusWriter{status: http.StatusNotFound}, 0)
 		writeFailure(w, fail(http.StatusNotFound, api.CodeNotFound, "no such route: %s %s (see GET /openapi.json)", r.Method, r.URL.Path))
 	})
 	s.handler = s.openModeGuard(s.mux)
@@ -374,8 +392,11 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	class  string
-	rc     *http.ResponseController
-	idle   time.Duration
+	// failure is the envelope of a failed answer (writeFailure), which
+	// the metrics read.
+	failure *api.ErrorOutput
+	rc      *http.ResponseController
+	idle    time.Duration
 }
 
 func (w *statusWriter) progress() {
@@ -446,6 +467,7 @@ func (s *Server) wrap(rt Route) http.Handler {
 				attrs = append(attrs, "failure_class", w.class)
 			}
 			s.log.Info("request", attrs...)
+			s.metrics.request(rt.Route, hr.Method, w, time.Since(start))
 		}()
 		if f := s.prepare(rt, req); f != nil {
 			w.class = f.Body.Class
@@ -709,6 +731,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeFailure(w http.ResponseWriter, f *Failure) {
+	if sw, ok := w.(*statusWriter); ok {
+		sw.failure = &f.Body
+	}
 	if f.RetryAfter > 0 {
 		w.Header().Set("Retry-After", fmt.Sprint(f.RetryAfter))
 	}

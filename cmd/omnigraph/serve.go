@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -60,6 +61,10 @@ type serveOptions struct {
 	// maxConnections bounds the connections served at once (0: sized for
 	// the machine, defaultMaxConnections).
 	maxConnections int
+	// metricsListen is a listener serving only GET /metrics ("": none).
+	metricsListen string
+	// metrics is the process's registry (serve_metrics.go), set by runServe.
+	metrics *serveMetrics
 }
 
 func init() {
@@ -122,6 +127,7 @@ func init() {
 		c.Flags().IntVar(&o.limits.Reads, "max-reads", server.DefaultReads, "in-flight reads the server may have (more get 429)")
 		c.Flags().IntVar(&o.limits.HeavyReads, "max-heavy-reads", 0, "heavy queries that run at once; the others wait (0: half the cores)")
 		c.Flags().IntVar(&o.maxConnections, "max-connections", 0, "connections served at once; more wait to be accepted, with a warning in the log (0: half the open-file limit)")
+		c.Flags().StringVar(&o.metricsListen, "metrics-listen", "", "also serve GET /metrics, without a token, on this address (an internal scrape network); it serves nothing else (docs/operations.md)")
 		o.autoOptimize.add(c)
 		return c
 	})
@@ -200,6 +206,9 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		if !isLoopback(o.listen) {
 			return usagef("no --tokens file, so the server would run in open mode (no authentication); open mode listens on loopback only (127.0.0.1, ::1 or localhost), not %q: give --tokens FILE ('omnigraph token add')", o.listen)
 		}
+		if o.metricsListen != "" && !isLoopback(o.metricsListen) {
+			return usagef("open mode listens on loopback only, --metrics-listen too, not %q: give --tokens FILE or a loopback address", o.metricsListen)
+		}
 		log.Warn("OPEN MODE: no --tokens file, so every request is served without authentication; listening on loopback only", "listen", o.listen)
 	}
 	policy, err := loadPolicy(o.policy)
@@ -249,6 +258,9 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 			}
 		}
 	}()
+	if o.metrics, err = newServeMetrics(); err != nil {
+		return err
+	}
 	var served []server.Graph
 	for _, sg := range graphs {
 		g, closeFn, err := openServed(ctx, log, o, sg, fatal)
@@ -293,6 +305,7 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		// In the background after each write, as the CLI does after its own.
 		AutoOptimize: o.autoOptimize.enabled(),
 		UI:           !o.noUI,
+		Registry:     o.metrics.reg,
 	})
 	if err != nil {
 		return err
@@ -308,6 +321,19 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	hs := srv.HTTPServer()
 	served2 := make(chan error, 1)
 	go func() { served2 <- hs.Serve(ln) }()
+	if o.metricsListen != "" {
+		mln, err := net.Listen("tcp", o.metricsListen)
+		if err != nil {
+			return fmt.Errorf("listen on %s (--metrics-listen): %w", o.metricsListen, err)
+		}
+		// The same backstop timeouts as the main listener.
+		ms := srv.HTTPServer()
+		ms.Handler = srv.MetricsHandler()
+		go func() { _ = ms.Serve(mln) }()
+		defer ms.Close()
+		log.Info("serving metrics", "listen", mln.Addr().String())
+		fmt.Fprintf(a.stdout, "OMNIGRAPH_METRICS_ADDR=%s\n", mln.Addr())
+	}
 	ids := make([]string, len(graphs))
 	for i, sg := range graphs {
 		ids[i] = sg.id
@@ -384,7 +410,7 @@ func openServed(ctx context.Context, log *slog.Logger, o serveOptions, sg served
 	if wrapServedStore != nil {
 		raw = wrapServedStore(raw)
 	}
-	store := logging.Wrap(poison.Wrap(raw), log)
+	store := logging.Wrap(poison.Wrap(o.metrics.wrap(raw)), log)
 	release := func() error { return nil }
 	defer func() {
 		if err != nil {
@@ -426,14 +452,20 @@ func openServed(ctx context.Context, log *slog.Logger, o serveOptions, sg served
 				return nil, nil, lockRefusal(err)
 			}
 			writeStore = l.Guard(store)
-			release = func() error { return releaseWith(ctx, l.Release) }
+			var held atomic.Bool
+			held.Store(true)
+			o.metrics.lockGauges(sg.id, l, &held)
+			release = func() error { held.Store(false); return releaseWith(ctx, l.Release) }
 			log.Info("holding the leased writer lock", "graph", sg.id, "lock_id", l.ID(), "lease_seconds", int(lease/time.Second))
 		} else {
 			l, err := clusterlock.Acquire(ctx, store, lo)
 			if err != nil {
 				return nil, nil, lockRefusal(err)
 			}
-			release = func() error { return releaseWith(ctx, l.Release) }
+			var held atomic.Bool
+			held.Store(true)
+			o.metrics.lockGauges(sg.id, nil, &held)
+			release = func() error { held.Store(false); return releaseWith(ctx, l.Release) }
 			log.Info("holding the writer lock", "graph", sg.id, "lock_id", l.ID())
 		}
 		if _, err := graph.ProbeFencing(ctx, writeStore); err != nil {
@@ -450,6 +482,7 @@ func openServed(ctx context.Context, log *slog.Logger, o serveOptions, sg served
 	if err != nil {
 		return nil, nil, err
 	}
+	o.metrics.recovered(log, sg.id, g.OpenRecovered())
 	if afterWriteOpen != nil && !o.readOnly {
 		afterWriteOpen(ctx, g)
 	}
