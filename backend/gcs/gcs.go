@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -260,6 +261,9 @@ func (s *Store) Stat(ctx context.Context, key string) (backend.Attrs, error) {
 	return a, err
 }
 
+// castagnoli is the CRC32C table (read only).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 func (s *Store) write(ctx context.Context, op, key string, data []byte, m mode, cond *storage.Conditions) (backend.Attrs, error) {
 	var a backend.Attrs
 	err := s.do(ctx, op, key, m, func(ctx context.Context) error {
@@ -271,6 +275,11 @@ func (s *Store) write(ctx context.Context, op, key string, data []byte, m mode, 
 		// One request carries the whole object and its precondition; there
 		// is no resumable session whose chunks could be retried underneath.
 		w.ChunkSize = 0
+		// The object's CRC32C travels with it: the store refuses a body
+		// that did not arrive whole (a write cancelled mid-body must leave
+		// nothing, never the bytes that got through).
+		w.CRC32C = crc32.Checksum(data, castagnoli)
+		w.SendCRC32C = true
 		if _, err := w.Write(data); err != nil {
 			_ = w.Close()
 			return err
