@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -221,6 +223,9 @@ func TestChangeViewsRenderValues(t *testing.T) {
 			}
 			return out.Changes
 		}},
+		{"MCP commit_changes", func(t *testing.T) []api.Change {
+			return mcpCommitChanges(t, base, token, head)
+		}},
 		{"POST changes (the feed)", func(t *testing.T) []api.Change {
 			out, err := g.PollChanges(ctx, api.PollRequest{Branch: "b", Start: "beginning"})
 			if err != nil {
@@ -273,6 +278,42 @@ func TestChangeViewsRenderValues(t *testing.T) {
 	if text := mustCLI(t, "commit", "changes", head, "--store", store); !strings.Contains(text, "p_date: 2026-03-01 -> 2026-03-02") {
 		t.Errorf("commit changes (text) does not print the dates as dates:\n%s", text)
 	}
+}
+
+// mcpCommitChanges calls the MCP tool commit_changes on the served graph
+// "default" and returns the changes of its structured result.
+func mcpCommitChanges(t *testing.T, base, token, commit string) []api.Change {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+		"params": map[string]any{"name": "commit_changes", "arguments": map[string]any{"commit_id": commit}}})
+	req, err := http.NewRequest("POST", base+"/graphs/default/mcp", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Result struct {
+			IsError           bool `json:"isError"`
+			StructuredContent struct {
+				Changes []api.Change `json:"changes"`
+			} `json:"structuredContent"`
+		} `json:"result"`
+		Error json.RawMessage `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("MCP commit_changes: %d: %v", resp.StatusCode, err)
+	}
+	if out.Error != nil || out.Result.IsError {
+		t.Fatalf("MCP commit_changes: %s %+v", out.Error, out.Result)
+	}
+	return out.Result.StructuredContent.Changes
 }
 
 // copyDir copies a local graph directory (a fresh graph for a server, so
