@@ -309,7 +309,9 @@ func (s *sched) run(ctx context.Context, rng *rand.Rand, writesOnly bool, fns []
 			n := alive
 			mu.Unlock()
 			s.mu.Lock()
-			fast = s.last == released.gid && n == aliveAt && goroutinesCreated() == created && othersActive() == 0
+			// Read twice: a goroutine woken by another (a queue turn
+			// passed on) may move between the states one read samples.
+			fast = s.last == released.gid && n == aliveAt && goroutinesCreated() == created && othersActive() == 0 && othersActive() == 0
 			s.mu.Unlock()
 		}
 		for polls := 0; !fast; polls++ {
@@ -409,7 +411,9 @@ func goroutinesCreated() uint64 {
 // othersActive is how many goroutines of the process other than the
 // caller are running or runnable (^0 when the runtime does not say).
 func othersActive() uint64 {
-	sm := []metrics.Sample{{Name: "/sched/goroutines/running:goroutines"}, {Name: "/sched/goroutines/runnable:goroutines"}}
+	// Runnable before running: a goroutine that starts running between
+	// the two samples is seen in the first.
+	sm := []metrics.Sample{{Name: "/sched/goroutines/runnable:goroutines"}, {Name: "/sched/goroutines/running:goroutines"}}
 	metrics.Read(sm)
 	if sm[0].Value.Kind() != metrics.KindUint64 || sm[1].Value.Kind() != metrics.KindUint64 {
 		return ^uint64(0)
