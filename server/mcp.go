@@ -102,7 +102,7 @@ type mcpTool struct {
 	// example is one valid arguments object (JSON), shown at the end of
 	// the description (toolExamples).
 	example string
-	add func(*Server, *mcp.Server, *mcp.Tool)
+	add     func(*Server, *mcp.Server, *mcp.Tool)
 }
 
 // toolClass is the admission and budget of a tool (its answer is capped
@@ -377,7 +377,9 @@ func (s *Server) newMCP(graphID string) http.Handler {
 	})
 }
 
-// listFilter filters tools/list by the policy: an actor sees a tool only
+// listFilter writes the initialize instructions from main's schema
+// (instructionsFor) and filters resources/list (read on the graph) and
+// tools/list by the policy: an actor sees a tool only
 // when the policy permits the tool's action with the graph itself as the
 // resource (Omnigraph::Graph::"<id>", as for listing branches), so a grant
 // on the whole graph lists the tool and a grant on some branches only does
