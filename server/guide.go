@@ -139,7 +139,7 @@ func instructions(graphID string, cat *pg.Catalog) string {
 func shortGuide(graphID string, cat *pg.Catalog) string {
 	var b strings.Builder
 	b.WriteString("# .gq on this graph\n")
-	b.WriteString(typeLines(cat))
+	b.WriteString(typeLines(cat, shortGuideTypes))
 	b.WriteString("A read is `query NAME($param: Type) { match { clauses } return { items } [order { keys }] [limit N] }`: " +
 		"`$x: Type { prop: value }` binds nodes (equality on the key is a point lookup), `$a edge $b` follows an edge, `$x.prop > 3` filters. " +
 		"A mutation is `mutation NAME($param: Type) { insert T { prop: $param } }` (or update / delete). Pass values in params, not in the text.\n")
@@ -152,11 +152,29 @@ func shortGuide(graphID string, cat *pg.Catalog) string {
 	return b.String()
 }
 
+// shortGuideTypes bounds the types the instructions list: a large schema
+// must not crowd an agent's context (the guide resource lists them all).
+const shortGuideTypes = 24
+
 // typeLines lists the node types (with their key and properties) and
-// the edge types.
-func typeLines(cat *pg.Catalog) string {
+// the edge types, at most max of them (0: all).
+func typeLines(cat *pg.Catalog, max int) string {
 	var b strings.Builder
+	n := 0
+	more := func() bool {
+		n++
+		if max > 0 && n > max {
+			if n == max+1 {
+				fmt.Fprintf(&b, "- ... and %d more types (the guide resource lists them all)\n", len(cat.Nodes)+len(cat.Edges)-max)
+			}
+			return false
+		}
+		return true
+	}
 	for _, n := range cat.Nodes {
+		if !more() {
+			continue
+		}
 		fmt.Fprintf(&b, "- node %s", n.Name)
 		if len(n.Key) > 0 {
 			fmt.Fprintf(&b, " (key %s)", strings.Join(n.Key, ", "))
@@ -166,6 +184,9 @@ func typeLines(cat *pg.Catalog) string {
 		b.WriteString("\n")
 	}
 	for _, e := range cat.Edges {
+		if !more() {
+			continue
+		}
 		fmt.Fprintf(&b, "- edge %s: %s -> %s", e.Name, e.From, e.To)
 		if len(e.Properties) > 0 {
 			b.WriteString(": " + propList(e.Properties))
@@ -195,7 +216,7 @@ func fullGuide(graphID string, cat *pg.Catalog) string {
 	b.WriteString(".gq is OmniGraph's query language (not Cypher, not SQL). Run a read with graph_query, a mutation with graph_mutate; " +
 		"check one without running it with query_lint. Every example below type-checks against this graph's schema (" +
 		resourceURI(graphID, "schema") + ").\n\n## Types\n\n")
-	b.WriteString(typeLines(cat))
+	b.WriteString(typeLines(cat, 0))
 	b.WriteString("\n## Syntax\n\n" +
 		"- `query name($p: Type, ...) { ... }`; parameter types: String Bool I32 I64 U32 U64 F32 F64 Date DateTime, lists `[String]`; `?` makes one optional. Values go in `params`.\n" +
 		"- Read: `match { clauses } return { items } [order { $x.prop desc }] [limit N]`. All clauses must hold.\n" +

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -246,5 +247,26 @@ func TestMCPResourcesPolicyAndAdmission(t *testing.T) {
 	}
 	if got := s.adm.inFlightReads(); got != 0 {
 		t.Errorf("%d read slots held after every answer, want 0", got)
+	}
+}
+
+// TestMCPInstructionsBoundTheTypes: a schema of many types lists at most
+// shortGuideTypes of them in the instructions and says how many more the
+// guide has; the guide lists every one.
+func TestMCPInstructionsBoundTheTypes(t *testing.T) {
+	var src strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&src, "node T%02d {\n  k: String @key\n}\n", i)
+	}
+	cat, err := pg.Compile(src.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := instructions("g", cat)
+	if got := strings.Count(ins, "\n- node "); got != shortGuideTypes || !strings.Contains(ins, "- ... and 6 more types") {
+		t.Fatalf("%d node lines in the instructions, want %d and a line for 6 more:\n%s", got, shortGuideTypes, ins)
+	}
+	if got := strings.Count(fullGuide("g", cat), "\n- node "); got != 30 {
+		t.Fatalf("%d node lines in the guide, want 30", got)
 	}
 }
