@@ -98,8 +98,11 @@ type mcpTool struct {
 	// graph (see listFilter).
 	action Action
 	// in is the Go type of the tool's arguments (its input schema).
-	in  reflect.Type
-	add func(*Server, *mcp.Server, *mcp.Tool)
+	in reflect.Type
+	// example is one valid arguments object (JSON), shown at the end of
+	// the description (toolExamples).
+	example string
+	add     func(*Server, *mcp.Server, *mcp.Tool)
 }
 
 // toolClass is the admission and budget of a tool (its answer is capped
@@ -124,6 +127,40 @@ func destructive(d bool) *mcp.ToolAnnotations {
 }
 
 func mcpTools() []mcpTool {
+	ts := builtinTools()
+	ex := toolExamples()
+	for i := range ts {
+		ts[i].example = ex[ts[i].tool.Name]
+		ts[i].tool.Description += "\n\nExample arguments: " + ts[i].example
+	}
+	return ts
+}
+
+// toolExamples is one arguments object per built-in tool; the .gq of the
+// query tools is generic here (the initialize instructions and the guide
+// resource carry examples for the graph's own types).
+func toolExamples() map[string]string {
+	return map[string]string{
+		"graph_query":    `{"query":"query q($k: String) { match { $n: Person { name: $k } } return { $n } }","params":{"k":"ada"},"branch":"main"}`,
+		"graph_mutate":   `{"query":"mutation m($k: String) { insert Person { name: $k } }","params":{"k":"ada"}}`,
+		"graph_load":     `{"data":"{\"type\":\"Person\",\"data\":{\"name\":\"ada\"}}\n","mode":"merge"}`,
+		"graph_snapshot": `{"branch":"main"}`,
+		"schema_get":     `{"branch":"main"}`,
+		"branch_list":    `{}`,
+		"branch_create":  `{"name":"topic","from":"main"}`,
+		"branch_delete":  `{"name":"topic"}`,
+		"branch_merge":   `{"source":"topic","target":"main"}`,
+		"commit_list":    `{"branch":"main","limit":10}`,
+		"commit_get":     `{"commit_id":"01J0000000000000000000000A"}`,
+		"blob_stat":      `{"entity":"node","type":"Doc","id":"readme","property":"body"}`,
+		"blob_read":      `{"entity":"node","type":"Doc","id":"readme","property":"body","offset":0,"length":65536}`,
+		"commit_changes": `{"commit_id":"01J0000000000000000000000A","op":"update","limit":100}`,
+		"changes_poll":   `{"branch":"main","start":"beginning","limit":100}`,
+		"query_lint":     `{"query":"query q() { match { $n: Person } return { $n } }"}`,
+	}
+}
+
+func builtinTools() []mcpTool {
 	return []mcpTool{
 		tool("graph_query", ActionRead, budgetedRead, "Run a read query (.gq source) on one snapshot of a branch or on a commit (snapshot); rows come back as JSON objects, with graph_commit_id (the head read)", readOnly(),
 			func(r *request, in api.QueryRequest) (any, error) { return r.opQuery(in) }),
@@ -186,6 +223,7 @@ func tool[In any](name string, act Action, class toolClass, desc string, ann *mc
 			r := *hr
 			r.Request = hr.Request.WithContext(ctx)
 			start := time.Now()
+			syntax := false
 			out, f := s.runTool(&r, name, class, func() (any, error) {
 				var in In
 				args := req.Params.Arguments
@@ -195,8 +233,13 @@ func tool[In any](name string, act Action, class toolClass, desc string, ann *mc
 				if err := decodeStrict(args, &in, "the arguments of "+name); err != nil {
 					return nil, err
 				}
-				return op(&r, in)
+				out, err := op(&r, in)
+				syntax = isSyntaxError(err)
+				return out, err
 			})
+			if syntax {
+				f = withGuideHint(f, r.graphID)
+			}
 			status := http.StatusOK
 			if f != nil {
 				status = f.Status
@@ -306,8 +349,10 @@ func toolErrorResult(f *Failure) *mcp.CallToolResult {
 // graph's stored queries (a tool finds its actor in the request it runs
 // under).
 func (s *Server) newMCP(graphID string) http.Handler {
+	// The instructions are written per initialize, from main's schema
+	// then (listFilter): a schema change shows in the next session.
 	ms := mcp.NewServer(&mcp.Implementation{Name: "omnigraph", Version: s.cfg.Version}, &mcp.ServerOptions{
-		Instructions: "Tools over one OmniGraph graph: graph_query reads, graph_mutate and graph_load write one commit each. An error result's structured content is the HTTP error envelope with its status; status 500 with outcome_unknown means a write may have landed: check commit_list before sending it again.",
+		Instructions: instructions(graphID, nil),
 	})
 	actions := map[string]Action{}
 	for _, t := range mcpTools() {
@@ -315,6 +360,9 @@ func (s *Server) newMCP(graphID string) http.Handler {
 		actions[t.tool.Name] = t.action
 	}
 	stored := s.storedTools(ms, graphID)
+	for uri, act := range s.addResources(ms, graphID) {
+		actions[uri] = act
+	}
 	ms.AddReceivingMiddleware(s.listFilter(actions, stored))
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
@@ -329,7 +377,9 @@ func (s *Server) newMCP(graphID string) http.Handler {
 	})
 }
 
-// listFilter filters tools/list by the policy: an actor sees a tool only
+// listFilter writes the initialize instructions from main's schema
+// (instructionsFor) and filters resources/list (read on the graph) and
+// tools/list by the policy: an actor sees a tool only
 // when the policy permits the tool's action with the graph itself as the
 // resource (Omnigraph::Graph::"<id>", as for listing branches), so a grant
 // on the whole graph lists the tool and a grant on some branches only does
@@ -340,25 +390,60 @@ func (s *Server) listFilter(actions map[string]Action, stored map[string]string)
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
-			lr, ok := res.(*mcp.ListToolsResult)
-			if err != nil || method != "tools/list" || !ok {
+			if err != nil {
 				return res, err
 			}
 			hr, _ := ctx.Value(requestKey{}).(*request)
-			if hr == nil {
-				return nil, errors.New("tools/list reached the server outside an HTTP request")
-			}
-			shown := make([]*mcp.Tool, 0, len(lr.Tools))
-			for _, t := range lr.Tools {
-				if s.toolVisible(hr, t.Name, actions, stored) {
-					shown = append(shown, t)
+			switch out := res.(type) {
+			case *mcp.ListToolsResult:
+				if hr == nil {
+					return nil, errors.New("tools/list reached the server outside an HTTP request")
 				}
+				shown := make([]*mcp.Tool, 0, len(out.Tools))
+				for _, t := range out.Tools {
+					if s.toolVisible(hr, t.Name, actions, stored) {
+						shown = append(shown, t)
+					}
+				}
+				lr := *out
+				lr.Tools = shown
+				return &lr, nil
+			case *mcp.ListResourcesResult:
+				// A resource read is a read: listed as a reading tool is.
+				if hr == nil {
+					return nil, errors.New("resources/list reached the server outside an HTTP request")
+				}
+				shown := make([]*mcp.Resource, 0, len(out.Resources))
+				for _, rs := range out.Resources {
+					if act, ok := actions[rs.URI]; ok && s.allowed(hr.actor, hr.graphID, act) {
+						shown = append(shown, rs)
+					}
+				}
+				lr := *out
+				lr.Resources = shown
+				return &lr, nil
+			case *mcp.InitializeResult:
+				if hr == nil {
+					return out, nil
+				}
+				ir := *out
+				ir.Instructions = s.instructionsFor(hr)
+				return &ir, nil
 			}
-			out := *lr
-			out.Tools = shown
-			return &out, nil
+			return res, err
 		}
 	}
+}
+
+// instructionsFor writes the initialize instructions from main's schema
+// when the actor may read it (else the base text, which names the guide).
+func (s *Server) instructionsFor(hr *request) string {
+	r := *hr
+	cat, err := r.mainCatalog()
+	if err != nil {
+		return instructions(r.graphID, nil)
+	}
+	return instructions(r.graphID, cat)
 }
 
 // handleMCP checks the message (one JSON-RPC 2.0 request or

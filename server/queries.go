@@ -164,7 +164,13 @@ func CompileQueries(files []QueryFile, cat *pg.Catalog) (*StoredQueries, []Query
 			if err != nil {
 				continue // Lint reported it
 			}
-			sq := &StoredQuery{StoredQuery: api.StoredQuery{Name: decl.Name, ToolName: decl.Name, Description: pl.Description, Instruction: pl.Instruction,
+			desc := pl.Description
+			if desc == "" {
+				// No @description: the doc comment above the query says
+				// what it does (the tool's description an agent reads).
+				desc = docComment(f.Source, decl.Pos.Line)
+			}
+			sq := &StoredQuery{StoredQuery: api.StoredQuery{Name: decl.Name, ToolName: decl.Name, Description: desc, Instruction: pl.Instruction,
 				Mutation: pl.Mutation != nil, Params: []api.QueryParam{}}, File: f.Name, source: f.Source}
 			for _, p := range pl.Params {
 				qp := paramOf(p)
@@ -192,6 +198,22 @@ func CompileQueries(files []QueryFile, cat *pg.Catalog) (*StoredQueries, []Query
 		}
 	}
 	return set, problems
+}
+
+// docComment is the block of // lines right above line (1-based) of
+// src, without the slashes, joined by spaces: a query's doc comment.
+func docComment(src string, line int) string {
+	lines := strings.Split(src, "\n")
+	var doc []string
+	for i := line - 2; i >= 0 && i < len(lines); i-- {
+		l := strings.TrimSpace(lines[i])
+		if !strings.HasPrefix(l, "//") {
+			break
+		}
+		doc = append(doc, strings.TrimSpace(strings.TrimPrefix(l, "//")))
+	}
+	slices.Reverse(doc)
+	return strings.TrimSpace(strings.Join(doc, " "))
 }
 
 // paramOf describes one declared parameter.

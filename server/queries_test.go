@@ -380,3 +380,34 @@ func TestStoredQueriesAsMCPTools(t *testing.T) {
 		t.Fatalf("stored_query_run: %v", structured(t, res))
 	}
 }
+
+// TestStoredQueryDescriptionFromDocComment: without @description, a
+// stored query's description (its MCP tool's) is the // comment right
+// above it; @description wins; a comment cut off by a blank line or
+// code is not the query's.
+func TestStoredQueryDescriptionFromDocComment(t *testing.T) {
+	cat, err := pg.Compile(testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := `// a file comment
+
+// people older than min,
+// by name
+query older($min: I32) { match { $p: Person  $p.age > $min } return { $p.name } }
+// not the doc of named
+query named() @description("every name") { match { $p: Person } return { $p.name } }
+
+query bare() { match { $p: Person } return { $p.name } }
+`
+	set, problems := CompileQueries([]QueryFile{{Name: "q.gq", Source: src}}, cat)
+	if set == nil {
+		t.Fatalf("refused: %v", problems)
+	}
+	for name, want := range map[string]string{"older": "people older than min, by name", "named": "every name", "bare": ""} {
+		q, ok := set.Get(name)
+		if !ok || q.Description != want {
+			t.Errorf("%s: description %q, want %q", name, q.Description, want)
+		}
+	}
+}
