@@ -186,3 +186,40 @@ func TestTraceIDInErrorAndLog(t *testing.T) {
 		})
 	}
 }
+
+// TestTracePhases: a query's read and a mutation's plan and its stage and
+// publish are child spans of the request span, and the write's storage
+// requests are children of its write span.
+func TestTracePhases(t *testing.T) {
+	rec, base, _ := tracedServer(t, Config{})
+	c := &client{t: t, base: base}
+	if st, m := c.json("POST", "/graphs/default/mutate", `{"query":"mutation m() { insert Person { name: \"ada\", age: 3 } }"}`); st != 200 {
+		t.Fatalf("mutate: %d %v", st, m)
+	}
+	if st, m := c.json("POST", "/graphs/default/query", `{"query":"query q() { match { $p: Person } return { $p.name } }"}`); st != 200 {
+		t.Fatalf("query: %d %v", st, m)
+	}
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	for _, sp := range rec.Ended() {
+		byName[sp.Name()] = sp
+	}
+	for phase, route := range map[string]string{"mutate.plan": "mutate", "write.stage_publish": "mutate", "query.read": "query"} {
+		sp, root := byName[phase], byName[route]
+		if sp == nil || root == nil {
+			t.Fatalf("no %s span or %s span", phase, route)
+		}
+		if sp.Parent().SpanID() != root.SpanContext().SpanID() {
+			t.Errorf("%s is not a child of the %s request span", phase, route)
+		}
+	}
+	write := byName["write.stage_publish"].SpanContext().SpanID()
+	n := 0
+	for _, sp := range rec.Ended() {
+		if strings.HasPrefix(sp.Name(), "storage.put") && sp.Parent().SpanID() == write {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Error("no storage put span under the write span")
+	}
+}

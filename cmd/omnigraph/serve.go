@@ -499,10 +499,13 @@ func openServed(ctx context.Context, log *slog.Logger, o serveOptions, sg served
 	if err != nil {
 		return nil, nil, err
 	}
-	g, err := graph.Open(ctx, writeStore, graph.OpenOptions{ReadOnly: o.readOnly, ExclusiveWriter: !o.readOnly, AlwaysProbe: true, ExternalBlobs: pol})
+	octx, endOpen := o.openSpan(ctx, sg.id)
+	g, err := graph.Open(octx, writeStore, graph.OpenOptions{ReadOnly: o.readOnly, ExclusiveWriter: !o.readOnly, AlwaysProbe: true, ExternalBlobs: pol})
 	if err != nil {
+		endOpen(nil, err)
 		return nil, nil, err
 	}
+	endOpen(g.OpenRecovered(), nil)
 	o.metrics.recovered(log, sg.id, g.OpenRecovered())
 	if afterWriteOpen != nil && !o.readOnly {
 		afterWriteOpen(ctx, g)

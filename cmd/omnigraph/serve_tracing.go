@@ -7,10 +7,13 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/omnigraph-go/omnigraph/recovery"
 )
 
 // tracingWanted says whether the standard OpenTelemetry environment asks
@@ -61,4 +64,29 @@ func (o serveOptions) tracerProvider() trace.TracerProvider {
 		return nil
 	}
 	return o.tracer
+}
+
+// openSpan starts the span of opening one served graph, which runs the
+// recovery of interrupted writes: its end records how many were
+// recovered, by what they did (the records themselves are log lines).
+func (o serveOptions) openSpan(ctx context.Context, graphID string) (context.Context, func([]recovery.Record, error)) {
+	if o.tracer == nil {
+		return ctx, func([]recovery.Record, error) {}
+	}
+	ctx, sp := o.tracer.Tracer("github.com/omnigraph-go/omnigraph/cmd/omnigraph").Start(ctx, "graph.open_recover",
+		trace.WithAttributes(attribute.String("omnigraph.graph", graphID)))
+	return ctx, func(recs []recovery.Record, err error) {
+		kinds := map[string]int{}
+		for _, r := range recs {
+			kinds[string(r.RecoveryKind)]++
+		}
+		sp.SetAttributes(attribute.Int("omnigraph.recoveries", len(recs)))
+		for k, n := range kinds {
+			sp.SetAttributes(attribute.Int("omnigraph.recoveries."+k, n))
+		}
+		if err != nil {
+			sp.SetStatus(codes.Error, "open failed")
+		}
+		sp.End()
+	}
 }

@@ -80,8 +80,8 @@ func TestServeTracesProcess(t *testing.T) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	names := strings.Join(rc.spans["omnigraph-e2e"], " ")
-	if !strings.Contains(" "+names+" ", " listBranches ") || !strings.Contains(names, "storage.") {
-		t.Fatalf("after %d exports, spans of service omnigraph-e2e: %q; want listBranches and storage spans (all: %v)", rc.posts, names, rc.spans)
+	if !strings.Contains(" "+names+" ", " listBranches ") || !strings.Contains(names, "storage.") || !strings.Contains(names, "graph.open_recover") {
+		t.Fatalf("after %d exports, spans of service omnigraph-e2e: %q; want listBranches, graph.open_recover and storage spans (all: %v)", rc.posts, names, rc.spans)
 	}
 }
 
