@@ -76,7 +76,7 @@ func requestBranch(hr *http.Request) string {
 	return hr.URL.Query().Get("branch")
 }
 
-// Phase starts a child span of ctx's span for one engine phase (a query's
+// phase starts a child span of ctx's span for one engine phase (a query's
 // read, a write's stage or publish), on the server's tracer; with tracing
 // off it returns ctx and a no-op end.
 func (s *Server) phase(ctx context.Context, name string) (context.Context, func(error)) {

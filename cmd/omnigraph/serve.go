@@ -266,6 +266,9 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	if o.metrics, err = newServeMetrics(); err != nil {
 		return err
 	}
+	if _, err := tracingWanted(os.Getenv); err != nil {
+		return usagef("%v", err)
+	}
 	tp, err := newTracerProvider(ctx, buildinfo.Read().Version)
 	if err != nil {
 		return err

@@ -105,3 +105,17 @@ func TestTracingWanted(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesUnknownTraceExporter: an exporter serve cannot run is a
+// usage error before the lock is taken.
+func TestServeRefusesUnknownTraceExporter(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "graph")
+	mustCLI(t, "init", "--schema", writeSchema(t), dir)
+	_, _, _, code, errs := tryServe(t, []string{"OTEL_TRACES_EXPORTER=zipkin"}, "--store", dir)
+	if code != exitUsage || !strings.Contains(errs, "OTEL_TRACES_EXPORTER") {
+		t.Fatalf("OTEL_TRACES_EXPORTER=zipkin: exit %d, %s", code, errs)
+	}
+	if st := lockStatus(t, dir); st.Held {
+		t.Fatalf("a refused serve must not take the lock: %+v", st)
+	}
+}
