@@ -43,6 +43,10 @@ type ErrorOutput struct {
 	// (branch_not_found, blob_range, invalid_commit_id, ...), finer than
 	// Code; the CLI prints the same name as its JSON error code.
 	Reason string `json:"reason,omitempty"`
+	// TraceID is the request's W3C trace id (32 hex digits) when the
+	// server traces or the client sent a traceparent: quote it in an
+	// error report, it leads to the trace.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // MergeConflict is one conflict of a refused merge.

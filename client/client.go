@@ -32,6 +32,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/omnigraph-go/omnigraph/api"
 )
 
@@ -222,6 +224,9 @@ func (cl *Client) send(ctx context.Context, c call) (*http.Response, error) {
 			req.Header.Set("Authorization", "Bearer "+cl.token)
 		}
 		req.Header.Set("User-Agent", cl.userAgent)
+		// The caller's span, if its context has one, continues on the
+		// server (W3C traceparent); nothing is sent otherwise.
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 		var wrote bool
 		req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { wrote = true }}))
 		hc := cl.hc

@@ -39,7 +39,9 @@ func (r *request) opQuery(q api.QueryRequest) (api.ReadOutput, error) {
 		return api.ReadOutput{}, err
 	}
 	start := time.Now()
-	res, err := query.RunWith(r.Context(), snap, q.Query, q.Name, q.Params, query.Options{Budget: r.readBudget()})
+	ctx, endRead := r.s.phase(r.Context(), "query.read")
+	res, err := query.RunWith(ctx, snap, q.Query, q.Name, q.Params, query.Options{Budget: r.readBudget()})
+	endRead(err)
 	if err != nil {
 		return api.ReadOutput{}, r.slowRefusal(start, err)
 	}
@@ -76,7 +78,10 @@ func (r *request) opMutate(m api.MutateRequest, ifCommit string) (api.ChangeOutp
 		Budget: r.s.budgetFor(r.graphID, r.actor)}
 	// Parse and type-check before taking a write slot: a mutation that
 	// can never run holds none.
-	if err := mutate.Check(r.Context(), r.g, m.Query, m.Name, opts); err != nil {
+	pctx, endPlan := r.s.phase(r.Context(), "mutate.plan")
+	err := mutate.Check(pctx, r.g, m.Query, m.Name, opts)
+	endPlan(err)
+	if err != nil {
 		return api.ChangeOutput{}, err
 	}
 	release, err := r.admitWrite()
@@ -85,7 +90,11 @@ func (r *request) opMutate(m api.MutateRequest, ifCommit string) (api.ChangeOutp
 	}
 	defer release()
 	start := time.Now()
-	res, err := mutate.Query(r.Context(), r.g, m.Query, m.Name, opts)
+	// Stage and publish run inside mutate.Query, with no seam between
+	// them: one span, "write.stage_publish".
+	wctx, endWrite := r.s.phase(r.Context(), "write.stage_publish")
+	res, err := mutate.Query(wctx, r.g, m.Query, m.Name, opts)
+	endWrite(err)
 	if err != nil {
 		return api.ChangeOutput{}, r.slowRefusal(start, err)
 	}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/omnigraph-go/omnigraph/api"
 	"github.com/omnigraph-go/omnigraph/graph"
@@ -91,6 +92,12 @@ type Config struct {
 	// Registry gets the server's metrics (metrics.go) and is served at
 	// GET /metrics; nil: a registry of the server's own (NewRegistry).
 	Registry *prometheus.Registry
+	// TracerProvider, when set, traces every request (tracing.go): a span
+	// per request under its route name, its storage requests and engine
+	// phases as children, a client's traceparent continued. Nil: no spans
+	// (a client's trace id still reaches the log line and the error
+	// envelope). The caller owns it (and flushes it on stop).
+	TracerProvider trace.TracerProvider
 }
 
 // Server serves the API.
@@ -124,6 +131,8 @@ type Server struct {
 	cancelWrites context.CancelFunc
 	// metrics record every request (metrics.go).
 	metrics *metrics
+	// tracer makes the request spans; nil: tracing is off.
+	tracer trace.Tracer
 }
 
 // graphIDRE is the rule for graph ids (upstream's).
@@ -167,6 +176,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if cfg.TracerProvider != nil {
+		s.tracer = cfg.TracerProvider.Tracer(tracerName)
+	}
 	for _, g := range cfg.Graphs {
 		if err := ValidGraphID(g.ID); err != nil {
 			return nil, err
@@ -397,6 +409,9 @@ type statusWriter struct {
 	failure *api.ErrorOutput
 	rc      *http.ResponseController
 	idle    time.Duration
+	// traceID is the request's trace (tracing.go), put in its error
+	// envelope; "": none.
+	traceID string
 }
 
 func (w *statusWriter) progress() {
@@ -430,7 +445,8 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) wrap(rt Route) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, hr *http.Request) {
 		start := time.Now()
-		w := &statusWriter{ResponseWriter: rw}
+		hr, span := s.startRequest(rt, hr)
+		w := &statusWriter{ResponseWriter: rw, traceID: span.traceID}
 		var done []func()
 		req := &request{Request: hr, w: w, s: s, done: &done}
 		defer func() {
@@ -466,7 +482,11 @@ func (s *Server) wrap(rt Route) http.Handler {
 			if w.class != "" {
 				attrs = append(attrs, "failure_class", w.class)
 			}
+			if span.traceID != "" {
+				attrs = append(attrs, "trace_id", span.traceID)
+			}
 			s.log.Info("request", attrs...)
+			span.end(req, w, actor)
 			s.metrics.request(rt.Route, hr.Method, w, time.Since(start))
 		}()
 		if f := s.prepare(rt, req); f != nil {
@@ -732,6 +752,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeFailure(w http.ResponseWriter, f *Failure) {
 	if sw, ok := w.(*statusWriter); ok {
+		if sw.traceID != "" {
+			f.Body.TraceID = sw.traceID
+		}
 		sw.failure = &f.Body
 	}
 	if f.RetryAfter > 0 {

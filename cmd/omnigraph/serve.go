@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/omnigraph-go/omnigraph/backend"
 	"github.com/omnigraph-go/omnigraph/backend/logging"
 	"github.com/omnigraph-go/omnigraph/backend/poison"
+	"github.com/omnigraph-go/omnigraph/backend/tracing"
 	"github.com/omnigraph-go/omnigraph/clusterlock"
 	"github.com/omnigraph-go/omnigraph/graph"
 	"github.com/omnigraph-go/omnigraph/internal/buildinfo"
@@ -65,6 +67,9 @@ type serveOptions struct {
 	metricsListen string
 	// metrics is the process's registry (serve_metrics.go), set by runServe.
 	metrics *serveMetrics
+	// tracer is the process's tracer provider (serve_tracing.go), nil
+	// when tracing is off; set by runServe.
+	tracer trace.TracerProvider
 }
 
 func init() {
@@ -261,6 +266,23 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 	if o.metrics, err = newServeMetrics(); err != nil {
 		return err
 	}
+	if _, err := tracingWanted(os.Getenv); err != nil {
+		return usagef("%v", err)
+	}
+	tp, err := newTracerProvider(ctx, buildinfo.Read().Version)
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		o.tracer = tp
+		// Registered first, so it runs last: the spans of the shutdown
+		// and of closing the graphs are flushed too.
+		closers = append([]func() error{func() error {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			return tp.Shutdown(sctx)
+		}}, closers...)
+	}
 	var served []server.Graph
 	for _, sg := range graphs {
 		g, closeFn, err := openServed(ctx, log, o, sg, fatal)
@@ -306,6 +328,8 @@ func runServe(ctx context.Context, a *app, o serveOptions) (err error) {
 		AutoOptimize: o.autoOptimize.enabled(),
 		UI:           !o.noUI,
 		Registry:     o.metrics.reg,
+		// An untyped nil when off: the server checks for nil.
+		TracerProvider: o.tracerProvider(),
 	})
 	if err != nil {
 		return err
@@ -410,7 +434,7 @@ func openServed(ctx context.Context, log *slog.Logger, o serveOptions, sg served
 	if wrapServedStore != nil {
 		raw = wrapServedStore(raw)
 	}
-	store := logging.Wrap(poison.Wrap(o.metrics.wrap(raw)), log)
+	store := logging.Wrap(poison.Wrap(tracing.Wrap(o.metrics.wrap(raw), o.tracerProvider())), log)
 	release := func() error { return nil }
 	defer func() {
 		if err != nil {
@@ -478,10 +502,13 @@ func openServed(ctx context.Context, log *slog.Logger, o serveOptions, sg served
 	if err != nil {
 		return nil, nil, err
 	}
-	g, err := graph.Open(ctx, writeStore, graph.OpenOptions{ReadOnly: o.readOnly, ExclusiveWriter: !o.readOnly, AlwaysProbe: true, ExternalBlobs: pol})
+	octx, endOpen := o.openSpan(ctx, sg.id)
+	g, err := graph.Open(octx, writeStore, graph.OpenOptions{ReadOnly: o.readOnly, ExclusiveWriter: !o.readOnly, AlwaysProbe: true, ExternalBlobs: pol})
 	if err != nil {
+		endOpen(nil, err)
 		return nil, nil, err
 	}
+	endOpen(g.OpenRecovered(), nil)
 	o.metrics.recovered(log, sg.id, g.OpenRecovered())
 	if afterWriteOpen != nil && !o.readOnly {
 		afterWriteOpen(ctx, g)

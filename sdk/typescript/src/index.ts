@@ -14,11 +14,28 @@ export interface ConnectOptions {
   baseUrl: string;
   token?: string;
   fetch?: typeof fetch;
+  /**
+   * headers, when set, is called before each request and its headers are
+   * added to it: for instance the W3C `traceparent` of the caller's span
+   * (with @opentelemetry/api: `() => { const h = {}; propagation.inject(context.active(), h); return h; }`),
+   * which the server continues.
+   */
+  headers?: () => Record<string, string>;
 }
 
 /** connect makes a client of one server; pass it as `client` to every call. */
 export function connect(opts: ConnectOptions): Client {
-  return createClient(createConfig({ baseUrl: opts.baseUrl, auth: opts.token, fetch: opts.fetch }));
+  const c = createClient(createConfig({ baseUrl: opts.baseUrl, auth: opts.token, fetch: opts.fetch }));
+  const hook = opts.headers;
+  if (hook) {
+    c.interceptors.request.use((req) => {
+      for (const [k, v] of Object.entries(hook())) {
+        req.headers.set(k, v);
+      }
+      return req;
+    });
+  }
+  return c;
 }
 
 /**

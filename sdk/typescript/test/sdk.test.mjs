@@ -31,6 +31,16 @@ async function head(branch = 'main') {
   return snap.graph_commit_id;
 }
 
+test('a traceparent from the headers hook reaches the error envelope', async () => {
+  const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+  const traced = og.connect({ baseUrl, token, headers: () => ({ traceparent: `00-${traceId}-00f067aa0ba902b7-01` }) });
+  await assert.rejects(og.unwrap(og.getSnapshot({ client: traced, path, query: { branch: 'no-such-branch' } })), (err) => {
+    assert.equal(err.status, 404);
+    assert.equal(err.body.trace_id, traceId);
+    return true;
+  });
+});
+
 test('open routes answer without a token', async () => {
   const anon = og.connect({ baseUrl });
   called.add('health');

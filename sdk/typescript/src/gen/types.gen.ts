@@ -322,6 +322,7 @@ export type ErrorOutput = {
     recovery_required?: RecoveryRequired;
     resource_limit?: ResourceLimit;
     stop_reason?: string;
+    trace_id?: string;
 };
 
 export type GraphItem = {
