@@ -25,30 +25,9 @@ import (
 // skipped the pre-arm branch probe it sent 7 (2 Lists). The insert reads
 // back.
 func TestKeyedInsertBudgetOnTheWireS3(t *testing.T) {
-	if !testenv.S3Configured() {
-		t.Skip("S3 is not configured; start the emulators: " + testenv.StartHint)
-	}
-	if testing.Short() {
-		t.Skip("builds a 100,000-node table and 2,000 commits")
-	}
 	const maxRequests, maxRoundTrips = 6, 4
 	ctx := context.Background()
-	bucket := testenv.S3Bucket(t)
-	cfg, err := s3.ConfigFromEnv(bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := s3.New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := testenv.NewProxy(t, cfg.Endpoint)
-	cfg.Endpoint = p.URL
-	cfg.KeyAndChildCoexist = false // versitygw's posix backend (testenv.S3)
-	proxied, err := s3.New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct, proxied, p := wireStores(t)
 	var got [][2]int
 	for _, depth := range []int{10, 2000} {
 		g, mt, _, _ := bigGraph(t, depth)
@@ -66,28 +45,13 @@ func TestKeyedInsertBudgetOnTheWireS3(t *testing.T) {
 		mut(t, g, `mutation m($h: String) { insert Person { handle: $h, name: "New" } }`, map[string]any{"h": "k0051235"})
 		reqs := p.Requests()
 		p.Reset()
-		var kinds []string
-		for _, r := range reqs {
-			kind := r.Method
-			if r.Method == http.MethodGet && r.Query.Has("list-type") {
-				kind = "LIST"
-			} else if r.Method == http.MethodPut && (r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Match") != "") {
-				kind = "PUT-if"
-			}
-			kinds = append(kinds, kind)
-		}
+		kinds := requestKinds(reqs, false)
 		rts := testenv.RoundTrips(reqs)
 		t.Logf("depth %d (%d objects): %d requests %v in %d round trips", depth, n, len(reqs), kinds, rts)
 		if len(reqs) > maxRequests || rts > maxRoundTrips {
 			t.Errorf("depth %d: %d requests %v in %d round trips, budget %d / %d", depth, len(reqs), kinds, rts, maxRequests, maxRoundTrips)
 		}
-		r, err := query.Head(ctx, g, "main", `query q() { match { $p: Person { handle: "k0051235" } } return { $p.name } }`, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rows := fmt.Sprint(r.Rows); !strings.Contains(rows, "New") {
-			t.Fatalf("depth %d: inserted node reads back as %s", depth, rows)
-		}
+		readsBackNew(t, g, depth)
 		g.Close()
 		got = append(got, [2]int{len(reqs), rts})
 	}
@@ -106,43 +70,9 @@ func TestKeyedInsertBudgetOnTheWireS3(t *testing.T) {
 // were read one after another on the write's path), the emulator answering
 // each request 25 ms late. The open's own requests are logged.
 func TestFirstKeyedInsertAfterOpenOnTheWireS3(t *testing.T) {
-	if !testenv.S3Configured() {
-		t.Skip("S3 is not configured; start the emulators: " + testenv.StartHint)
-	}
-	if testing.Short() {
-		t.Skip("builds a 100,000-node table and 2,000 commits")
-	}
 	const maxRequests, maxRoundTrips = 8, 5
 	ctx := context.Background()
-	bucket := testenv.S3Bucket(t)
-	cfg, err := s3.ConfigFromEnv(bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := s3.New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := testenv.NewProxy(t, cfg.Endpoint)
-	cfg.Endpoint = p.URL
-	cfg.KeyAndChildCoexist = false // versitygw's posix backend (testenv.S3)
-	proxied, err := s3.New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kindsOf := func(reqs []testenv.Request) []string {
-		var kinds []string
-		for _, r := range reqs {
-			kind := r.Method
-			if r.Method == http.MethodGet && r.Query.Has("list-type") {
-				kind = "LIST"
-			} else if r.Method == http.MethodPut && (r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Match") != "") {
-				kind = "PUT-if"
-			}
-			kinds = append(kinds, kind+" "+r.Path)
-		}
-		return kinds
-	}
+	direct, proxied, p := wireStores(t)
 	var got [][2]int
 	for _, depth := range []int{10, 2000} {
 		g, mt, _, _ := bigGraph(t, depth)
@@ -166,21 +96,76 @@ func TestFirstKeyedInsertAfterOpenOnTheWireS3(t *testing.T) {
 		reqs := p.Requests()
 		p.Reset()
 		rts := testenv.RoundTrips(reqs)
-		t.Logf("depth %d (%d objects): the first insert sent %d requests in %d round trips: %v", depth, n, len(reqs), rts, kindsOf(reqs))
+		t.Logf("depth %d (%d objects): the first insert sent %d requests in %d round trips: %v", depth, n, len(reqs), rts, requestKinds(reqs, true))
 		if len(reqs) > maxRequests || rts > maxRoundTrips {
 			t.Errorf("depth %d: the first insert sent %d requests in %d round trips, budget %d / %d", depth, len(reqs), rts, maxRequests, maxRoundTrips)
 		}
-		r, err := query.Head(ctx, g, "main", `query q() { match { $p: Person { handle: "k0051235" } } return { $p.name } }`, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rows := fmt.Sprint(r.Rows); !strings.Contains(rows, "New") {
-			t.Fatalf("depth %d: inserted node reads back as %s", depth, rows)
-		}
+		readsBackNew(t, g, depth)
 		g.Close()
 		got = append(got, [2]int{len(reqs), rts})
 	}
 	if got[0] != got[1] {
 		t.Errorf("cost depends on depth: 10: %v; 2000: %v", got[0], got[1])
+	}
+}
+
+// wireStores skips unless the S3 emulator runs and the test may build a
+// large graph; it returns the test bucket directly and through a wire
+// proxy (the proxy too, to count and delay requests).
+func wireStores(t *testing.T) (direct, proxied backend.StorageAdapter, p *testenv.Proxy) {
+	t.Helper()
+	if !testenv.S3Configured() {
+		t.Skip("S3 is not configured; start the emulators: " + testenv.StartHint)
+	}
+	if testing.Short() {
+		t.Skip("builds a 100,000-node table and 2,000 commits")
+	}
+	ctx := context.Background()
+	cfg, err := s3.ConfigFromEnv(testenv.S3Bucket(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := s3.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = testenv.NewProxy(t, cfg.Endpoint)
+	cfg.Endpoint = p.URL
+	cfg.KeyAndChildCoexist = false // versitygw's posix backend (testenv.S3)
+	pr, err := s3.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, pr, p
+}
+
+// requestKinds names each request as the budgets count them: LIST, PUT-if
+// (a conditional put), else its method; withPath adds the path.
+func requestKinds(reqs []testenv.Request, withPath bool) []string {
+	var kinds []string
+	for _, r := range reqs {
+		kind := r.Method
+		if r.Method == http.MethodGet && r.Query.Has("list-type") {
+			kind = "LIST"
+		} else if r.Method == http.MethodPut && (r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Match") != "") {
+			kind = "PUT-if"
+		}
+		if withPath {
+			kind += " " + r.Path
+		}
+		kinds = append(kinds, kind)
+	}
+	return kinds
+}
+
+// readsBackNew checks that the inserted node k0051235 reads back.
+func readsBackNew(t *testing.T, g *graph.Graph, depth int) {
+	t.Helper()
+	r, err := query.Head(context.Background(), g, "main", `query q() { match { $p: Person { handle: "k0051235" } } return { $p.name } }`, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows := fmt.Sprint(r.Rows); !strings.Contains(rows, "New") {
+		t.Fatalf("depth %d: inserted node reads back as %s", depth, rows)
 	}
 }
